@@ -1,0 +1,3 @@
+module github.com/toolhost/toolhost
+
+go 1.26.0
