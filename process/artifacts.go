@@ -1,0 +1,249 @@
+package process
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// DefaultArtifactsCap is the cap on a session's total artifact bytes when
+// NewArtifacts is given 0.
+const DefaultArtifactsCap int64 = 1 << 30
+
+// evictCheckEvery is how many bytes a Capture writes to its files between two
+// checks of the artifacts cap while its command runs.
+const evictCheckEvery = 8 << 20
+
+var (
+	// ErrBadCommandID is returned for a command ID that cannot name a
+	// directory inside the artifacts directory.
+	ErrBadCommandID = errors.New("invalid command id")
+	// ErrArtifactsClosed is returned by NewCapture after RemoveAll.
+	ErrArtifactsClosed = errors.New("artifacts directory removed")
+	// ErrCaptureClosed is returned by a Capture's writers after Close.
+	ErrCaptureClosed = errors.New("capture closed")
+)
+
+// Artifacts manages the session's artifacts directory: one subdirectory per
+// command holding stdout.log, stderr.log and output.log. It keeps the total
+// size under a cap by evicting the directories of finished commands, oldest
+// finished first; a running command's files are never evicted. It is safe for
+// concurrent use.
+type Artifacts struct {
+	dir      string // absolute, symlinks resolved; immutable
+	capBytes int64  // immutable
+	logger   *slog.Logger
+
+	// mu guards the fields below. It is a leaf lock: nothing else is locked
+	// while it is held (a Capture's file byte count is read atomically), so
+	// a Capture may call in while holding its own locks.
+	mu        sync.Mutex
+	entries   map[string]*artifactEntry // by command ID; evicted ones removed
+	finishSeq uint64                    // last finishing order handed out
+	removed   bool                      // RemoveAll was called
+}
+
+// artifactEntry is one command's directory. Its fields are guarded by
+// Artifacts.mu.
+type artifactEntry struct {
+	id      string
+	dir     string
+	capture *Capture
+	// finished is set by Finished; finishSeq orders evictions.
+	finished  bool
+	finishSeq uint64
+}
+
+// NewArtifacts manages the existing directory dir (which the caller created,
+// mode 0700). capBytes caps the total bytes of artifact files (0 means
+// DefaultArtifactsCap); logger receives eviction warnings (nil discards them).
+func NewArtifacts(dir string, capBytes int64, logger *slog.Logger) (*Artifacts, error) {
+	if capBytes < 0 {
+		return nil, fmt.Errorf("artifacts cap %d: must not be negative", capBytes)
+	}
+	if capBytes == 0 {
+		capBytes = DefaultArtifactsCap
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts dir: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts dir: %w", err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("artifacts dir %s: not a directory", real)
+	}
+	return &Artifacts{
+		dir:      real,
+		capBytes: capBytes,
+		logger:   logger,
+		entries:  make(map[string]*artifactEntry),
+	}, nil
+}
+
+// Dir returns the artifacts directory as an absolute path with symlinks
+// resolved.
+func (a *Artifacts) Dir() string { return a.dir }
+
+// CapBytes returns the cap on total artifact bytes.
+func (a *Artifacts) CapBytes() int64 { return a.capBytes }
+
+// validateCommandID refuses IDs that could name anything but a new direct
+// child of the artifacts directory.
+func validateCommandID(id string) error {
+	switch {
+	case id == "", id == ".", len(id) > 200,
+		strings.ContainsAny(id, "/\\\x00"), strings.Contains(id, ".."):
+		return fmt.Errorf("%w: %q", ErrBadCommandID, id)
+	}
+	return nil
+}
+
+// NewCapture creates dir/<commandID>/ (mode 0700) with stdout.log, stderr.log
+// and output.log (mode 0600, created exclusively, never through a symlink),
+// and returns the Capture that writes them. The command counts as running
+// until Finished is called for it. A commandID containing "/" or "..", or
+// one already used in this session, is refused.
+func (a *Artifacts) NewCapture(commandID string, o CaptureOptions) (*Capture, error) {
+	if err := validateCommandID(commandID); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.removed {
+		return nil, ErrArtifactsClosed
+	}
+	if _, ok := a.entries[commandID]; ok {
+		return nil, fmt.Errorf("%w: %q already used", ErrBadCommandID, commandID)
+	}
+	dir := filepath.Join(a.dir, commandID)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("artifacts for %s: %w", commandID, err)
+	}
+	c, err := newCapture(a, commandID, dir, o)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("artifacts for %s: %w", commandID, err)
+	}
+	a.entries[commandID] = &artifactEntry{id: commandID, dir: dir, capture: c}
+	a.evictLocked()
+	return c, nil
+}
+
+// openArtifactFile creates one artifact file: exclusively, 0600, refusing to
+// follow a symlink.
+func openArtifactFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
+}
+
+// Finished marks the command's files as evictable (its command has ended)
+// and, if the total exceeds the cap, evicts the oldest finished commands'
+// directories, logging each eviction. A directory whose Capture is still open
+// is evicted only once it is closed. Unknown IDs are ignored.
+func (a *Artifacts) Finished(commandID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.entries[commandID]
+	if !ok || e.finished {
+		return
+	}
+	a.finishSeq++
+	e.finished, e.finishSeq = true, a.finishSeq
+	a.evictLocked()
+}
+
+// TotalBytes returns the bytes currently held in artifact files.
+func (a *Artifacts) TotalBytes() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.totalLocked()
+}
+
+func (a *Artifacts) totalLocked() int64 {
+	var total int64
+	for _, e := range a.entries {
+		total += e.capture.fileBytes.Load()
+	}
+	return total
+}
+
+// checkCap evicts if the cap is exceeded; Captures call it as they grow.
+func (a *Artifacts) checkCap() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.evictLocked()
+}
+
+// captureClosed is called by Capture.Close: a finished command's files may
+// now be evicted.
+func (a *Artifacts) captureClosed(commandID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.entries[commandID]; ok && e.finished {
+		a.evictLocked()
+	}
+}
+
+// evictLocked removes finished, closed commands' directories, oldest finished
+// first, until the total is within the cap. a.mu must be held.
+func (a *Artifacts) evictLocked() {
+	if a.removed {
+		return
+	}
+	total := a.totalLocked()
+	if total <= a.capBytes {
+		return
+	}
+	var candidates []*artifactEntry
+	for _, e := range a.entries {
+		if e.finished && e.capture.closed.Load() {
+			candidates = append(candidates, e)
+		}
+	}
+	slices.SortFunc(candidates, func(x, y *artifactEntry) int {
+		return cmp.Compare(x.finishSeq, y.finishSeq)
+	})
+	for _, e := range candidates {
+		if total <= a.capBytes {
+			return
+		}
+		n := e.capture.fileBytes.Load()
+		if err := os.RemoveAll(e.dir); err != nil {
+			a.logger.Warn("cannot evict command artifacts", "commandId", e.id, "dir", e.dir, "err", err)
+			continue
+		}
+		delete(a.entries, e.id)
+		total -= n
+		a.logger.Warn("evicted command artifacts: total over cap",
+			"commandId", e.id, "dir", e.dir, "bytes", n, "totalBytes", total, "capBytes", a.capBytes)
+	}
+}
+
+// RemoveAll deletes the artifacts directory and everything in it, at session
+// end. Call it after every Capture is closed; later NewCapture calls fail with
+// ErrArtifactsClosed.
+func (a *Artifacts) RemoveAll() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.removed = true
+	clear(a.entries)
+	if err := os.RemoveAll(a.dir); err != nil {
+		return fmt.Errorf("remove artifacts: %w", err)
+	}
+	return nil
+}

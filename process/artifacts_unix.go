@@ -1,0 +1,9 @@
+//go:build unix
+
+package process
+
+import "syscall"
+
+// oNoFollow makes opening an artifact file fail if its last component is a
+// symlink.
+const oNoFollow = syscall.O_NOFOLLOW
