@@ -1,0 +1,94 @@
+package rpc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// The error codes toolhost sends: JSON-RPC's, LSP's, and its own.
+const (
+	CodeParseError           = -32700
+	CodeInvalidRequest       = -32600
+	CodeMethodNotFound       = -32601
+	CodeInvalidParams        = -32602
+	CodeInternalError        = -32603
+	CodeServerNotInitialized = -32002
+	CodeRequestCancelled     = -32800
+
+	CodePathOutsideWorkspace = -32001
+	CodeNotFound             = -32003
+	CodeHandleNotFound       = -32004
+	CodeSpawnFailed          = -32005
+	CodeTooLarge             = -32006
+	CodeBusy                 = -32007
+	CodeReadOnlyRoot         = -32008
+	CodeConflict             = -32009
+)
+
+// Error is an error that travels on the wire: a code, a message and data
+// saying what and where.
+type Error struct {
+	Code    int
+	Message string
+	Data    *ErrorData
+}
+
+// NewError returns an Error with the given code, message and data.
+func NewError(code int, data *ErrorData, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Data: data}
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Is reports whether target is an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// wire returns the error as the library sends it.
+func (e *Error) wire() *jsonrpc2.Error {
+	w := jsonrpc2.NewError(jsonrpc2.Code(e.Code), e.Message)
+	if e.Data != nil {
+		if b, err := json.Marshal(e.Data); err == nil {
+			w.Data = b
+		}
+	}
+	return w
+}
+
+// InvalidParams returns a -32602 error naming the field that is wrong.
+func InvalidParams(field, format string, args ...any) *Error {
+	reason := fmt.Sprintf(format, args...)
+	msg := "invalid params: " + reason
+	if field != "" {
+		msg = fmt.Sprintf("invalid params: %s: %s", field, reason)
+	}
+	return &Error{Code: CodeInvalidParams, Message: msg, Data: &ErrorData{Field: field, Reason: reason}}
+}
+
+// Sentinels to match with errors.Is.
+var (
+	ErrServerNotInitialized = &Error{Code: CodeServerNotInitialized, Message: "server not initialized"}
+	ErrRequestCancelled     = &Error{Code: CodeRequestCancelled, Message: "request cancelled"}
+	ErrInvalidRequest       = &Error{Code: CodeInvalidRequest, Message: "invalid request"}
+)
+
+// toWire turns any error a handler returns into the coded error the library
+// sends: an *Error keeps its code and data; anything else is -32603 with the
+// method named, so that no error ever goes out with code 0.
+func toWire(method string, err error) *jsonrpc2.Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.wire()
+	}
+	var w *jsonrpc2.Error
+	if errors.As(err, &w) && w.Code != 0 {
+		return w
+	}
+	return (&Error{Code: CodeInternalError, Message: err.Error(), Data: &ErrorData{Method: method, Reason: err.Error()}}).wire()
+}

@@ -1,0 +1,72 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// Session is what a tool sees of the connection it serves: the client's
+// capabilities and the ways to send it notifications and requests. It is
+// safe for concurrent use.
+type Session struct {
+	srv *Server
+
+	mu   sync.Mutex
+	caps ClientCapabilities // set by initialize; guarded by mu
+}
+
+// ClientCapabilities returns what the client said it supports.
+func (s *Session) ClientCapabilities() ClientCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
+}
+
+// Logger returns the server's logger.
+func (s *Session) Logger() *slog.Logger { return s.srv.log }
+
+// Notify sends a notification that may be dropped, and counted, only when
+// the client has fallen so far behind that the outbound queue is over its
+// budget (stepTransition, $/progress begin and report).
+func (s *Session) Notify(method string, params any) {
+	s.srv.out.notify(method, params, true)
+}
+
+// NotifyCritical sends a notification that is never dropped (toolResult,
+// $/progress end).
+func (s *Session) NotifyCritical(method string, params any) {
+	s.srv.out.notify(method, params, false)
+}
+
+// NotifyCoalesced sends a notification that later ones with the same key
+// merge into while it waits to be written (heartbeat, output).
+func (s *Session) NotifyCoalesced(key string, c Coalescable) {
+	s.srv.out.coalesce(key, c)
+}
+
+// LogMessage sends window/logMessage: a message the user should see.
+func (s *Session) LogMessage(typ MessageType, format string, args ...any) {
+	s.Notify(NotifyLogMessage, LogMessageParams{Type: typ, Message: fmt.Sprintf(format, args...)})
+}
+
+// Call sends a request to the client and decodes its result into result
+// (which may be nil).
+func (s *Session) Call(ctx context.Context, method string, params, result any) error {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	var raw jsonrpc2.RawMessage
+	if _, err := s.srv.conn.Call(ctx, method, jsonrpc2.RawMessage(p), &raw); err != nil {
+		return err
+	}
+	if result != nil && len(raw) > 0 {
+		return json.Unmarshal(raw, result)
+	}
+	return nil
+}
