@@ -1,0 +1,32 @@
+// Package workspace confines file access to one workspace root, a list of
+// read-only roots and an optional read-only artifacts directory.
+//
+// Every file the package opens is opened through an [os.Root] handle held for
+// each root, so the kernel — not a check on a name made earlier — decides that
+// a path stays inside. Path parameters are first resolved component by
+// component (through the same handles, never with a lexical clean) so that
+// errors can say why a path was refused and results can name the absolute real
+// path; the open that follows uses the resolved name and is confined by the
+// handle again, so a directory swapped for a symlink in between is refused
+// rather than followed.
+//
+// Rules that hold for every method:
+//
+//   - A relative path is relative to the workspace root. An absolute path (or a
+//     file:// URI, percent-decoded) must start, on whole path components, with
+//     a root's resolved real path or with the spelling the root was configured
+//     with; "/a/root2" is not inside "/a/root".
+//   - ".." climbs through real directories, the way the kernel does it:
+//     "link/../x" where link points outside is refused, never cleaned to "x".
+//   - A symlink is followed only while it leads inside a root; an absolute
+//     target is matched like an absolute path, so a link from the workspace
+//     into a read root is readable (and read-only).
+//   - A leading "~", a NUL byte, a path of PATH_MAX bytes or more and any path
+//     under /proc are refused with [ErrOutside].
+//
+// Hard links: a hard link inside a root is the same file as its target, wherever
+// the target lives; no path check can tell it apart, so readFile reads it.
+// WriteFile replaces the directory entry atomically (write a temporary file,
+// rename it over the target), so after a write the other names of a hard-linked
+// file keep the old content.
+package workspace
