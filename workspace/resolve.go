@@ -254,6 +254,9 @@ func (w *Workspace) resolve(op, p string, mode resolveMode) (location, error) {
 				return location{}, newErr(op, p, ErrInvalid, "too many levels of symbolic links (more than %d)", maxSymlinks)
 			}
 			target, err := cur.h.Readlink(rel)
+			if errors.Is(err, syscall.EINVAL) {
+				return location{}, newErr(op, p, ErrConflict, "%s stopped being a symlink while the path was resolved", joinAbs(cur.realComps, stack, []string{c}))
+			}
 			if err != nil {
 				return location{}, osErr(op, p, err)
 			}
