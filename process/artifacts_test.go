@@ -1,0 +1,296 @@
+package process
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestArtifactsNewCaptureLayout(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewArtifacts(link, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realDir, _ := filepath.EvalSymlinks(dir)
+	if a.Dir() != realDir {
+		t.Errorf("Dir() = %q, want the resolved %q", a.Dir(), realDir)
+	}
+	if a.CapBytes() != DefaultArtifactsCap {
+		t.Errorf("CapBytes() = %d, want %d", a.CapBytes(), DefaultArtifactsCap)
+	}
+	c, err := a.NewCapture("cmd-42", CaptureOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdDir := filepath.Join(realDir, "cmd-42")
+	got := map[string]fs.FileMode{}
+	for _, p := range []string{cmdDir, o.StdoutPath, o.StderrPath, o.OutputPath} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[p] = fi.Mode()
+	}
+	want := map[string]fs.FileMode{
+		cmdDir:                              fs.ModeDir | 0o700,
+		filepath.Join(cmdDir, "stdout.log"): 0o600,
+		filepath.Join(cmdDir, "stderr.log"): 0o600,
+		filepath.Join(cmdDir, "output.log"): 0o600,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("artifact files mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestArtifactsRejectsBadCommandIDs(t *testing.T) {
+	a, err := NewArtifacts(t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"", ".", "..", "a/b", "../x", "x/..", "a..b", "/abs", `a\b`, "nul\x00", strings.Repeat("x", 201)} {
+		if _, err := a.NewCapture(id, CaptureOptions{}); !errors.Is(err, ErrBadCommandID) {
+			t.Errorf("NewCapture(%q) error = %v, want ErrBadCommandID", id, err)
+		}
+	}
+	entries, _ := os.ReadDir(a.Dir())
+	if len(entries) != 0 {
+		t.Errorf("rejected IDs left %d entries in the artifacts dir", len(entries))
+	}
+	if _, err := a.NewCapture("ok", CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.NewCapture("ok", CaptureOptions{}); !errors.Is(err, ErrBadCommandID) {
+		t.Errorf("reused command ID: error = %v, want ErrBadCommandID", err)
+	}
+}
+
+// TestArtifactsRefusesSymlinks checks that a name planted in the artifacts
+// directory is never followed.
+func TestArtifactsRefusesSymlinks(t *testing.T) {
+	a, err := NewArtifacts(t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(a.Dir(), "planted")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.NewCapture("planted", CaptureOptions{}); err == nil {
+		t.Fatal("NewCapture over a symlinked directory succeeded")
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("files were created through the symlink: %v", entries)
+	}
+	// And a planted file symlink is refused by openArtifactFile itself.
+	target := filepath.Join(outside, "target")
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(a.Dir(), "file")
+	if err := os.Symlink(target, planted); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := openArtifactFile(planted); err == nil {
+		f.Close()
+		t.Fatal("openArtifactFile followed a symlink")
+	}
+}
+
+// logRecords is a slog handler target that keeps JSON records.
+type logRecords struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logRecords) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logRecords) evicted(t *testing.T) []string {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ids []string
+	for _, line := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var raw map[string]any
+		if err := json.Unmarshal(line, &raw); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if raw["level"] == "WARN" && strings.HasPrefix(raw["msg"].(string), "evicted") {
+			ids = append(ids, raw["commandId"].(string))
+		}
+	}
+	return ids
+}
+
+func writeCommand(t *testing.T, a *Artifacts, id string, n int) *Capture {
+	t.Helper()
+	c, err := a.NewCapture(id, CaptureOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, c.Stdout(), strings.Repeat("x", n)) // stdout.log + output.log: 2n bytes
+	return c
+}
+
+func present(t *testing.T, a *Artifacts) []string {
+	t.Helper()
+	entries, err := os.ReadDir(a.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+func TestArtifactsEviction(t *testing.T) {
+	logs := &logRecords{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	a, err := NewArtifacts(t.TempDir(), 1000, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each command holds 200 bytes (100 in stdout.log, 100 in output.log).
+	first := writeCommand(t, a, "first", 100)
+	second := writeCommand(t, a, "second", 100)
+	running := writeCommand(t, a, "running", 100)
+	for _, c := range []*Capture{second, first} { // second finishes first
+		if _, err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		a.Finished(c.CommandID())
+	}
+	if diff := cmp.Diff([]string{"first", "running", "second"}, present(t, a)); diff != "" {
+		t.Fatalf("under the cap, nothing is evicted (-want +got):\n%s", diff)
+	}
+	// The running command grows the total to 1200: the oldest finished
+	// command ("second") goes, and 1000 is not over the cap.
+	mustWrite(t, running.Stdout(), strings.Repeat("y", 300))
+	a.Finished("no-such-command") // ignored, but checks the cap
+	a.checkCap()
+	if diff := cmp.Diff([]string{"first", "running"}, present(t, a)); diff != "" {
+		t.Errorf("after growing (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"second"}, logs.evicted(t)); diff != "" {
+		t.Errorf("eviction log mismatch (-want +got):\n%s", diff)
+	}
+	if got := a.TotalBytes(); got != 1000 {
+		t.Errorf("TotalBytes() = %d, want 1000", got)
+	}
+	// A running command is never evicted, even alone over the cap.
+	mustWrite(t, running.Stdout(), strings.Repeat("z", 1000))
+	a.checkCap()
+	if diff := cmp.Diff([]string{"running"}, present(t, a)); diff != "" {
+		t.Errorf("over the cap with one running command (-want +got):\n%s", diff)
+	}
+	// Finished before Close: evicted only once closed.
+	a.Finished("running")
+	if diff := cmp.Diff([]string{"running"}, present(t, a)); diff != "" {
+		t.Errorf("an open capture was evicted (-want +got):\n%s", diff)
+	}
+	if _, err := running.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string(nil), present(t, a)); diff != "" {
+		t.Errorf("after Close (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"second", "first", "running"}, logs.evicted(t)); diff != "" {
+		t.Errorf("eviction log mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestArtifactsEvictionWhileWriting checks that a command that writes a lot
+// evicts finished commands as it goes, without waiting for Finished.
+func TestArtifactsEvictionWhileWriting(t *testing.T) {
+	a, err := NewArtifacts(t.TempDir(), 4<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := writeCommand(t, a, "old", 1<<20)
+	if _, err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.Finished("old")
+	big := writeCommand(t, a, "big", 0)
+	chunk := bytes.Repeat([]byte("b"), 1<<20)
+	for range 5 { // 10 MiB of files: past the first evictCheckEvery boundary
+		if _, err := big.Stdout().Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"big"}, present(t, a)); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestArtifactsRemoveAll(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "artifacts")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewArtifacts(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := writeCommand(t, a, "c", 10)
+	if _, err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RemoveAll(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("artifacts dir still there after RemoveAll: %v", err)
+	}
+	if _, err := a.NewCapture("d", CaptureOptions{}); !errors.Is(err, ErrArtifactsClosed) {
+		t.Errorf("NewCapture after RemoveAll: error = %v, want ErrArtifactsClosed", err)
+	}
+}
+
+func TestNewArtifactsErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tt := range map[string]struct {
+		dir string
+		cap int64
+	}{
+		"missing":      {filepath.Join(t.TempDir(), "nope"), 0},
+		"not a dir":    {file, 0},
+		"negative cap": {t.TempDir(), -1},
+	} {
+		if _, err := NewArtifacts(tt.dir, tt.cap, nil); err == nil {
+			t.Errorf("%s: NewArtifacts succeeded", name)
+		}
+	}
+}
