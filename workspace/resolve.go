@@ -218,12 +218,15 @@ func (w *Workspace) resolve(op, p string, mode resolveMode) (location, error) {
 			if len(cur.realComps) == 0 {
 				continue // ".." of "/" is "/"
 			}
-			// cur.real has no symlinks, so its lexical parent is its real parent.
-			r, rest := w.matchReal(cur.realComps[:len(cur.realComps)-1])
+			// cur.real has no symlinks, so its lexical parent is its real
+			// parent. The rest of the path is then matched as an absolute
+			// path would be: "../shared/x" reaches a sibling read root.
+			up := append(slices.Clone(cur.realComps[:len(cur.realComps)-1]), todo...)
+			r, rest := w.matchSpelled(up)
 			if r == nil {
 				return location{}, newErr(op, p, ErrOutside, "\"..\" climbs out of the root %s", cur.real)
 			}
-			cur, stack = r, rest
+			cur, stack, todo = r, nil, rest
 			continue
 		}
 		dirSyntax = false
