@@ -275,14 +275,52 @@ func encodeNotification(method string, params any) ([]byte, error) {
 // writes (a response, a batch of responses, a call) is one Write of one
 // NDJSON line, queued in the outbox as a message that is never dropped.
 // Write never blocks on the client, so the library's write lock is never
-// held while the client is slow.
-type sink struct{ o *outbox }
+// held while the client is slow. Once a response is queued, the callbacks
+// waiting for it run (see Session.AfterReply).
+type sink struct{ srv *Server }
 
 func (s sink) Write(p []byte) (int, error) {
 	body := p
 	if n := len(body); n > 0 && body[n-1] == '\n' {
 		body = body[:n-1]
 	}
-	s.o.send(append([]byte(nil), body...), false)
+	body = append([]byte(nil), body...)
+	s.srv.out.send(body, false)
+	if s.srv.afterReplyCount.Load() > 0 {
+		for _, key := range responseIDs(body) {
+			s.srv.runAfterReply(key)
+		}
+	}
 	return len(p), nil
+}
+
+// responseIDs returns the id keys of the responses in body: one for a
+// response, several for a batch of them, none for a call.
+func responseIDs(body []byte) []string {
+	type resp struct {
+		ID     json.RawMessage  `json:"id"`
+		Method *json.RawMessage `json:"method"`
+	}
+	var many []resp
+	if len(body) > 0 && body[0] == '[' {
+		if json.Unmarshal(body, &many) != nil {
+			return nil
+		}
+	} else {
+		var one resp
+		if json.Unmarshal(body, &one) != nil {
+			return nil
+		}
+		many = []resp{one}
+	}
+	var keys []string
+	for _, r := range many {
+		if r.Method != nil {
+			continue
+		}
+		if id, ok := idFromJSON(r.ID); ok {
+			keys = append(keys, idKey(id))
+		}
+	}
+	return keys
 }

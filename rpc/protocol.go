@@ -395,6 +395,9 @@ type OutputParams struct {
 	// Seq increases by one per output notification of a stream, from 1.
 	Seq  int64  `json:"seq"`
 	Data string `json:"data"`
+	// Encoding is "base64" when the bytes are not valid UTF-8; absent,
+	// Data is the text itself.
+	Encoding Encoding `json:"encoding,omitempty"`
 	// Skipped counts bytes left out before Data because the client read too
 	// slowly; the stream's artifact file holds them.
 	Skipped int64 `json:"skipped,omitempty"`

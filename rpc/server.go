@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -90,6 +91,13 @@ type Server struct {
 	active       int                                // handlers running
 	idle         *sync.Cond                         // signalled when active falls to 0
 
+	// afterReply holds callbacks to run once the response to a request is
+	// queued, by id key; guarded by afterReplyMu. afterReplyCount lets the
+	// sink skip looking when there are none.
+	afterReplyMu    sync.Mutex
+	afterReply      map[string][]func()
+	afterReplyCount atomic.Int64
+
 	endOnce  sync.Once
 	ended    chan struct{} // closed when the session has ended
 	exitCode int           // set before ended is closed
@@ -116,10 +124,11 @@ func NewServer(opts Options) *Server {
 		opts.Table = NewTable()
 	}
 	s := &Server{
-		opts:     opts,
-		log:      opts.Logger,
-		inflight: make(map[string]context.CancelCauseFunc),
-		ended:    make(chan struct{}),
+		opts:       opts,
+		log:        opts.Logger,
+		inflight:   make(map[string]context.CancelCauseFunc),
+		afterReply: make(map[string][]func()),
+		ended:      make(chan struct{}),
 	}
 	s.idle = sync.NewCond(&s.mu)
 	s.session = &Session{srv: s}
@@ -146,7 +155,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 
 	pr, pw := io.Pipe()
 	s.pipe = pw
-	stream := jsonrpc2.NewNDJSONStream(pipeConn{pr, sink{s.out}})
+	stream := jsonrpc2.NewNDJSONStream(pipeConn{pr, sink{s}})
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithPreempter(s))
 	s.conn.Go(s.root, s.handle)
 
@@ -230,6 +239,7 @@ func (s *Server) End(reason string) {
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.EndTimeout)
 		defer cancel()
 		s.endRoot(errSessionEnded)
+		s.runAllAfterReply() // no reply that is still due may hold work back
 		if s.opts.Lifecycle != nil {
 			s.opts.Lifecycle.Shutdown(ctx)
 		}
@@ -346,7 +356,7 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	}
 	params := json.RawMessage(bytes.Clone(req.Params()))
 	key := idKey(req.ID())
-	rctx, cancel := context.WithCancelCause(s.root)
+	rctx, cancel := context.WithCancelCause(context.WithValue(s.root, requestKey{}, key))
 	s.mu.Lock()
 	if s.state == stateEnding {
 		s.mu.Unlock()
@@ -370,6 +380,50 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	}()
 	jsonrpc2.Async(ctx)
 	return s.call(rctx, method, h, params)
+}
+
+// requestKey is the context key of the id key of the request a handler
+// serves.
+type requestKey struct{}
+
+// afterReplyFor registers fn to run once the response to the request that
+// ctx serves is queued; without a request, fn runs at once.
+func (s *Server) afterReplyFor(ctx context.Context, fn func()) {
+	key, ok := ctx.Value(requestKey{}).(string)
+	if !ok {
+		fn()
+		return
+	}
+	s.afterReplyMu.Lock()
+	s.afterReply[key] = append(s.afterReply[key], fn)
+	s.afterReplyCount.Add(1)
+	s.afterReplyMu.Unlock()
+}
+
+// runAfterReply runs the callbacks waiting for the response with key.
+func (s *Server) runAfterReply(key string) {
+	s.afterReplyMu.Lock()
+	fns := s.afterReply[key]
+	delete(s.afterReply, key)
+	s.afterReplyCount.Add(-int64(len(fns)))
+	s.afterReplyMu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// runAllAfterReply runs every waiting callback, at the session's end.
+func (s *Server) runAllAfterReply() {
+	s.afterReplyMu.Lock()
+	all := s.afterReply
+	s.afterReply = make(map[string][]func())
+	s.afterReplyCount.Store(0)
+	s.afterReplyMu.Unlock()
+	for _, fns := range all {
+		for _, fn := range fns {
+			fn()
+		}
+	}
 }
 
 // call runs a handler, turning a panic into -32603, a cancelled request

@@ -54,6 +54,14 @@ func (s *Session) LogMessage(typ MessageType, format string, args ...any) {
 	s.Notify(NotifyLogMessage, LogMessageParams{Type: typ, Message: fmt.Sprintf(format, args...)})
 }
 
+// AfterReply runs fn once the response to the request ctx serves has been
+// queued, so that notifications about what the request started never
+// reach the client before the response that names it. fn runs exactly
+// once: after the response, or at the session's end at the latest.
+func (s *Session) AfterReply(ctx context.Context, fn func()) {
+	s.srv.afterReplyFor(ctx, fn)
+}
+
 // Call sends a request to the client and decodes its result into result
 // (which may be nil).
 func (s *Session) Call(ctx context.Context, method string, params, result any) error {

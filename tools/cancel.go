@@ -1,0 +1,51 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// cancel stops a handle's processes (TERM to the group, the grace, then
+// KILL) and answers with its final ToolResult once they are gone. A handle
+// that already ended answers its final result again.
+func (t *Tools) cancel(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
+	var p rpc.CancelParams
+	if err := rpc.DecodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.HandleID == "" {
+		return nil, rpc.InvalidParams("handleId", "required")
+	}
+	_, mgr := t.state()
+	cmd, ok := mgr.Lookup(p.HandleID)
+	if !ok {
+		return nil, handleNotFound(p.HandleID)
+	}
+	var grace time.Duration // 0: the server's kill grace
+	if p.GraceMs != nil {
+		if *p.GraceMs < 0 {
+			return nil, rpc.InvalidParams("graceMs", "must not be negative")
+		}
+		grace = time.Duration(*p.GraceMs) * time.Millisecond
+		if grace == 0 {
+			grace = time.Nanosecond // no grace: KILL right after TERM
+		}
+	}
+	cmd.Cancel(grace)
+	select {
+	case <-cmd.Done():
+	case <-ctx.Done():
+		return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodCancel, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
+			"request cancelled before the handle's processes were gone")
+	}
+	return toolResult(cmd.Result()), nil
+}
+
+// handleNotFound is the error for an unknown handle.
+func handleNotFound(id string) error {
+	return rpc.NewError(rpc.CodeHandleNotFound, &rpc.ErrorData{HandleID: id, Reason: "no running or recently finished handle has this id"},
+		"handle not found: %q", id)
+}

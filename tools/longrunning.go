@@ -1,0 +1,136 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// longRunning starts a command, or a recipe of steps, behind a handle and
+// answers at once. The handle ends in exactly one toolResult notification.
+func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
+	var p rpc.LongRunningParams
+	if err := rpc.DecodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	ws, mgr := t.state()
+	spec, err := t.commandSpec(ws, &p.RunCommandParams, len(p.Steps) > 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Steps) > 0 {
+		if err := stepsSpec(ws, &spec, p.Steps); err != nil {
+			return nil, err
+		}
+	}
+	spec.Handle = true
+	spec.Label = p.Label
+	spec.StreamOutput = p.StreamOutput
+	command := displayCommand(spec.Argv, spec.Steps)
+	title := p.Label
+	if title == "" {
+		title = command
+	}
+
+	w := newWatcher(s, p.WorkDoneToken, title, true)
+	cmd, err := mgr.Start(spec, w.observer(p.StreamOutput))
+	if err != nil {
+		w.abandon()
+		return nil, procError(err)
+	}
+	// The handle's notifications wait for the response that names it.
+	s.AfterReply(ctx, func() { w.started(cmd) })
+	token := p.WorkDoneToken
+	if token != nil {
+		t.trackToken(*token, cmd)
+	}
+	wantToken := token == nil && s.ClientCapabilities().Window != nil && s.ClientCapabilities().Window.WorkDoneProgress
+
+	// Exactly one toolResult per handle: this goroutine is the only sender
+	// of the handle's toolResult, started once right after Start succeeded;
+	// it sends after Done, when the result is final. t.senders owns it and
+	// Shutdown waits for it, so a session's end still sends every result.
+	t.senders.Go(func() {
+		if wantToken {
+			token = t.createToken(s, w, cmd)
+		}
+		<-cmd.Done()
+		<-w.ready // the response that names the handle goes first
+		res := toolResult(cmd.Result())
+		w.finish(res)
+		if token != nil {
+			t.untrackToken(*token)
+		}
+		s.NotifyCritical(rpc.NotifyToolResult, res)
+	})
+
+	return rpc.LongRunningResult{
+		HandleID:       cmd.HandleID(),
+		CommandID:      cmd.ID(),
+		PID:            cmd.PID(),
+		ProcessGroupID: cmd.PGID(),
+		StartedAt:      cmd.StartedAt().UTC(),
+		Command:        command,
+	}, nil
+}
+
+// createToken asks the client for a progress token for a handle, when the
+// client advertised window.workDoneProgress and gave none. It returns nil
+// if the client refuses or does not answer in time.
+func (t *Tools) createToken(s *rpc.Session, w *watcher, cmd *process.Command) *rpc.ProgressToken {
+	tok := rpc.NewStringToken("toolhost/" + cmd.HandleID())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() { // owned by createToken: ends with it
+		select {
+		case <-cmd.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := s.Call(ctx, rpc.MethodWorkDoneProgressCreate, rpc.WorkDoneProgressCreateParams{Token: tok}, nil); err != nil {
+		t.log.Debug("client did not create a progress token", "handle", cmd.HandleID(), "err", err)
+		return nil
+	}
+	t.trackToken(tok, cmd)
+	if !w.setToken(tok) {
+		t.untrackToken(tok)
+		return nil
+	}
+	return &tok
+}
+
+// trackToken records the command behind a progress token.
+func (t *Tools) trackToken(tok rpc.ProgressToken, cmd *process.Command) {
+	t.mu.Lock()
+	t.tokens[tok.String()] = cmd
+	t.mu.Unlock()
+}
+
+// untrackToken forgets a progress token.
+func (t *Tools) untrackToken(tok rpc.ProgressToken) {
+	t.mu.Lock()
+	delete(t.tokens, tok.String())
+	t.mu.Unlock()
+}
+
+// workDoneProgressCancel cancels the command behind a progress token.
+func (t *Tools) workDoneProgressCancel(_ context.Context, s *rpc.Session, raw json.RawMessage) {
+	var p rpc.WorkDoneProgressCancelParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.log.Warn("malformed window/workDoneProgress/cancel", "err", err)
+		return
+	}
+	t.mu.Lock()
+	cmd := t.tokens[p.Token.String()]
+	t.mu.Unlock()
+	if cmd == nil {
+		t.log.Debug("window/workDoneProgress/cancel for an unknown token", "token", strings.TrimPrefix(p.Token.String(), "s:"))
+		return
+	}
+	cmd.Cancel(0)
+}

@@ -1,0 +1,44 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/workspace"
+)
+
+// readFile reads a file, or a range of its lines, inside the root, a read
+// root or the artifacts directory.
+func (t *Tools) readFile(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
+	var p rpc.ReadFileParams
+	if err := rpc.DecodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.Path == "":
+		return nil, rpc.InvalidParams("path", "required")
+	case p.Line < 0:
+		return nil, rpc.InvalidParams("line", "must be 1 or more (lines are 1-based)")
+	case p.Limit < 0:
+		return nil, rpc.InvalidParams("limit", "must not be negative")
+	case p.MaxBytes < 0:
+		return nil, rpc.InvalidParams("maxBytes", "must not be negative")
+	}
+	ws, _ := t.state()
+	r, err := ws.ReadFile(workspace.ReadOptions{Path: p.Path, Line: p.Line, Limit: p.Limit, MaxBytes: p.MaxBytes})
+	if err != nil {
+		return nil, wsError(err)
+	}
+	return rpc.ReadFileResult{
+		Path:       r.Path,
+		Content:    r.Content,
+		Encoding:   rpc.Encoding(r.Encoding),
+		Size:       r.Size,
+		StartLine:  r.StartLine,
+		EndLine:    r.EndLine,
+		TotalLines: r.TotalLines,
+		Truncated:  r.Truncated,
+		MTime:      r.MTime.UTC(),
+	}, nil
+}

@@ -1,0 +1,76 @@
+package tools
+
+import (
+	"time"
+
+	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// toolResult converts a command's result to the wire.
+func toolResult(r process.Result) rpc.ToolResult {
+	var sig *string
+	if r.Signal != "" {
+		s := r.Signal
+		sig = &s
+	}
+	status := rpc.Status(r.Status)
+	steps := make([]rpc.StepResult, 0, len(r.Steps))
+	for _, st := range r.Steps {
+		steps = append(steps, rpc.StepResult{
+			Name:       st.Name,
+			Status:     rpc.StepStatus(st.Status),
+			DurationMs: st.Duration.Milliseconds(),
+			ExitCode:   st.ExitCode,
+		})
+	}
+	o := r.Output
+	return rpc.ToolResult{
+		CommandID:       r.CommandID,
+		HandleID:        r.HandleID,
+		Status:          status,
+		Success:         status == rpc.StatusCompleted && r.ExitCode != nil && *r.ExitCode == 0,
+		ExitCode:        r.ExitCode,
+		Signal:          sig,
+		StartedAt:       r.StartedAt.UTC(),
+		EndedAt:         r.EndedAt.UTC(),
+		DurationMs:      r.Duration.Milliseconds(),
+		Stdout:          o.Stdout,
+		Stderr:          o.Stderr,
+		StdoutTruncated: o.StdoutTruncated,
+		StderrTruncated: o.StderrTruncated,
+		Artifacts: rpc.Artifacts{
+			StdoutPath: o.StdoutPath,
+			StderrPath: o.StderrPath,
+			OutputPath: o.OutputPath,
+			ByteCount:  o.ByteCount,
+			LineCount:  o.LineCount,
+			Sha256:     o.Sha256,
+		},
+		Steps: steps,
+	}
+}
+
+// progressOf converts a command's snapshot to the wire.
+func progressOf(s process.Snapshot) rpc.Progress {
+	var hb *time.Time
+	if !s.LastHeartbeatAt.IsZero() {
+		t := s.LastHeartbeatAt.UTC()
+		hb = &t
+	}
+	return rpc.Progress{
+		HandleID:        s.HandleID,
+		CommandID:       s.CommandID,
+		Label:           s.Label,
+		Status:          rpc.Status(s.Status),
+		PID:             s.PID,
+		CurrentStep:     s.CurrentStep,
+		TotalSteps:      s.TotalSteps,
+		StepName:        s.StepName,
+		ElapsedMs:       s.Elapsed.Milliseconds(),
+		UpdatedAt:       s.UpdatedAt.UTC(),
+		LastHeartbeatAt: hb,
+		OutputBytes:     s.OutputBytes,
+		ExitCode:        s.ExitCode,
+	}
+}

@@ -1,0 +1,172 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/workspace"
+)
+
+// commandSpec checks the params runCommand and longRunning share and turns
+// them into a process spec. With steps, argv may be empty.
+func (t *Tools) commandSpec(ws *workspace.Workspace, p *rpc.RunCommandParams, steps bool) (process.Spec, error) {
+	var spec process.Spec
+	if !steps {
+		if err := checkArgv("argv", p.Argv); err != nil {
+			return spec, err
+		}
+	}
+	dir, err := ws.Dir(p.Cwd)
+	if err != nil {
+		return spec, cwdError("cwd", err)
+	}
+	if err := checkEnv("env", p.Env); err != nil {
+		return spec, err
+	}
+	spec = process.Spec{Argv: p.Argv, Dir: dir, Env: p.Env}
+	if p.Stdin != nil {
+		spec.Stdin = *p.Stdin
+	}
+	if p.TimeoutMs != nil {
+		if *p.TimeoutMs <= 0 {
+			return spec, rpc.InvalidParams("timeoutMs", "must be a positive number of milliseconds, not %d", *p.TimeoutMs)
+		}
+		spec.Timeout = time.Duration(*p.TimeoutMs) * time.Millisecond
+	}
+	t.mu.Lock()
+	spec.OutputLimit = int(t.outputLimit)
+	t.mu.Unlock()
+	if p.OutputLimitBytes != nil {
+		if *p.OutputLimitBytes <= 0 || *p.OutputLimitBytes > maxOutputLimit {
+			return spec, rpc.InvalidParams("outputLimitBytes", "must be between 1 and %d, not %d", maxOutputLimit, *p.OutputLimitBytes)
+		}
+		spec.OutputLimit = int(*p.OutputLimitBytes)
+	}
+	return spec, nil
+}
+
+// stepsSpec checks a recipe's steps and adds them to spec.
+func stepsSpec(ws *workspace.Workspace, spec *process.Spec, steps []rpc.StepSpec) error {
+	if len(spec.Argv) > 0 {
+		return rpc.InvalidParams("steps", "give argv or steps, not both")
+	}
+	for i, st := range steps {
+		field := fmt.Sprintf("steps[%d]", i)
+		if strings.TrimSpace(st.Name) == "" {
+			return rpc.InvalidParams(field+".name", "required")
+		}
+		if err := checkArgv(field+".argv", st.Argv); err != nil {
+			return err
+		}
+		dir := spec.Dir
+		if st.Cwd != "" {
+			d, err := ws.Dir(st.Cwd)
+			if err != nil {
+				return cwdError(field+".cwd", err)
+			}
+			dir = d
+		}
+		if err := checkEnv(field+".env", st.Env); err != nil {
+			return err
+		}
+		env := mergeEnv(spec.Env, st.Env)
+		spec.Steps = append(spec.Steps, process.Step{Name: st.Name, Argv: st.Argv, Dir: dir, Env: env, ContinueOnError: st.ContinueOnError})
+	}
+	return nil
+}
+
+// mergeEnv returns base with over on top.
+func mergeEnv(base, over map[string]*string) map[string]*string {
+	if len(base) == 0 {
+		return over
+	}
+	m := make(map[string]*string, len(base)+len(over))
+	for k, v := range base {
+		m[k] = v
+	}
+	for k, v := range over {
+		m[k] = v
+	}
+	return m
+}
+
+// checkArgv checks a command's argv.
+func checkArgv(field string, argv []string) error {
+	if len(argv) == 0 {
+		return rpc.InvalidParams(field, "required: the command and its arguments")
+	}
+	if argv[0] == "" {
+		return rpc.InvalidParams(field+"[0]", "the command must not be empty")
+	}
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return rpc.InvalidParams(fmt.Sprintf("%s[%d]", field, i), "must not contain a NUL byte")
+		}
+	}
+	return nil
+}
+
+// checkEnv checks the variables a request sets.
+func checkEnv(field string, env map[string]*string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return rpc.InvalidParams(field, "bad variable name %q", k)
+		}
+		if v != nil && strings.IndexByte(*v, 0) >= 0 {
+			return rpc.InvalidParams(field+"."+k, "must not contain a NUL byte")
+		}
+	}
+	return nil
+}
+
+// cwdError maps a workspace error about a working directory.
+func cwdError(field string, err error) error {
+	e := wsError(err)
+	if we, ok := e.(*rpc.Error); ok && we.Data != nil && we.Code == rpc.CodeInvalidParams {
+		we.Data.Field = field
+	}
+	return e
+}
+
+// displayCommand returns argv quoted as a shell would need it, or a
+// recipe's steps joined with &&.
+func displayCommand(argv []string, steps []process.Step) string {
+	if len(steps) > 0 {
+		parts := make([]string, len(steps))
+		for i, st := range steps {
+			parts[i] = quoteArgv(st.Argv)
+		}
+		return strings.Join(parts, " && ")
+	}
+	return quoteArgv(argv)
+}
+
+// quoteArgv quotes each argument that needs it for a POSIX shell.
+func quoteArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		parts[i] = shellQuote(a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,107 @@
+// Package tools serves toolhost's methods: runCommand, longRunning, cancel,
+// readFile, writeFile and progress, one file each. It turns wire params
+// into calls on the workspace and process packages and their results and
+// events back into wire types and notifications.
+package tools
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/workspace"
+)
+
+// Config is the server's configuration from its command line.
+type Config struct {
+	// Root is the workspace root (--root); "" lets the client choose.
+	Root string
+	// ReadRoots are the extra read-only roots (--read-root).
+	ReadRoots []string
+	// ArtifactsDir keeps command output; "" means a private temporary
+	// directory removed at the end.
+	ArtifactsDir      string
+	KeepArtifacts     bool
+	ArtifactsCapBytes int64
+	KillGrace         time.Duration
+	DefaultTimeout    time.Duration
+	// OutputLimit is the inline output kept per stream.
+	OutputLimit  int64
+	MaxProcesses int
+	// Env is the server's environment, which children inherit only through
+	// the allowlist.
+	Env    []string
+	Logger *slog.Logger
+}
+
+// maxOutputLimit caps the inline output a request may ask for, so that a
+// result always fits in a message.
+const maxOutputLimit = 4 << 20
+
+// Tools is the state of one session's tools.
+type Tools struct {
+	cfg Config
+	log *slog.Logger
+
+	mu sync.Mutex
+	// ws, mgr, outputLimit and tokens are set by Initialize and guarded by
+	// mu; ws and mgr are nil before it.
+	ws          *workspace.Workspace
+	mgr         *process.Manager
+	outputLimit int64
+	killGrace   time.Duration
+	tempDir     string                      // a temporary artifacts dir to remove at the end
+	tokens      map[string]*process.Command // commands behind $/progress tokens, for window/workDoneProgress/cancel
+	shutdown    bool
+
+	// senders are the goroutines that wait for a handle to end and send its
+	// toolResult; Shutdown waits for them.
+	senders conc.WaitGroup
+}
+
+// New returns the tools for one session.
+func New(cfg Config) *Tools {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.OutputLimit <= 0 {
+		cfg.OutputLimit = 64 << 10
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = 2 * time.Second
+	}
+	return &Tools{cfg: cfg, log: cfg.Logger, tokens: make(map[string]*process.Command)}
+}
+
+// NewServer returns a server that serves the tools over JSON-RPC.
+func NewServer(cfg Config, opts rpc.Options) *rpc.Server {
+	t := New(cfg)
+	opts.Table = rpc.NewTable()
+	t.Register(opts.Table)
+	opts.Lifecycle = t
+	return rpc.NewServer(opts)
+}
+
+// Register puts the tools' methods into the table.
+func (t *Tools) Register(tab *rpc.Table) {
+	tab.Handle(rpc.MethodRunCommand, t.runCommand)
+	tab.Handle(rpc.MethodLongRunning, t.longRunning)
+	tab.Handle(rpc.MethodCancel, t.cancel)
+	tab.Handle(rpc.MethodReadFile, t.readFile)
+	tab.Handle(rpc.MethodWriteFile, t.writeFile)
+	tab.Handle(rpc.MethodProgress, t.progress)
+	tab.HandleNotification(rpc.NotifyWorkDoneProgressCancel, t.workDoneProgressCancel)
+	tab.Sends(rpc.NotifyToolResult, rpc.NotifyStepTransition, rpc.NotifyHeartbeat, rpc.NotifyOutput,
+		rpc.NotifyProgress, rpc.NotifyLogMessage, rpc.MethodWorkDoneProgressCreate)
+}
+
+// state returns the workspace and the process manager, set by Initialize.
+func (t *Tools) state() (*workspace.Workspace, *process.Manager) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ws, t.mgr
+}

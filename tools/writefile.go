@@ -1,0 +1,35 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/workspace"
+)
+
+// writeFile writes a file atomically inside the root.
+func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
+	var p rpc.WriteFileParams
+	if err := rpc.DecodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Path == "" {
+		return nil, rpc.InvalidParams("path", "required")
+	}
+	switch p.Encoding {
+	case "", rpc.EncodingUTF8, rpc.EncodingBase64:
+	default:
+		return nil, rpc.InvalidParams("encoding", `must be "utf-8" or "base64", not %q`, p.Encoding)
+	}
+	o := workspace.WriteOptions{Path: p.Path, Content: p.Content, Encoding: string(p.Encoding), CreateDirs: p.CreateDirs}
+	if p.ExpectedSha256 != nil {
+		o.ExpectedSha256 = *p.ExpectedSha256
+	}
+	ws, _ := t.state()
+	r, err := ws.WriteFile(o)
+	if err != nil {
+		return nil, wsError(err)
+	}
+	return rpc.WriteFileResult{Path: r.Path, Size: r.Size, Sha256: r.Sha256}, nil
+}
