@@ -1,0 +1,20 @@
+// Package process runs commands for toolhost: it spawns argv (never through a
+// shell) in a process group of its own with a filtered environment, captures
+// output through Artifacts, turns step markers and recipe steps into
+// observer callbacks, enforces timeouts and cancellation with a TERM, grace,
+// KILL ladder, and keeps a registry of handles for detached commands.
+//
+// No orphans. On Linux a Manager makes the server a child subreaper
+// (PR_SET_CHILD_SUBREAPER), so descendants that leave their process group
+// (setsid, double fork, nohup, daemons) are re-parented to the server rather
+// than to init. Every child carries TOOLHOST_COMMAND=<session>/<commandID> in
+// its environment; when a command ends, however it ends, the Manager kills its
+// process groups and every descendant that carries its marker or sits in one
+// of its groups, and reaps the zombies that re-parenting hands to the server.
+// The reaper only waits for pids that are the server's children, not started
+// through os/exec by this package, and not in the server's own process group,
+// so it never steals a wait from os/exec.
+//
+// The package knows nothing of JSON-RPC: callers convert Result, Snapshot and
+// the Observer events to the wire.
+package process

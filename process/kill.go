@@ -1,0 +1,157 @@
+package process
+
+import (
+	"errors"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Timings of the kill ladder that are not configurable.
+const (
+	// killPoll is how often a ladder looks whether the tree is gone.
+	killPoll = 10 * time.Millisecond
+	// rescanEvery is how many polls pass between walks for new descendants
+	// during the grace.
+	rescanEvery = 5
+	// killWait bounds how long a ladder waits for SIGKILLed processes to
+	// go (a process in uninterruptible sleep dies only when it wakes).
+	killWait = 5 * time.Second
+)
+
+// signalGroup sends sig to process group pgid, ignoring groups that are gone.
+func signalGroup(pgid int, sig unix.Signal) {
+	if pgid > 1 {
+		_ = unix.Kill(-pgid, sig)
+	}
+}
+
+// signalPid sends sig to pid, ignoring processes that are gone.
+func signalPid(pid int, sig unix.Signal) {
+	if pid > 1 {
+		_ = unix.Kill(pid, sig)
+	}
+}
+
+// groupAlive reports whether process group pgid has members (zombies
+// included: they leave the group when they are reaped).
+func groupAlive(pgid int) bool {
+	err := unix.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// killTarget is what a ladder kills: process groups, and the pids that find
+// returns on each call (descendants that left the groups). find is called
+// again during the ladder, so processes forked meanwhile are caught.
+type killTarget struct {
+	groups func() []int
+	find   func() []int
+}
+
+// alive reports whether anything of t runs, given the latest pids.
+func (t killTarget) alive(pids []int) bool {
+	for _, g := range t.groups() {
+		if groupAlive(g) {
+			return true
+		}
+	}
+	for _, p := range pids {
+		if !procGone(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// send signals every group and pid of t.
+func (t killTarget) send(pids []int, sig unix.Signal) {
+	for _, g := range t.groups() {
+		signalGroup(g, sig)
+		if sig == unix.SIGTERM {
+			// A stopped process acts on TERM only once continued.
+			signalGroup(g, unix.SIGCONT)
+		}
+	}
+	for _, p := range pids {
+		signalPid(p, sig)
+		if sig == unix.SIGTERM {
+			signalPid(p, unix.SIGCONT)
+		}
+	}
+}
+
+// killLadder ends t: with term, SIGTERM to everything, then up to grace for
+// it to go (cut short when urgent is closed); then SIGKILL to whatever is
+// left, repeated until it is gone or killWait passes. It reaps re-parented
+// zombies as it goes and reports whether everything is gone.
+func killLadder(t killTarget, grace time.Duration, term bool, urgent <-chan struct{}) bool {
+	reapOrphans()
+	pids := t.find()
+	if !t.alive(pids) {
+		return true
+	}
+	tick := time.NewTicker(killPoll)
+	defer tick.Stop()
+	if term && grace > 0 {
+		t.send(pids, unix.SIGTERM)
+		deadline := time.NewTimer(grace)
+		defer deadline.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-tick.C:
+			case <-deadline.C:
+				goto kill
+			case <-urgent:
+				goto kill
+			}
+			reapOrphans()
+			if n%rescanEvery == 0 {
+				fresh := t.find()
+				t.send(newPids(fresh, pids), unix.SIGTERM)
+				pids = fresh
+			}
+			if !t.alive(pids) {
+				return true
+			}
+		}
+	}
+kill:
+	limit := time.NewTimer(killWait)
+	defer limit.Stop()
+	for {
+		pids = t.find()
+		t.send(pids, unix.SIGKILL)
+		reapOrphans()
+		if !t.alive(pids) {
+			return true
+		}
+		select {
+		case <-tick.C:
+		case <-limit.C:
+			return false
+		}
+	}
+}
+
+// newPids returns the pids in fresh that are not in old.
+func newPids(fresh, old []int) []int {
+	seen := make(map[int]bool, len(old))
+	for _, p := range old {
+		seen[p] = true
+	}
+	var out []int
+	for _, p := range fresh {
+		if !seen[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// signalName names sig the way users know it ("SIGKILL"), or "signal N".
+func signalName(sig unix.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return "signal " + sig.String()
+}

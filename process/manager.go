@@ -1,0 +1,592 @@
+package process
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+)
+
+// Sentinel errors. Errors from this package wrap one of them; test with
+// errors.Is.
+var (
+	// ErrSpawn says an executable could not be started; such errors are
+	// *SpawnError values that name argv[0] and the reason.
+	ErrSpawn = errors.New("spawn failed")
+	// ErrBusy says MaxProcesses commands already run; nothing was started.
+	ErrBusy = errors.New("too many running commands")
+	// ErrNotFound says the working directory does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid says a Spec or Config is malformed.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrClosed says the Manager has been shut down.
+	ErrClosed = errors.New("process manager is shut down")
+)
+
+// SpawnError says why argv[0] could not be started. It matches ErrSpawn
+// with errors.Is and unwraps to the underlying cause.
+type SpawnError struct {
+	Argv0  string
+	Reason string // e.g. "not found in the child's PATH", "is a directory"
+	Err    error
+}
+
+func (e *SpawnError) Error() string {
+	return fmt.Sprintf("spawn %q: %s", e.Argv0, e.Reason)
+}
+
+// Unwrap returns the cause.
+func (e *SpawnError) Unwrap() error { return e.Err }
+
+// Is makes every *SpawnError match ErrSpawn.
+func (e *SpawnError) Is(target error) bool { return target == ErrSpawn }
+
+// Statuses of a command.
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusTimedOut  = "timedOut"
+	StatusCancelled = "cancelled"
+)
+
+// Statuses of a step (StepResult.Status; StepEvent.Status uses start, done,
+// fail and skip).
+const (
+	StepStart     = "start"
+	StepDone      = "done"
+	StepFail      = "fail"
+	StepSkip      = "skip"
+	StepCancelled = "cancelled"
+	StepRunning   = "running"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultKillGrace     = 2 * time.Second
+	DefaultOutputLimit   = 64 << 10
+	DefaultMaxProcesses  = 256
+	DefaultRecentHandles = 256
+)
+
+// Timings of the end of a command.
+const (
+	// stepDrain is how long a recipe waits, after a step exits, for its
+	// pipes to reach EOF before it flushes and starts the next step (a
+	// step may leave a background process holding them; it lives on until
+	// the command ends).
+	stepDrain = 100 * time.Millisecond
+	// finalDrain is how long the end of a command waits for EOF after its
+	// tree is killed before it closes the pipes itself: a process nothing
+	// could attribute may still hold them.
+	finalDrain = 500 * time.Millisecond
+)
+
+// Config configures a Manager. Zero fields take the documented defaults.
+type Config struct {
+	// ArtifactsDir holds output artifacts; it is created (0700) if missing,
+	// and "" makes a temporary directory.
+	ArtifactsDir      string
+	ArtifactsCapBytes int64
+	// KeepArtifacts keeps ArtifactsDir at Shutdown.
+	KeepArtifacts bool
+	// KillGrace is the time between SIGTERM and SIGKILL (default 2s).
+	KillGrace time.Duration
+	// DefaultTimeout applies when Spec.Timeout is 0; 0 means none.
+	DefaultTimeout time.Duration
+	// OutputLimit is the inline bytes per stream (default 64 KiB).
+	OutputLimit int
+	// MaxProcesses bounds the commands running at once (default 256).
+	MaxProcesses int
+	// EnvAllow adds names or path.Match patterns (FOO, MY_*) to the
+	// environment allowlist.
+	EnvAllow []string
+	// BaseEnv is the server's environment (os.Environ() in production).
+	BaseEnv []string
+	// RecentHandles bounds the finished handles kept queryable (default 256).
+	RecentHandles int
+	// Logger receives the package's logs (default: discard).
+	Logger *slog.Logger
+}
+
+// Manager starts and tracks the commands of one session.
+type Manager struct {
+	cfg   Config
+	log   *slog.Logger
+	allow envAllowList
+	// nonce makes this session's TOOLHOST_COMMAND markers unique.
+	nonce     string
+	artifacts *Artifacts
+	// subreaper says the server is a child subreaper, so orphans are found
+	// by walking its children; otherwise /proc is scanned for markers.
+	subreaper bool
+	reg       *registry
+
+	// wg owns every command's supervisor and the reaper loop; Shutdown
+	// waits for it.
+	wg conc.WaitGroup
+	// inflight counts Start calls past the closed check; Shutdown waits for
+	// it before wg, so no supervisor joins wg after Shutdown's Wait began.
+	inflight sync.WaitGroup
+	// reaperStop stops the reaper loop; closed by Shutdown.
+	reaperStop chan struct{}
+	// urgent is closed when Shutdown's context expires: ladders skip the
+	// rest of their grace.
+	urgent     chan struct{}
+	urgentOnce sync.Once
+
+	mu sync.Mutex // guards the fields below
+	// running holds commands from Start's reservation until their Result
+	// is final; len(running) <= cfg.MaxProcesses.
+	running map[*Command]struct{}
+	// nextID numbers commands and handles.
+	nextID uint64
+	// closed is set by Shutdown; Start fails with ErrClosed after it.
+	closed bool
+
+	shutdownOnce sync.Once
+	shutdownDone chan struct{}
+	shutdownErr  error // written before shutdownDone is closed
+}
+
+// subreaperOnce makes the process a subreaper once; subreaperErr keeps why
+// it failed.
+var (
+	subreaperOnce sync.Once
+	subreaperErr  error
+)
+
+// NewManager validates cfg, makes the server a child subreaper (Linux),
+// prepares the artifacts directory and starts the orphan reaper.
+func NewManager(cfg Config) (*Manager, error) {
+	if cfg.KillGrace < 0 || cfg.DefaultTimeout < 0 || cfg.OutputLimit < 0 || cfg.MaxProcesses < 0 || cfg.RecentHandles < 0 || cfg.ArtifactsCapBytes < 0 {
+		return nil, fmt.Errorf("negative limit in config: %w", ErrInvalid)
+	}
+	if cfg.KillGrace == 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.OutputLimit == 0 {
+		cfg.OutputLimit = DefaultOutputLimit
+	}
+	if cfg.MaxProcesses == 0 {
+		cfg.MaxProcesses = DefaultMaxProcesses
+	}
+	if cfg.RecentHandles == 0 {
+		cfg.RecentHandles = DefaultRecentHandles
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	allow, err := newEnvAllowList(cfg.EnvAllow)
+	if err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	m := &Manager{
+		cfg:          cfg,
+		log:          cfg.Logger,
+		allow:        allow,
+		nonce:        hex.EncodeToString(b[:]),
+		reg:          newRegistry(cfg.RecentHandles),
+		reaperStop:   make(chan struct{}),
+		urgent:       make(chan struct{}),
+		running:      make(map[*Command]struct{}),
+		shutdownDone: make(chan struct{}),
+	}
+	if m.cfg.ArtifactsDir == "" {
+		dir, err := os.MkdirTemp("", "toolhost-artifacts-")
+		if err != nil {
+			return nil, fmt.Errorf("artifacts directory: %w", err)
+		}
+		m.cfg.ArtifactsDir = dir
+	} else if err := os.MkdirAll(m.cfg.ArtifactsDir, 0o700); err != nil {
+		return nil, fmt.Errorf("artifacts directory: %w", err)
+	}
+	m.artifacts, err = NewArtifacts(m.cfg.ArtifactsDir, cfg.ArtifactsCapBytes, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts: %w", err)
+	}
+	subreaperOnce.Do(func() { subreaperErr = setChildSubreaper() })
+	m.subreaper = subreaperErr == nil
+	if subreaperErr != nil {
+		m.log.Warn("not a child subreaper: orphans are found by scanning for markers only", "err", subreaperErr)
+	}
+	m.wg.Go(func() { reaperLoop(m.reaperStop) })
+	return m, nil
+}
+
+// ArtifactsDir returns the artifacts directory, absolute with symlinks
+// resolved.
+func (m *Manager) ArtifactsDir() string { return m.artifacts.Dir() }
+
+// Nonce returns the session part of this Manager's TOOLHOST_COMMAND
+// markers ("<nonce>/<commandID>").
+func (m *Manager) Nonce() string { return m.nonce }
+
+// Spec describes a command to start.
+type Spec struct {
+	// Argv is the program and its arguments, never run through a shell.
+	// Exactly one of Argv and Steps is set.
+	Argv []string
+	// Dir is the working directory: absolute, already confined by the
+	// caller; "" is the server's.
+	Dir string
+	// Env overrides the allowlisted environment; a nil value unsets.
+	Env map[string]*string
+	// Stdin is the text every step reads on stdin; "" is an empty stdin.
+	Stdin string
+	// Timeout bounds the whole command; 0 takes Config.DefaultTimeout.
+	Timeout time.Duration
+	// OutputLimit is the inline bytes per stream; 0 takes Config.OutputLimit.
+	OutputLimit int
+	// Label names the command for people; "" defaults to the argv (or the
+	// step names) joined by spaces.
+	Label string
+	// Steps makes a recipe: each step runs as its own process, in order.
+	Steps []Step
+	// Handle registers the command as a handle (longRunning).
+	Handle bool
+	// StreamOutput passes output to Observer.OnOutput.
+	StreamOutput bool
+}
+
+// Step is one step of a recipe. Dir and Env default to the Spec's; Env is
+// applied on top of the Spec's.
+type Step struct {
+	Name            string
+	Argv            []string
+	Dir             string
+	Env             map[string]*string
+	ContinueOnError bool
+}
+
+// Observer receives a command's events. Each callback may be nil; they are
+// called from the command's goroutines, one at a time per command, and must
+// not block for long.
+type Observer struct {
+	OnStep func(StepEvent)
+	// OnHeartbeat is coalesced: at most about one call per second per
+	// command; the Snapshot always holds the latest state.
+	OnHeartbeat func(HeartbeatEvent)
+	// OnOutput receives output only when Spec.StreamOutput is set.
+	OnOutput func(stream string, data []byte)
+}
+
+// StepEvent is a step transition. Index is 1-based, Total 0 when unknown.
+// Elapsed is the step's own running time: 0 at start, its duration at the
+// end.
+type StepEvent struct {
+	Step, Status string
+	Index, Total int
+	Elapsed      time.Duration
+	TS           time.Time
+}
+
+// HeartbeatEvent says a step is alive. Elapsed is the heartbeat's own
+// figure when the child gave one, else the time since the step (or the
+// command) started.
+type HeartbeatEvent struct {
+	Step    string
+	Elapsed time.Duration
+}
+
+// Result is a finished command.
+type Result struct {
+	CommandID, HandleID string
+	Status              string // completed | timedOut | cancelled
+	// ExitCode is nil when a signal ended the process; Signal then names it.
+	// A recipe reports the last step that ran.
+	ExitCode  *int
+	Signal    string
+	StartedAt time.Time
+	EndedAt   time.Time
+	Duration  time.Duration
+	Output    Output
+	// Steps are a recipe's steps, or the steps the child reported with
+	// markers.
+	Steps []StepResult
+}
+
+// StepResult is one step of a finished command. ExitCode is nil for steps
+// that did not run, were reported by markers, or were ended by a signal.
+type StepResult struct {
+	Name     string
+	Status   string // done | fail | skip | cancelled | running
+	Duration time.Duration
+	ExitCode *int
+}
+
+// Snapshot is a command's progress at one moment.
+type Snapshot struct {
+	HandleID, CommandID, Label string
+	Status                     string // running | completed | timedOut | cancelled
+	PID                        int
+	CurrentStep, TotalSteps    int
+	StepName                   string
+	Elapsed                    time.Duration
+	UpdatedAt, LastHeartbeatAt time.Time
+	OutputBytes                int64
+	ExitCode                   *int
+}
+
+// Start validates spec and starts it: the first (or only) process is forked
+// before Start returns, the rest runs in the background. Beyond
+// MaxProcesses running commands it fails with ErrBusy and starts nothing.
+func (m *Manager) Start(spec Spec, obs Observer) (*Command, error) {
+	steps, err := m.validate(&spec)
+	if err != nil {
+		return nil, err
+	}
+
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if len(m.running) >= m.cfg.MaxProcesses {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%d commands are running: %w", len(m.running), ErrBusy)
+	}
+	m.nextID++
+	seq := m.nextID
+	c := newCommand(m, seq, spec, steps, obs)
+	m.running[c] = struct{}{}
+	m.inflight.Add(1)
+	m.mu.Unlock()
+	defer m.inflight.Done()
+
+	first, err := c.begin()
+	if err != nil {
+		m.mu.Lock()
+		delete(m.running, c)
+		m.mu.Unlock()
+		return nil, err
+	}
+	if spec.Handle {
+		m.reg.add(c)
+	}
+	m.wg.Go(func() { c.supervise(first) })
+	return c, nil
+}
+
+// validate checks spec, fills its defaults and returns its steps (a plain
+// command is one unnamed step).
+func (m *Manager) validate(spec *Spec) ([]Step, error) {
+	if spec.Timeout < 0 || spec.OutputLimit < 0 {
+		return nil, fmt.Errorf("negative timeout or output limit: %w", ErrInvalid)
+	}
+	if spec.Timeout == 0 {
+		spec.Timeout = m.cfg.DefaultTimeout
+	}
+	if spec.OutputLimit == 0 {
+		spec.OutputLimit = m.cfg.OutputLimit
+	}
+	if err := checkEnvOverrides(spec.Env); err != nil {
+		return nil, err
+	}
+	var steps []Step
+	switch {
+	case len(spec.Steps) > 0 && len(spec.Argv) > 0:
+		return nil, fmt.Errorf("both argv and steps given: %w", ErrInvalid)
+	case len(spec.Steps) > 0:
+		steps = append([]Step(nil), spec.Steps...)
+	case len(spec.Argv) > 0:
+		steps = []Step{{Argv: spec.Argv}}
+	default:
+		return nil, fmt.Errorf("empty argv: %w", ErrInvalid)
+	}
+	for i := range steps {
+		s := &steps[i]
+		if len(s.Argv) == 0 || s.Argv[0] == "" {
+			return nil, fmt.Errorf("step %d: empty argv: %w", i+1, ErrInvalid)
+		}
+		for _, a := range s.Argv {
+			if strings.Contains(a, "\x00") {
+				return nil, fmt.Errorf("argument contains NUL: %w", ErrInvalid)
+			}
+		}
+		if err := checkEnvOverrides(s.Env); err != nil {
+			return nil, err
+		}
+		if s.Dir == "" {
+			s.Dir = spec.Dir
+		}
+		if s.Name == "" && len(spec.Steps) > 0 {
+			s.Name = "step" + strconv.Itoa(i+1)
+		}
+		if err := checkDir(s.Dir); err != nil {
+			return nil, err
+		}
+	}
+	if spec.Label == "" {
+		if len(spec.Steps) > 0 {
+			names := make([]string, len(steps))
+			for i, s := range steps {
+				names[i] = s.Name
+			}
+			spec.Label = strings.Join(names, ", ")
+		} else {
+			spec.Label = strings.Join(spec.Argv, " ")
+		}
+	}
+	return steps, nil
+}
+
+// checkDir accepts "" (the server's directory) or an existing absolute
+// directory.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("working directory %q is not absolute: %w", dir, ErrInvalid)
+	}
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("working directory %q: %w", dir, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("working directory %q: %v: %w", dir, err, ErrInvalid)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("working directory %q is not a directory: %w", dir, ErrInvalid)
+	}
+	return nil
+}
+
+// Lookup finds a running or recently finished handle.
+func (m *Manager) Lookup(handleID string) (*Command, bool) {
+	return m.reg.lookup(handleID)
+}
+
+// Handles returns the running and recently finished handles by start time.
+func (m *Manager) Handles() []*Command {
+	return m.reg.list()
+}
+
+// Running returns how many commands are running.
+func (m *Manager) Running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.running)
+}
+
+// finished removes c from the running set; the supervisor calls it once the
+// Result is final and before Done is closed.
+func (m *Manager) finished(c *Command) {
+	m.mu.Lock()
+	delete(m.running, c)
+	m.mu.Unlock()
+	if c.handleID != "" {
+		m.reg.finish(c)
+	}
+}
+
+// Shutdown ends the session: it cancels every command (TERM, KillGrace,
+// KILL), waits for them and every goroutine of the Manager, kills the
+// session's remaining orphans, and removes the artifacts unless
+// KeepArtifacts. When ctx expires first, the grace is cut short, Shutdown
+// still waits (the ladders are bounded) and returns ctx's error. It is
+// idempotent: later calls wait for the first and return its error.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.shutdownOnce.Do(func() {
+		defer close(m.shutdownDone)
+		m.shutdownErr = m.shutdown(ctx)
+	})
+	<-m.shutdownDone
+	return m.shutdownErr
+}
+
+func (m *Manager) shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.inflight.Wait() // every started supervisor is in wg now
+
+	m.mu.Lock()
+	cmds := make([]*Command, 0, len(m.running))
+	for c := range m.running {
+		cmds = append(cmds, c)
+	}
+	m.mu.Unlock()
+	for _, c := range cmds {
+		c.Cancel(m.cfg.KillGrace)
+	}
+
+	var errs []error
+	allDone := make(chan struct{})
+	stopWatch := make(chan struct{})
+	var watch conc.WaitGroup // owner of the context watcher; waited below
+	watch.Go(func() {
+		select {
+		case <-ctx.Done():
+			m.urgentOnce.Do(func() { close(m.urgent) })
+		case <-stopWatch:
+		}
+	})
+	go func() { // closes allDone; ends when the last command does
+		for _, c := range cmds {
+			<-c.Done()
+		}
+		close(allDone)
+	}()
+	<-allDone
+	close(stopWatch)
+	watch.Wait()
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+
+	// Whatever the commands' own sweeps missed (a descendant that cleared
+	// its environment, or that a command's sweep could not attribute) is
+	// the session's: kill every orphan and every marker of this session.
+	m.killSessionOrphans()
+
+	close(m.reaperStop)
+	if rec := m.wg.WaitAndRecover(); rec != nil {
+		errs = append(errs, fmt.Errorf("goroutine panicked: %v", rec.Value))
+	}
+	if !m.cfg.KeepArtifacts {
+		if err := m.artifacts.RemoveAll(); err != nil {
+			errs = append(errs, fmt.Errorf("remove artifacts: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// killSessionOrphans kills every process re-parented to the server and
+// every process that carries this session's marker.
+func (m *Manager) killSessionOrphans() {
+	prefix := m.nonce + "/"
+	t := killTarget{
+		groups: func() []int { return nil },
+		find: func() []int {
+			var out []int
+			for _, r := range orphanRoots() {
+				// Orphans of another Manager in the same process carry
+				// its nonce; an orphan without a marker cleared its
+				// environment and is taken as ours.
+				if mk := procMarker(r); mk == "" || strings.HasPrefix(mk, prefix) {
+					out = append(out, r)
+					out = subtree(r, out)
+				}
+			}
+			return append(out, scanMarkers(func(s string) bool { return strings.HasPrefix(s, prefix) })...)
+		},
+	}
+	if !killLadder(t, 0, false, m.urgent) {
+		m.log.Warn("session processes survived SIGKILL")
+	}
+}

@@ -1,0 +1,392 @@
+package process
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+)
+
+// Command is a started command: one process, or a recipe of steps.
+type Command struct {
+	m *Manager
+	// Set before the command is shared, then read-only.
+	seq       uint64
+	id        string
+	handleID  string
+	marker    string // TOOLHOST_COMMAND value: "<nonce>/<id>"
+	spec      Spec
+	steps     []Step
+	recipe    bool
+	obs       Observer
+	startedAt time.Time
+	capture   *Capture
+	// stdout, stderr and events serialise the capture's writers for the
+	// pumps of overlapping steps.
+	stdout, stderr, events *lockedWriter
+	// stdin holds Spec.Stdin in an unlinked temporary file; nil when empty.
+	stdin *os.File
+	timer *time.Timer
+
+	// pumps owns the pumps and waiters of every step; the supervisor waits
+	// for it before the Result is final.
+	pumps conc.WaitGroup
+	// stopCh is closed by the first stop request (Cancel or the timeout).
+	stopCh chan struct{}
+	// done is closed exactly once, by the supervisor, after the Result is
+	// final (see supervise).
+	done chan struct{}
+
+	mu sync.Mutex // guards everything below
+	// stopReason and stopGrace are set once, by the first stop request.
+	stopReason string
+	stopGrace  time.Duration
+	// signalled says the supervisor acted on the stop while a step still
+	// ran (or before a step started): the status is then stopReason.
+	signalled bool
+	// pid and pgid are the current (or last) step's.
+	pid, pgid int
+	// pgids are the groups of every step so far; dead ones are pruned.
+	pgids []int
+	// mains are the step pids whose Wait has not returned.
+	mains map[int]struct{}
+	// procs are every step's processes, for the final drain.
+	procs []*proc
+	// Snapshot state.
+	curStep, totalSteps int
+	stepName            string
+	updatedAt, lastHB   time.Time
+	// stepResults are the recipe's steps (len(steps)) or the marker steps.
+	stepResults []StepResult
+	// tracker turns child markers into steps (plain commands only).
+	tracker markerTracker
+	// result is valid once finished is set.
+	result   Result
+	finished bool
+
+	// emitMu serialises observer calls, so a step's start precedes its
+	// end; lastHBSent (guarded by emitMu) coalesces heartbeats.
+	emitMu     sync.Mutex
+	lastHBSent time.Time
+}
+
+func newCommand(m *Manager, seq uint64, spec Spec, steps []Step, obs Observer) *Command {
+	c := &Command{
+		m:      m,
+		seq:    seq,
+		id:     fmt.Sprintf("cmd-%d", seq),
+		spec:   spec,
+		steps:  steps,
+		recipe: len(spec.Steps) > 0,
+		obs:    obs,
+		stopCh: make(chan struct{}),
+		done:   make(chan struct{}),
+		mains:  make(map[int]struct{}),
+	}
+	if spec.Handle {
+		c.handleID = fmt.Sprintf("h-%d", seq)
+	}
+	c.marker = m.nonce + "/" + c.id
+	if c.recipe {
+		c.totalSteps = len(steps)
+		c.stepResults = make([]StepResult, len(steps))
+		for i, s := range steps {
+			c.stepResults[i] = StepResult{Name: s.Name, Status: StepSkip}
+		}
+	}
+	return c
+}
+
+// begin prepares the capture and forks the first step. On error nothing
+// runs and nothing is left behind but the capture's artifact files.
+func (c *Command) begin() (*proc, error) {
+	// Resolve before creating the capture, so a missing executable costs
+	// no artifacts.
+	env, path, err := c.stepEnv(0)
+	if err != nil {
+		return nil, err
+	}
+	opts := CaptureOptions{InlineLimit: c.spec.OutputLimit, OnMarker: c.onMarker}
+	if c.spec.StreamOutput && c.obs.OnOutput != nil {
+		opts.OnOutput = c.onOutput
+	}
+	c.capture, err = c.m.artifacts.NewCapture(c.id, opts)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	c.stdout = &lockedWriter{w: c.capture.Stdout()}
+	c.stderr = &lockedWriter{w: c.capture.Stderr()}
+	c.events = &lockedWriter{w: c.capture.Events()}
+	abandon := func() {
+		_, _ = c.capture.Close()
+		c.m.artifacts.Finished(c.id)
+		if c.stdin != nil {
+			_ = c.stdin.Close()
+		}
+	}
+	if c.spec.Stdin != "" {
+		if c.stdin, err = stdinFile(c.spec.Stdin); err != nil {
+			abandon()
+			return nil, err
+		}
+	}
+	c.startedAt = time.Now()
+	p, err := c.spawnStep(0, env, path)
+	if err != nil {
+		abandon()
+		return nil, err
+	}
+	if c.spec.Timeout > 0 {
+		// The timer's function only records the stop; the supervisor acts.
+		c.timer = time.AfterFunc(c.spec.Timeout, func() { c.requestStop(StatusTimedOut, c.m.cfg.KillGrace) })
+	}
+	return p, nil
+}
+
+// stdinFile writes text to an unlinked temporary file open for reading:
+// children read it without a writer goroutine that could block.
+func stdinFile(text string) (*os.File, error) {
+	f, err := os.CreateTemp("", "toolhost-stdin-")
+	if err != nil {
+		return nil, fmt.Errorf("stdin: %w", err)
+	}
+	_ = os.Remove(f.Name())
+	if _, err := f.WriteString(text); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("stdin: %w", err)
+	}
+	return f, nil
+}
+
+// stepEnv builds step i's environment (allowlist, Spec.Env, Step.Env, then
+// the package's variables) and resolves its argv[0] in that environment's
+// PATH.
+func (c *Command) stepEnv(i int) ([]string, string, error) {
+	s := c.steps[i]
+	env := c.m.allow.filter(c.m.cfg.BaseEnv)
+	applyEnv(env, c.spec.Env)
+	applyEnv(env, s.Env)
+	env[EnvCommand] = c.marker
+	env[EnvEventsFD] = eventsFD
+	path, err := resolveArgv0(s.Argv[0], s.Dir, env["PATH"])
+	if err != nil {
+		return nil, "", err
+	}
+	return envList(env), path, nil
+}
+
+// spawnStep forks step i.
+func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
+	s := c.steps[i]
+	if c.stdin != nil {
+		if _, err := c.stdin.Seek(0, 0); err != nil {
+			return nil, fmt.Errorf("stdin: %w", err)
+		}
+	}
+	// mu is held across the fork so a concurrent ladder sees the new
+	// group and pid as soon as they exist.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, err := spawnProc(spawnRequest{
+		path: path, argv: s.Argv, dir: s.Dir, env: env, stdin: c.stdin,
+		stdout: c.stdout, stderr: c.stderr, events: c.events,
+		onExit: func(p *proc) {
+			c.mu.Lock()
+			delete(c.mains, p.pid)
+			c.mu.Unlock()
+		},
+		logger: c.m.log,
+	}, &c.pumps)
+	if err != nil {
+		return nil, err
+	}
+	c.pid, c.pgid = p.pid, p.pgid
+	c.pgids = append(c.pgids, p.pgid)
+	c.mains[p.pid] = struct{}{}
+	c.procs = append(c.procs, p)
+	c.updatedAt = p.started
+	return p, nil
+}
+
+// ID returns the command id, unique in the session.
+func (c *Command) ID() string { return c.id }
+
+// HandleID returns the handle id, or "" unless Spec.Handle.
+func (c *Command) HandleID() string { return c.handleID }
+
+// PID returns the current (for a finished command, the last) step's pid.
+func (c *Command) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid
+}
+
+// PGID returns the current (or last) step's process group id.
+func (c *Command) PGID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pgid
+}
+
+// StartedAt returns when the first process was forked.
+func (c *Command) StartedAt() time.Time { return c.startedAt }
+
+// Argv returns the command's argv, or a recipe's first step's.
+func (c *Command) Argv() []string { return slices.Clone(c.steps[0].Argv) }
+
+// Label returns Spec.Label or its default.
+func (c *Command) Label() string { return c.spec.Label }
+
+// Marker returns the TOOLHOST_COMMAND value every process of the command
+// carries.
+func (c *Command) Marker() string { return c.marker }
+
+// Done is closed once the command has ended, its processes are gone and its
+// Result is final.
+func (c *Command) Done() <-chan struct{} { return c.done }
+
+// Result returns the final result; it is valid after Done is closed (before,
+// it is the zero Result).
+func (c *Command) Result() Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.finished {
+		return Result{}
+	}
+	r := c.result
+	r.Steps = slices.Clone(r.Steps)
+	return r
+}
+
+// Cancel stops the command: TERM to its groups and descendants, grace (<= 0:
+// Config.KillGrace), then KILL. It is idempotent; the first stop request
+// (Cancel or the timeout) decides the status and grace. A command whose
+// last process exits on its own before the stop is acted on stays
+// "completed". Cancel does not wait: wait for Done.
+func (c *Command) Cancel(grace time.Duration) {
+	if grace <= 0 {
+		grace = c.m.cfg.KillGrace
+	}
+	c.requestStop(StatusCancelled, grace)
+}
+
+// requestStop records the first stop request and wakes the supervisor.
+func (c *Command) requestStop(reason string, grace time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopReason != "" {
+		return
+	}
+	c.stopReason, c.stopGrace = reason, grace
+	close(c.stopCh)
+}
+
+// Snapshot returns the command's progress now.
+func (c *Command) Snapshot() Snapshot {
+	out := int64(0)
+	if c.capture != nil {
+		out = c.capture.Bytes()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Snapshot{
+		HandleID: c.handleID, CommandID: c.id, Label: c.spec.Label,
+		Status: StatusRunning, PID: c.pid,
+		CurrentStep: c.curStep, TotalSteps: c.totalSteps, StepName: c.stepName,
+		UpdatedAt: c.updatedAt, LastHeartbeatAt: c.lastHB, OutputBytes: out,
+	}
+	if c.finished {
+		s.Status = c.result.Status
+		s.Elapsed = c.result.Duration
+		s.ExitCode = c.result.ExitCode
+		s.OutputBytes = c.result.Output.ByteCount
+	} else {
+		s.Elapsed = time.Since(c.startedAt)
+	}
+	return s
+}
+
+// killTarget returns the ladder target for the command's whole tree: its
+// groups, its live step processes and their descendants, and the orphans
+// that carry its marker or sit in one of its groups.
+func (c *Command) killTarget() killTarget {
+	return killTarget{
+		groups: func() []int {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			// An empty group's id could be reused by an unrelated
+			// process: prune it once it is gone, and never signal it again.
+			live := c.pgids[:0]
+			for _, g := range c.pgids {
+				if groupAlive(g) {
+					live = append(live, g)
+				}
+			}
+			c.pgids = live
+			return slices.Clone(live)
+		},
+		find: c.findTree,
+	}
+}
+
+// findTree lists the processes of the command outside what group signals
+// reach for sure: live step processes and their descendants, and orphans
+// attributed to the command.
+func (c *Command) findTree() []int {
+	c.mu.Lock()
+	mains := make([]int, 0, len(c.mains))
+	for p := range c.mains {
+		mains = append(mains, p)
+	}
+	groups := slices.Clone(c.pgids)
+	c.mu.Unlock()
+	var out []int
+	for _, p := range mains {
+		out = append(out, p)
+		out = subtree(p, out)
+	}
+	if c.m.subreaper {
+		for _, r := range orphanRoots() {
+			if c.owns(r, groups) {
+				out = append(out, r)
+				out = subtree(r, out)
+			}
+		}
+		return out
+	}
+	for _, p := range scanMarkers(func(s string) bool { return s == c.marker }) {
+		out = append(out, p)
+		out = subtree(p, out)
+	}
+	return out
+}
+
+// owns reports whether orphan r belongs to the command: it carries the
+// command's marker, or it carries none (a cleared environment) and sits in
+// one of the command's groups.
+func (c *Command) owns(r int, groups []int) bool {
+	mk := procMarker(r)
+	if mk != "" {
+		return mk == c.marker
+	}
+	pi, err := readStat(r)
+	return err == nil && slices.Contains(groups, pi.pgid)
+}
+
+// onOutput forwards streamed output to the observer.
+func (c *Command) onOutput(stream string, p []byte) {
+	data := slices.Clone(p) // the capture may reuse p
+	c.emit(func() { c.obs.OnOutput(stream, data) })
+}
+
+// labelOf is the step name used in messages.
+func labelOf(s Step) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return strings.Join(s.Argv, " ")
+}

@@ -1,0 +1,257 @@
+package process
+
+import (
+	"time"
+
+	"github.com/sourcegraph/conc/panics"
+)
+
+// supervise runs the command from its first process to its Result. It is
+// the command's only supervisor goroutine, owned by the Manager's wg.
+//
+// A recipe runs its steps in order, each a process in its own group, all
+// writing to the command's one Capture (flushed between steps). After a
+// failing step the rest are skipped unless that step has ContinueOnError.
+// A stop (Cancel or the timeout) ends the running step (status
+// "cancelled") and skips the rest. The recipe's ExitCode and Signal are
+// those of the last step that ran: with the default fail-fast rule that is
+// the failing step; a failure under ContinueOnError is tolerated and a
+// later step's code stands.
+func (c *Command) supervise(first *proc) {
+	var (
+		last     *proc // the last step that ran to its end
+		lastCode *int
+		lastSig  string
+		failStop bool // a step failed without ContinueOnError
+	)
+	for i := range c.steps {
+		step := c.steps[i]
+		var p *proc
+		if i == 0 {
+			p = first
+		} else {
+			if c.stopRequested() {
+				c.mu.Lock()
+				c.signalled = true
+				c.mu.Unlock()
+				c.skipStep(i)
+				continue
+			}
+			if failStop {
+				c.skipStep(i)
+				continue
+			}
+			// Give the previous step's pipes a moment to reach EOF so the
+			// flush falls between the steps' output.
+			if last != nil {
+				waitUntil(last.eof, stepDrain)
+			}
+			c.capture.Flush()
+			env, path, err := c.stepEnv(i)
+			if err == nil {
+				p, err = c.spawnStep(i, env, path)
+			}
+			if err != nil {
+				_, _ = c.stderr.Write([]byte(describeSpawnError(labelOf(step), err)))
+				code := spawnFailCode(err)
+				c.stepStarted(i, time.Now())
+				c.stepEnded(i, StepFail, &code, 0)
+				lastCode, lastSig, last = &code, "", nil
+				if !step.ContinueOnError {
+					failStop = true
+				}
+				continue
+			}
+		}
+		c.stepStarted(i, p.started)
+		stopped := c.waitStep(p)
+		code, sig := exitOf(p.state)
+		dur := p.ended.Sub(p.started)
+		status := StepDone
+		switch {
+		case stopped:
+			status = StepCancelled
+		case code == nil || *code != 0:
+			status = StepFail
+		}
+		c.stepEnded(i, status, code, dur)
+		last, lastCode, lastSig = p, code, sig
+		if status == StepFail && !step.ContinueOnError {
+			failStop = true
+		}
+	}
+	c.end(lastCode, lastSig)
+}
+
+// waitStep waits for p to exit. If a stop arrives first, it runs the kill
+// ladder on the whole command and reports true; a process that had already
+// exited when the stop is seen counts as exiting on its own.
+func (c *Command) waitStep(p *proc) bool {
+	select {
+	case <-p.exited:
+		return false
+	case <-c.stopCh:
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+	}
+	c.mu.Lock()
+	c.signalled = true
+	grace := c.stopGrace
+	c.mu.Unlock()
+	if !killLadder(c.killTarget(), grace, true, c.m.urgent) {
+		c.m.log.Warn("processes survived SIGKILL", "command", c.id)
+	}
+	<-p.exited
+	return true
+}
+
+// stopRequested reports whether Cancel or the timeout has fired.
+func (c *Command) stopRequested() bool {
+	select {
+	case <-c.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// end sweeps the command's tree, drains its pipes and makes the Result
+// final, then closes Done.
+func (c *Command) end(code *int, sig string) {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Lock()
+	signalled := c.signalled
+	c.mu.Unlock()
+	// The command has ended: end whatever it left behind. After a stop the
+	// ladder has spent the grace, so it is KILL at once.
+	if !killLadder(c.killTarget(), c.m.cfg.KillGrace, !signalled, c.m.urgent) {
+		c.m.log.Warn("processes survived SIGKILL", "command", c.id)
+	}
+	c.mu.Lock()
+	procs := c.procs
+	c.mu.Unlock()
+	deadline := time.NewTimer(finalDrain)
+	for _, p := range procs {
+		select {
+		case <-p.eof:
+		case <-deadline.C:
+			// A holder nothing could attribute keeps the pipe open.
+			c.m.log.Warn("closing pipes still held open after the command ended", "command", c.id)
+			for _, q := range procs {
+				q.forceClose()
+			}
+		}
+	}
+	deadline.Stop()
+	if rec := c.pumps.WaitAndRecover(); rec != nil {
+		c.m.log.Error("pump or waiter panicked", "command", c.id, "panic", rec.String())
+	}
+	out, err := c.capture.Close()
+	if err != nil {
+		c.m.log.Error("closing capture", "command", c.id, "err", err)
+	}
+	c.m.artifacts.Finished(c.id)
+	if c.stdin != nil {
+		_ = c.stdin.Close()
+	}
+	c.finishMarkers(code, signalled)
+
+	ended := time.Now()
+	c.mu.Lock()
+	status := StatusCompleted
+	if c.signalled {
+		status = c.stopReason
+	}
+	c.result = Result{
+		CommandID: c.id, HandleID: c.handleID, Status: status,
+		ExitCode: code, Signal: sig,
+		StartedAt: c.startedAt, EndedAt: ended, Duration: ended.Sub(c.startedAt),
+		Output: out, Steps: append([]StepResult(nil), c.stepResults...),
+	}
+	c.updatedAt = ended
+	// Invariant: Done is closed exactly once, after the Result is final.
+	// finished is set and the result written under mu, the Manager forgets
+	// the command as running, and only then is done closed, here, by the
+	// command's only supervisor, which runs end exactly once.
+	c.finished = true
+	c.mu.Unlock()
+	c.m.finished(c)
+	close(c.done)
+}
+
+// waitUntil waits for ch to close or d to pass.
+func waitUntil(ch <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+// emit calls f, an observer callback, with the command's callbacks
+// serialised; a panic in f is logged, not propagated.
+func (c *Command) emit(f func()) {
+	c.emitMu.Lock()
+	defer c.emitMu.Unlock()
+	var pc panics.Catcher
+	pc.Try(f)
+	if rec := pc.Recovered(); rec != nil {
+		c.m.log.Error("observer panicked", "command", c.id, "panic", rec.String())
+	}
+}
+
+// emitStep sends a step transition, if anyone listens.
+func (c *Command) emitStep(ev StepEvent) {
+	if c.obs.OnStep == nil {
+		return
+	}
+	c.emit(func() { c.obs.OnStep(ev) })
+}
+
+// stepStarted records and announces the start of recipe step i (a plain
+// command's single step is announced only through markers).
+func (c *Command) stepStarted(i int, at time.Time) {
+	if !c.recipe {
+		return
+	}
+	c.mu.Lock()
+	c.curStep, c.stepName = i+1, c.steps[i].Name
+	c.stepResults[i].Status = StepRunning
+	c.updatedAt = at
+	c.mu.Unlock()
+	c.emitStep(StepEvent{Step: c.steps[i].Name, Status: StepStart, Index: i + 1, Total: len(c.steps), TS: at})
+}
+
+// stepEnded records and announces the end of recipe step i. A cancelled
+// step is announced as "fail": the wire knows start, done, fail and skip.
+func (c *Command) stepEnded(i int, status string, code *int, dur time.Duration) {
+	if !c.recipe {
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	c.stepResults[i] = StepResult{Name: c.steps[i].Name, Status: status, Duration: dur, ExitCode: code}
+	c.updatedAt = now
+	c.mu.Unlock()
+	ev := status
+	if ev == StepCancelled {
+		ev = StepFail
+	}
+	c.emitStep(StepEvent{Step: c.steps[i].Name, Status: ev, Index: i + 1, Total: len(c.steps), Elapsed: dur, TS: now})
+}
+
+// skipStep records and announces that recipe step i will not run.
+func (c *Command) skipStep(i int) {
+	now := time.Now()
+	c.mu.Lock()
+	c.stepResults[i] = StepResult{Name: c.steps[i].Name, Status: StepSkip}
+	c.updatedAt = now
+	c.mu.Unlock()
+	c.emitStep(StepEvent{Step: c.steps[i].Name, Status: StepSkip, Index: i + 1, Total: len(c.steps), TS: now})
+}

@@ -1,0 +1,255 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sourcegraph/conc"
+	"github.com/sourcegraph/conc/panics"
+)
+
+// pumpBufSize is the read size of an output pump.
+const pumpBufSize = 32 << 10
+
+// proc is one spawned process (a plain command, or one recipe step) with
+// its output pumps and its waiter.
+type proc struct {
+	cmd  *exec.Cmd
+	pid  int
+	pgid int
+	// started is when the fork returned.
+	started time.Time
+
+	// exited is closed by the waiter once cmd.Wait has returned; state and
+	// ended are written before and only read after.
+	exited chan struct{}
+	state  *os.ProcessState
+	ended  time.Time
+
+	// eof is closed when the last pump has stopped (EOF, or forced).
+	eof     chan struct{}
+	pending atomic.Int32
+	// readers are the parent's read ends; each pump closes its own.
+	readers []*os.File
+}
+
+// spawnRequest is everything needed to fork one process.
+type spawnRequest struct {
+	path  string // resolved executable
+	argv  []string
+	dir   string
+	env   []string
+	stdin *os.File // nil: the null device
+	// stdout, stderr and events receive the pipes' bytes; they must be
+	// safe for use by several pumps at once.
+	stdout, stderr, events io.Writer
+	// onExit runs in the waiter after cmd.Wait returned and before exited
+	// is closed.
+	onExit func(*proc)
+	logger *slog.Logger
+}
+
+// spawnProc forks one process in a group of its own, with stdout, stderr
+// and the events pipe (fd 3) pumped into the request's writers. The pumps
+// and the waiter run in owner, which the command's supervisor waits for.
+func spawnProc(req spawnRequest, owner *conc.WaitGroup) (*proc, error) {
+	var (
+		files   []*os.File // every pipe end, for cleanup on failure
+		readers []*os.File
+		writers []*os.File
+	)
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	for range 3 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, &SpawnError{Argv0: req.argv[0], Reason: "pipe: " + err.Error(), Err: err}
+		}
+		files = append(files, r, w)
+		readers = append(readers, r)
+		writers = append(writers, w)
+	}
+	cmd := &exec.Cmd{
+		Path:        req.path,
+		Args:        req.argv,
+		Env:         req.env,
+		Dir:         req.dir,
+		Stdout:      writers[0],
+		Stderr:      writers[1],
+		ExtraFiles:  []*os.File{writers[2]}, // fd 3: TOOLHOST_EVENTS_FD
+		SysProcAttr: sysProcAttr(),
+	}
+	if req.stdin != nil {
+		cmd.Stdin = req.stdin
+	}
+	// A nil cmd.Stdin is the null device: a child reading stdin gets EOF.
+
+	err := forkOnFreshGoroutine(cmd)
+	for _, w := range writers {
+		_ = w.Close() // the child holds its copies
+	}
+	if err != nil {
+		for _, r := range readers {
+			_ = r.Close()
+		}
+		return nil, spawnError(req.argv[0], err)
+	}
+	p := &proc{
+		cmd:     cmd,
+		pid:     cmd.Process.Pid,
+		pgid:    cmd.Process.Pid, // Setpgid with Pgid 0: the child leads its group
+		started: time.Now(),
+		exited:  make(chan struct{}),
+		eof:     make(chan struct{}),
+		readers: readers,
+	}
+	p.pending.Store(int32(len(readers)))
+	outs := []io.Writer{req.stdout, req.stderr, req.events}
+	for i, r := range readers {
+		owner.Go(func() { p.pump(r, outs[i], req.logger) })
+	}
+	owner.Go(func() {
+		// Wait returns once the process has exited: the pipes are *os.File,
+		// so os/exec runs no copying goroutines of its own.
+		_ = cmd.Wait()
+		p.state = cmd.ProcessState
+		p.ended = time.Now()
+		execRemove(p.pid)
+		if req.onExit != nil {
+			req.onExit(p)
+		}
+		close(p.exited)
+	})
+	return p, nil
+}
+
+// forkOnFreshGoroutine starts cmd from a new goroutine, which never holds
+// runtime.LockOSThread, so Pdeathsig is tied to a thread that lives as long
+// as the server. It holds execTable.gate for reading from before the fork
+// until the pid is recorded, so the orphan reaper cannot wait for the new
+// child. The caller waits for the goroutine, its owner.
+func forkOnFreshGoroutine(cmd *exec.Cmd) error {
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		execTable.gate.RLock()
+		defer execTable.gate.RUnlock()
+		err = cmd.Start()
+		if err == nil {
+			execAdd(cmd.Process.Pid)
+		}
+	}()
+	<-done
+	return err
+}
+
+// spawnError turns a failed fork/exec into a *SpawnError with a reason a
+// user can act on.
+func spawnError(argv0 string, err error) error {
+	reason := err.Error()
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, syscall.ENOENT) && errors.As(err, &pe) && pe.Op == "chdir":
+		reason = "working directory does not exist"
+	case errors.Is(err, syscall.ENOENT):
+		reason = "not found"
+	case errors.Is(err, syscall.EACCES):
+		reason = "permission denied"
+	case errors.Is(err, syscall.ENOEXEC):
+		reason = "not an executable format (a script needs a #! line)"
+	case errors.Is(err, syscall.ENOTDIR):
+		reason = "not a directory"
+	}
+	return &SpawnError{Argv0: argv0, Reason: reason, Err: err}
+}
+
+// pump copies r into w until EOF, a read error, or forceClose. A panic in
+// w is logged and the pump goes on draining, so the child never blocks on a
+// full pipe.
+func (p *proc) pump(r *os.File, w io.Writer, logger *slog.Logger) {
+	defer func() {
+		_ = r.Close()
+		if p.pending.Add(-1) == 0 {
+			close(p.eof)
+		}
+	}()
+	buf := make([]byte, pumpBufSize)
+	var broken bool
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && !broken {
+			var c panics.Catcher
+			c.Try(func() { _, _ = w.Write(buf[:n]) })
+			if rec := c.Recovered(); rec != nil {
+				logger.Error("output capture panicked; discarding the rest of this stream", "pid", p.pid, "panic", rec.String())
+				broken = true
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// forceClose makes every pump still reading return, for pipes that a
+// process nobody could kill still holds open.
+func (p *proc) forceClose() {
+	for _, r := range p.readers {
+		_ = r.SetReadDeadline(time.Now())
+	}
+}
+
+// lockedWriter serialises writes to one capture stream, which pumps of
+// consecutive recipe steps may share.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// exitOf returns the exit code (nil when a signal ended the process) and
+// the signal's name.
+func exitOf(ps *os.ProcessState) (*int, string) {
+	if ps == nil {
+		return nil, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return nil, signalName(ws.Signal())
+	}
+	code := ps.ExitCode()
+	return &code, ""
+}
+
+// spawnFailCode is the exit code a recipe step gets when it cannot be
+// spawned, following the shells: 126 when found but not runnable, 127 when
+// not found.
+func spawnFailCode(err error) int {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOENT) {
+		return 127
+	}
+	return 126
+}
+
+// describeSpawnError renders err for the step's stderr.
+func describeSpawnError(step string, err error) string {
+	return fmt.Sprintf("toolhost: step %q: %v\n", step, err)
+}
