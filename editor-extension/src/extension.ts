@@ -1,0 +1,350 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import {
+  CloseAction,
+  ErrorAction,
+  LanguageClient,
+  LanguageClientOptions,
+  ResponseError,
+  RevealOutputChannelOn,
+  ServerOptions,
+  State,
+} from 'vscode-languageclient/node';
+import { splitArgv } from './argv';
+import { describeStep, summarizeResult, ToolsModel, ToolView } from './model';
+import type {
+  CancelParams,
+  HeartbeatParams,
+  InitializeResult,
+  LongRunningParams,
+  LongRunningResult,
+  ProgressList,
+  ReadFileResult,
+  StepTransitionParams,
+  ToolResult,
+} from './protocol';
+import { parseRecipe, Recipe, recipeParams, RecipeParams } from './recipes';
+import { RestartPolicy } from './restartPolicy';
+import { resolveServerPath } from './serverPath';
+import { Node, ToolsView } from './toolsView';
+
+let toolhost: Toolhost | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  toolhost = new Toolhost(context);
+  context.subscriptions.push(toolhost);
+  await toolhost.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await toolhost?.stopServer();
+}
+
+/** The extension: one server per window, rooted at the first workspace folder. */
+class Toolhost implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private readonly model = new ToolsModel();
+  private readonly view: ToolsView;
+  private readonly results: vscode.OutputChannel;
+  private readonly serverLog: vscode.LogOutputChannel;
+  private readonly status: vscode.StatusBarItem;
+  private readonly restarts = new RestartPolicy();
+  /** Handles the user cancelled: their end is no failure to warn about. */
+  private readonly cancelledByUser = new Set<string>();
+  private artifactsDir = '';
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.results = vscode.window.createOutputChannel('Toolhost');
+    this.serverLog = vscode.window.createOutputChannel('Toolhost Server', { log: true });
+    this.view = new ToolsView(this.model);
+    this.status = vscode.window.createStatusBarItem('toolhost.running', vscode.StatusBarAlignment.Left, 10);
+    this.status.name = 'Toolhost';
+    this.status.command = 'toolhost.tools.focus';
+    this.updateStatus();
+    this.status.show();
+
+    const cmd = (id: string, fn: (...args: never[]) => unknown) =>
+      vscode.commands.registerCommand(id, async (...args: never[]) => {
+        try {
+          await fn(...args);
+        } catch (e) {
+          void vscode.window.showErrorMessage(`Toolhost: ${errorText(e)}`);
+        }
+      });
+    this.disposables.push(
+      this.results,
+      this.serverLog,
+      this.status,
+      this.view,
+      vscode.window.createTreeView('toolhost.tools', { treeDataProvider: this.view, showCollapseAll: true }),
+      this.model.onDidChange(() => this.updateStatus()),
+      cmd('toolhost.runCommand', () => this.runCommand()),
+      cmd('toolhost.runRecipe', () => this.runRecipe()),
+      cmd('toolhost.cancel', (node?: Node) => this.cancel(node?.tool)),
+      cmd('toolhost.openOutput', (node?: Node) => this.openOutput(node?.tool)),
+      cmd('toolhost.refresh', () => this.refresh()),
+      cmd('toolhost.restartServer', () => this.restartServer()),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('toolhost.serverPath') || e.affectsConfiguration('toolhost.readRoots')) {
+          void vscode.window
+            .showInformationMessage('Toolhost: restart the server to use the new settings?', 'Restart Server')
+            .then((a) => a && this.restartServer());
+        }
+      }),
+    );
+  }
+
+  private get folder(): vscode.WorkspaceFolder | undefined {
+    return vscode.workspace.workspaceFolders?.[0];
+  }
+
+  async start(): Promise<void> {
+    const folder = this.folder;
+    if (!folder || folder.uri.scheme !== 'file') {
+      this.serverLog.appendLine('No local workspace folder: the toolhost server is not started.');
+      return;
+    }
+    const config = vscode.workspace.getConfiguration('toolhost');
+    const command = resolveServerPath(config.get<string>('serverPath', ''), this.context.extensionPath);
+    const root = folder.uri.fsPath;
+    const readRoots = config.get<string[]>('readRoots', []).map((r) => (path.isAbsolute(r) ? r : path.join(root, r)));
+    const serverOptions: ServerOptions = {
+      // No transport: stdio, without the --stdio argument the client would add.
+      run: { command, args: ['--root', root, '--framing', 'header'], options: { cwd: root } },
+      debug: { command, args: ['--root', root, '--framing', 'header'], options: { cwd: root } },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [],
+      workspaceFolder: folder,
+      outputChannel: this.serverLog,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: { readRoots },
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue }),
+        closed: () => this.serverClosed(),
+      },
+      initializationFailedHandler: (error) => {
+        void vscode.window.showErrorMessage(`Toolhost: the server (${command}) did not start: ${errorText(error)}`);
+        return false;
+      },
+    };
+    const client = new LanguageClient('toolhost', 'Toolhost', serverOptions, clientOptions);
+    this.client = client;
+    client.onNotification('toolResult', (r: ToolResult) => this.toolResult(r));
+    client.onNotification('stepTransition', (p: StepTransitionParams) => this.model.stepTransition(p));
+    client.onNotification('heartbeat', (p: HeartbeatParams) => this.model.heartbeat(p));
+    client.onDidChangeState((e) => {
+      if (e.newState === State.Running) {
+        const init = client.initializeResult as unknown as InitializeResult | undefined;
+        this.artifactsDir = init?.workspace?.artifactsDir ?? '';
+        void this.refresh().catch(() => undefined);
+      }
+      this.updateStatus();
+    });
+    this.serverLog.appendLine(`Starting ${command} --root ${root}`);
+    try {
+      await client.start();
+    } catch (e) {
+      this.serverLog.appendLine(`Start failed: ${errorText(e)}`);
+    }
+  }
+
+  async stopServer(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client && client.state !== State.Stopped) await client.stop(5000).catch(() => undefined);
+    this.model.serverLost();
+  }
+
+  private async restartServer(): Promise<void> {
+    await this.stopServer();
+    this.restarts.reset();
+    await this.start();
+  }
+
+  /** The connection closed without a stop: the server crashed. */
+  private serverClosed(): { action: CloseAction; handled: boolean } {
+    this.model.serverLost();
+    if (this.restarts.crashed()) {
+      this.serverLog.appendLine(`The server stopped unexpectedly; restarting (${this.restarts.recent}/${this.restarts.max}).`);
+      return { action: CloseAction.Restart, handled: true };
+    }
+    const msg = `Toolhost: the server crashed ${this.restarts.recent} times in ${this.restarts.windowMs / 60_000} minutes and will not be restarted.`;
+    void vscode.window.showErrorMessage(msg, 'Restart Server', 'Show Log').then((a) => {
+      if (a === 'Restart Server') void this.restartServer();
+      if (a === 'Show Log') this.serverLog.show();
+    });
+    return { action: CloseAction.DoNotRestart, handled: true };
+  }
+
+  private ready(): LanguageClient {
+    if (!this.folder) throw new Error('open a folder first: the server works in the first workspace folder.');
+    const c = this.client;
+    if (!c || c.state !== State.Running) throw new Error('the server is not running (see the "Toolhost Server" output).');
+    return c;
+  }
+
+  private async runCommand(): Promise<void> {
+    const client = this.ready();
+    const line = await vscode.window.showInputBox({
+      title: 'Toolhost: Run Command',
+      prompt: 'A command line: split like a shell would, run without one',
+      placeHolder: 'go test ./...',
+      ignoreFocusOut: true,
+      validateInput: (v) => {
+        try {
+          return splitArgv(v).length > 0 ? undefined : 'Type a command';
+        } catch (e) {
+          return errorText(e);
+        }
+      },
+    });
+    if (line === undefined) return;
+    const params: LongRunningParams = { argv: splitArgv(line), label: line.trim() };
+    await this.launch(client, params);
+  }
+
+  private async runRecipe(): Promise<void> {
+    const client = this.ready();
+    const folder = this.folder!;
+    const files = await vscode.workspace.findFiles(new vscode.RelativePattern(folder, '.toolhost/recipes/*.json'));
+    const picks: (vscode.QuickPickItem & { recipe: Recipe })[] = [];
+    for (const uri of files.sort((a, b) => a.path.localeCompare(b.path))) {
+      const name = path.basename(uri.fsPath);
+      try {
+        const recipe = parseRecipe(Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8'), name);
+        picks.push({ label: recipe.label, description: name, detail: recipe.steps.map((s) => s.name).join(' → '), recipe });
+      } catch (e) {
+        void vscode.window.showWarningMessage(`Toolhost: skipping recipe ${errorText(e)}`);
+      }
+    }
+    if (picks.length === 0) {
+      void vscode.window.showInformationMessage('Toolhost: no recipes in .toolhost/recipes/*.json');
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(picks, { title: 'Toolhost: Run Recipe', placeHolder: 'Pick a recipe', matchOnDetail: true });
+    if (!pick) return;
+    await this.launch(client, recipeParams(pick.recipe));
+  }
+
+  /** Starts a handle and shows a cancellable progress notification until it ends. */
+  private async launch(client: LanguageClient, params: LongRunningParams | RecipeParams): Promise<void> {
+    const label = params.label ?? '';
+    const started = await client.sendRequest<LongRunningResult>('longRunning', params);
+    const tool = this.model.started(started, label);
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Toolhost: ${tool.label}`, cancellable: true },
+      (progress, token) =>
+        new Promise<void>((resolve) => {
+          let last = '';
+          const update = (t: ToolView) => {
+            const msg = describeStep(t) || 'running';
+            if (msg !== last) progress.report({ message: (last = msg) });
+          };
+          const sub = this.model.onDidChange((t) => {
+            const me = this.model.get(tool.handleId);
+            if (!me) return;
+            if (me.status !== 'running') {
+              sub.dispose();
+              resolve();
+            } else if (!t || t === me) update(me);
+          });
+          token.onCancellationRequested(() => void this.cancel(this.model.get(tool.handleId)));
+          if (tool.status !== 'running') {
+            sub.dispose();
+            resolve();
+          } else update(tool);
+        }),
+    );
+  }
+
+  private async cancel(tool: ToolView | undefined): Promise<void> {
+    const client = this.ready();
+    if (!tool) {
+      const running = this.model.running();
+      if (running.length === 0) {
+        void vscode.window.showInformationMessage('Toolhost: nothing is running.');
+        return;
+      }
+      const pick = await vscode.window.showQuickPick(
+        running.map((t) => ({ label: t.label, description: describeStep(t), tool: t })),
+        { title: 'Toolhost: Cancel' },
+      );
+      if (!pick) return;
+      tool = pick.tool;
+    }
+    this.cancelledByUser.add(tool.handleId);
+    const params: CancelParams = { handleId: tool.handleId };
+    const r = await client.sendRequest<ToolResult>('cancel', params);
+    this.toolResult(r); // the same result the notification brings; applied once either way
+  }
+
+  private async openOutput(tool: ToolView | undefined): Promise<void> {
+    if (!tool) return;
+    if (tool.result) {
+      await vscode.window.showTextDocument(vscode.Uri.file(tool.result.artifacts.outputPath), { preview: true });
+      return;
+    }
+    const file = path.join(this.artifactsDir, tool.commandId, 'output.log');
+    try {
+      await vscode.workspace.fs.stat(vscode.Uri.file(file));
+      await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
+    } catch {
+      // Not visible to this side (a remote host): ask the server.
+      const r = await this.ready().sendRequest<ReadFileResult>('readFile', { path: file });
+      const content = r.encoding === 'base64' ? Buffer.from(r.content, 'base64').toString('utf8') : r.content;
+      await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'log' }));
+    }
+  }
+
+  private async refresh(): Promise<void> {
+    const client = this.client;
+    if (client?.state === State.Running) {
+      const list = await client.sendRequest<ProgressList>('progress', {});
+      for (const p of list.handles ?? []) this.model.progress(p);
+    }
+    this.view.refresh();
+  }
+
+  private readonly reported = new Set<string>();
+
+  private toolResult(r: ToolResult): void {
+    const tool = this.model.toolResult(r);
+    if (!r.handleId || this.reported.has(r.handleId)) return;
+    this.reported.add(r.handleId);
+    const label = tool?.label ?? r.handleId;
+    this.results.appendLine(`[${new Date().toLocaleTimeString()}] ${summarizeResult(label, r)}`);
+    for (const s of r.steps ?? []) {
+      this.results.appendLine(`    ${s.status.padEnd(9)} ${s.name}${s.exitCode !== null && s.exitCode !== 0 ? ` (exit ${s.exitCode})` : ''}`);
+    }
+    this.results.appendLine(`    output: ${r.artifacts.outputPath}`);
+    const byUser = r.status === 'cancelled' && this.cancelledByUser.has(r.handleId);
+    if (!r.success && !byUser) {
+      const why = r.status === 'completed' ? (r.exitCode !== null ? `exit code ${r.exitCode}` : (r.signal ?? 'signal')) : r.status;
+      void vscode.window.showWarningMessage(`Toolhost: "${label}" failed (${why}).`, 'Open Output').then((a) => {
+        if (a && tool) void this.openOutput(tool);
+      });
+    }
+  }
+
+  private updateStatus(): void {
+    const n = this.model.running().length;
+    const up = this.client?.state === State.Running;
+    this.status.text = `${n > 0 ? '$(sync~spin)' : '$(tools)'} ${n} running`;
+    this.status.tooltip = `Toolhost: ${n} running tool${n === 1 ? '' : 's'}${up ? '' : ' (server not running)'}`;
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+function errorText(e: unknown): string {
+  if (e instanceof ResponseError) {
+    const data = e.data as { reason?: string; path?: string } | undefined;
+    const extra = [data?.path, data?.reason].filter(Boolean).join(': ');
+    return extra && !e.message.includes(extra) ? `${e.message} (${extra})` : e.message;
+  }
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,63 @@
+import type { LongRunningParams, StepSpec } from './protocol';
+
+/** A recipe file: .toolhost/recipes/<name>.json in the workspace. */
+export interface Recipe {
+  label: string;
+  steps: StepSpec[];
+}
+
+/**
+ * Parses and checks a recipe file's text; the error names the file and the
+ * field that is wrong.
+ */
+export function parseRecipe(text: string, file: string): Recipe {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${file}: not JSON: ${(e as Error).message}`);
+  }
+  const fail = (field: string, want: string): never => {
+    throw new Error(`${file}: ${field} must be ${want}`);
+  };
+  if (!isObject(raw)) return fail('the recipe', 'an object');
+  if (typeof raw.label !== 'string' || raw.label === '') fail('label', 'a non-empty string');
+  if (!Array.isArray(raw.steps) || raw.steps.length === 0) fail('steps', 'a non-empty array');
+  const steps = (raw.steps as unknown[]).map((s, i): StepSpec => {
+    const at = `steps[${i}]`;
+    if (!isObject(s)) return fail(at, 'an object');
+    if (typeof s.name !== 'string' || s.name === '') fail(`${at}.name`, 'a non-empty string');
+    if (!Array.isArray(s.argv) || s.argv.length === 0 || !s.argv.every((a) => typeof a === 'string')) {
+      fail(`${at}.argv`, 'a non-empty array of strings');
+    }
+    const step: StepSpec = { name: s.name as string, argv: s.argv as string[] };
+    if (s.cwd !== undefined) {
+      if (typeof s.cwd !== 'string') fail(`${at}.cwd`, 'a string');
+      step.cwd = s.cwd as string;
+    }
+    if (s.env !== undefined) {
+      if (!isObject(s.env) || !Object.values(s.env).every((v) => v === null || typeof v === 'string')) {
+        fail(`${at}.env`, 'an object of strings (null unsets)');
+      }
+      step.env = s.env as Record<string, string | null>;
+    }
+    if (s.continueOnError !== undefined) {
+      if (typeof s.continueOnError !== 'boolean') fail(`${at}.continueOnError`, 'a boolean');
+      step.continueOnError = s.continueOnError as boolean;
+    }
+    return step;
+  });
+  return { label: raw.label as string, steps };
+}
+
+/** longRunning's params for a recipe: steps instead of argv. */
+export type RecipeParams = Omit<LongRunningParams, 'argv'>;
+
+/** The longRunning params that run a recipe. */
+export function recipeParams(recipe: Recipe): RecipeParams {
+  return { label: recipe.label, steps: recipe.steps };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

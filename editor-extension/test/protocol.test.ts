@@ -1,0 +1,177 @@
+// The protocol, checked from outside by an independent client: the real Go
+// binary over pipes, in both framings.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { ResponseError } from 'vscode-jsonrpc/node';
+import type {
+  InitializeResult,
+  LongRunningResult,
+  ProgressList,
+  ReadFileResult,
+  StepTransitionParams,
+  ToolResult,
+  WriteFileResult,
+} from '../src/protocol';
+import { Framing, pidsWithArg, Session, startServer, until } from './client';
+
+/** The error code a request fails with. */
+async function codeOf(p: Promise<unknown>): Promise<number> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof ResponseError) return e.code;
+    throw e;
+  }
+  assert.fail('the request succeeded');
+}
+
+for (const framing of ['header', 'ndjson'] as Framing[]) {
+  describe(`toolhost over ${framing} framing`, () => {
+    let s: Session;
+    let init: InitializeResult;
+    const req = <R>(method: string, params: unknown): Promise<R> => s.conn.sendRequest<R>(method, params);
+
+    before(async () => {
+      s = startServer(framing);
+      // Before initialize: ServerNotInitialized.
+      assert.equal(await codeOf(req('readFile', { path: 'x' })), -32002);
+      init = await req<InitializeResult>('initialize', { processId: process.pid, rootUri: null, capabilities: {} });
+      await s.conn.sendNotification('initialized', {});
+    });
+
+    after(async () => {
+      await s?.close();
+    });
+
+    test('initialize describes the server, its framing and the workspace', () => {
+      assert.equal(init.serverInfo.name, 'toolhost');
+      assert.ok(init.serverInfo.version);
+      for (const m of ['initialize', 'shutdown', 'runCommand', 'longRunning', 'cancel', 'readFile', 'writeFile', 'progress']) {
+        assert.ok(init.capabilities.methods.includes(m), `methods has ${m}`);
+      }
+      for (const n of ['toolResult', 'stepTransition', 'heartbeat', 'output', '$/progress']) {
+        assert.ok(init.capabilities.notifications.includes(n), `notifications has ${n}`);
+      }
+      assert.equal(init.capabilities.framing, framing, 'auto framing detected from the first byte');
+      assert.equal(init.workspace.root, s.root);
+      assert.ok(path.isAbsolute(init.workspace.artifactsDir));
+    });
+
+    test('runCommand runs argv without a shell and returns the ToolResult', async () => {
+      const r = await req<ToolResult>('runCommand', { argv: ['sh', '-c', 'echo out; echo err >&2; exit 3'] });
+      assert.equal(r.status, 'completed');
+      assert.equal(r.success, false);
+      assert.equal(r.exitCode, 3);
+      assert.equal(r.stdout, 'out\n');
+      assert.equal(r.stderr, 'err\n');
+      assert.equal(r.handleId ?? '', '');
+      const out = await req<ReadFileResult>('readFile', { path: r.artifacts.outputPath });
+      assert.match(out.content, /out\n/);
+      assert.match(out.content, /err\n/);
+      const ok = await req<ToolResult>('runCommand', { argv: ['echo', '$HOME', '*'] });
+      assert.equal(ok.success, true);
+      assert.equal(ok.stdout, '$HOME *\n', 'no shell expansion');
+    });
+
+    test('longRunning answers at once and ends in one toolResult', async () => {
+      const started = await req<LongRunningResult>('longRunning', { argv: ['sh', '-c', 'echo hello'], label: 'greet' });
+      assert.ok(started.handleId);
+      assert.ok(started.pid > 0);
+      const r = await s.waitFor<ToolResult>('toolResult', (p) => p.handleId === started.handleId);
+      assert.equal(r.commandId, started.commandId);
+      assert.equal(r.success, true);
+      assert.equal(r.stdout, 'hello\n');
+      assert.equal(s.notifications.filter((n) => n.method === 'toolResult' && (n.params as ToolResult).handleId === started.handleId).length, 1);
+    });
+
+    test('a recipe reports a stepTransition per step and its steps in the result', async () => {
+      const steps = [
+        { name: 'fetch', argv: ['true'] },
+        { name: 'build', argv: ['sh', '-c', 'echo building'] },
+        { name: 'test', argv: ['sh', '-c', 'exit 0'] },
+      ];
+      const started = await req<LongRunningResult>('longRunning', { label: 'recipe', steps });
+      const r = await s.waitFor<ToolResult>('toolResult', (p) => p.handleId === started.handleId);
+      assert.equal(r.success, true);
+      assert.deepEqual(r.steps.map((x) => [x.name, x.status]), [['fetch', 'done'], ['build', 'done'], ['test', 'done']]);
+      const transitions = s.notifications
+        .filter((n) => n.method === 'stepTransition')
+        .map((n) => n.params as StepTransitionParams)
+        .filter((p) => p.handleId === started.handleId)
+        .map((p) => `${p.index}/${p.total} ${p.step} ${p.status}`);
+      assert.deepEqual(transitions, ['1/3 fetch start', '1/3 fetch done', '2/3 build start', '2/3 build done', '3/3 test start', '3/3 test done']);
+    });
+
+    test('a failing step fails the recipe and skips the rest', async () => {
+      const started = await req<LongRunningResult>('longRunning', {
+        label: 'fails',
+        steps: [{ name: 'ok', argv: ['true'] }, { name: 'bad', argv: ['sh', '-c', 'exit 4'] }, { name: 'never', argv: ['true'] }],
+      });
+      const r = await s.waitFor<ToolResult>('toolResult', (p) => p.handleId === started.handleId);
+      assert.equal(r.success, false);
+      assert.equal(r.exitCode, 4);
+      assert.deepEqual(r.steps.map((x) => [x.name, x.status]), [['ok', 'done'], ['bad', 'fail'], ['never', 'skip']]);
+    });
+
+    test('cancel kills the whole process tree and answers with the final result', async () => {
+      const marker = `1000.${randomInt(1e9)}`; // a unique argument to find the processes by
+      const started = await req<LongRunningResult>('longRunning', { argv: ['sh', '-c', `sleep ${marker} & sleep ${marker}; wait`], label: 'sleeper' });
+      await until(() => pidsWithArg(marker).length >= 3, 10_000, 'the sleeper processes');
+      const progress = await req<ProgressList>('progress', {});
+      const mine = progress.handles.find((h) => h.handleId === started.handleId);
+      assert.equal(mine?.status, 'running');
+      assert.equal(mine?.label, 'sleeper');
+      const r = await req<ToolResult>('cancel', { handleId: started.handleId, graceMs: 500 });
+      assert.equal(r.status, 'cancelled');
+      assert.equal(r.success, false);
+      assert.deepEqual(pidsWithArg(marker), [], 'no process of the handle is left');
+      const n = await s.waitFor<ToolResult>('toolResult', (p) => p.handleId === started.handleId);
+      assert.equal(n.status, 'cancelled');
+      assert.equal(await codeOf(req('cancel', { handleId: 'no-such-handle' })), -32004);
+    });
+
+    test('writeFile and readFile stay inside the root', async () => {
+      const content = 'hello\nworld\n';
+      const w = await req<WriteFileResult>('writeFile', { path: 'sub/a.txt', content, createDirs: true });
+      assert.equal(w.path, path.join(s.root, 'sub', 'a.txt'));
+      assert.equal(w.sha256, createHash('sha256').update(content).digest('hex'));
+      assert.equal(readFileSync(w.path, 'utf8'), content);
+      const all = await req<ReadFileResult>('readFile', { path: 'sub/a.txt' });
+      assert.equal(all.content, content);
+      assert.equal(all.encoding, 'utf-8');
+      assert.equal(all.totalLines, 2);
+      const second = await req<ReadFileResult>('readFile', { path: w.path, line: 2, limit: 1 });
+      assert.equal(second.content, 'world\n');
+      assert.equal(second.startLine, 2);
+      const bin = await req<WriteFileResult>('writeFile', { path: 'b.bin', content: Buffer.from([0, 1, 255]).toString('base64'), encoding: 'base64' });
+      assert.equal(bin.size, 3);
+      const back = await req<ReadFileResult>('readFile', { path: 'b.bin' });
+      assert.equal(back.encoding, 'base64');
+      assert.deepEqual([...Buffer.from(back.content, 'base64')], [0, 1, 255]);
+      assert.equal(await codeOf(req('writeFile', { path: 'sub/a.txt', content: 'x', expectedSha256: '0'.repeat(64) })), -32009);
+      assert.equal(await codeOf(req('readFile', { path: '../outside.txt' })), -32001);
+      assert.equal(await codeOf(req('writeFile', { path: '/etc/toolhost-test', content: 'x' })), -32001);
+      assert.equal(await codeOf(req('readFile', { path: 'missing.txt' })), -32003);
+      assert.equal(await codeOf(req('readFile', { path: 'sub/a.txt', maxBytes: 3 })), -32006);
+    });
+
+    test('bad requests get the documented error codes and the session goes on', async () => {
+      assert.equal(await codeOf(req('noSuchMethod', {})), -32601);
+      assert.equal(await codeOf(req('runCommand', { argv: [] })), -32602);
+      assert.equal(await codeOf(req('runCommand', { argv: ['/nonexistent/toolhost-no-such-binary'] })), -32005);
+      assert.equal(await codeOf(req('runCommand', { argv: ['true'], cwd: 'no/such/dir' })), -32003);
+      const r = await req<ToolResult>('runCommand', { argv: ['true'] });
+      assert.equal(r.success, true);
+    });
+
+    test('shutdown then exit ends the session with code 0', async () => {
+      await req('shutdown', null);
+      assert.equal(await codeOf(req('readFile', { path: 'x' })), -32600);
+      await s.conn.sendNotification('exit');
+      assert.equal(await s.exited, 0);
+    });
+  });
+}
