@@ -15,7 +15,7 @@ type rootsFixture struct {
 	shared, sharedLink, art string
 }
 
-func newRootsFixture(t *testing.T) *rootsFixture {
+func newRootsFixture(t testing.TB) *rootsFixture {
 	t.Helper()
 	fx := newFixture(t)
 	rf := &rootsFixture{
