@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -63,8 +64,13 @@ func newTestCapture(t testing.TB, limit int) (*Capture, *captureRecorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTestCaptureIn(t, a, "cmd-1", limit)
+}
+
+func newTestCaptureIn(t testing.TB, a *Artifacts, id string, limit int) (*Capture, *captureRecorder) {
+	t.Helper()
 	r := &captureRecorder{}
-	c, err := a.NewCapture("cmd-1", r.options(limit))
+	c, err := a.NewCapture(id, r.options(limit))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,21 +507,33 @@ func TestCaptureMemoryBounded(t *testing.T) {
 
 func TestCaptureSplitMatchesWhole(t *testing.T) {
 	stream := []byte("a\r\n[STEP 00/??] x\n  ✓ x (1s)\nplain [STEP]\n\xff✓ bad\n⚠️ w\n{\"type\":\"heartbeat\"}\nend")
-	checkSplitEquivalence(t, stream, []byte{1, 2, 3, 5, 8, 13})
-	checkSplitEquivalence(t, stream, []byte{0, 0, 0, 255})
+	a, err := NewArtifacts(t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSplitEquivalence(t, a, stream, []byte{1, 2, 3, 5, 8, 13})
+	checkSplitEquivalence(t, a, stream, []byte{0, 0, 0, 255})
+	checkSplitEquivalence(t, a, stream, nil)
 }
+
+// splitSeq names the captures of checkSplitEquivalence; tests using it do
+// not run in parallel.
+var splitSeq int
 
 // checkSplitEquivalence feeds stream to stderr in one write and in pieces
 // whose sizes cycle through splits, and compares everything produced.
-func checkSplitEquivalence(t *testing.T, stream, splits []byte) {
+func checkSplitEquivalence(t *testing.T, a *Artifacts, stream, splits []byte) {
 	t.Helper()
-	whole, rw := newTestCapture(t, 64)
+	splitSeq++
+	whole, rw := newTestCaptureIn(t, a, "whole-"+strconv.Itoa(splitSeq), 64)
+	defer os.RemoveAll(whole.Dir())
 	if len(stream) > 0 {
 		mustWrite(t, whole.Stderr(), string(stream))
 	}
 	want := collect(t, whole, rw)
 
-	split, rs := newTestCapture(t, 64)
+	split, rs := newTestCaptureIn(t, a, "split-"+strconv.Itoa(splitSeq), 64)
+	defer os.RemoveAll(split.Dir())
 	rest := stream
 	for i := 0; len(rest) > 0; i++ {
 		n := len(rest)
@@ -546,7 +564,11 @@ func FuzzCaptureSplit(f *testing.F) {
 	f.Add([]byte("a\n✓ b\n[STEP 01/02] c\r\nd"), []byte{1, 2, 3})
 	f.Add([]byte(`{"type":"step_transition","step":"b","status":"done"}`+"\n  ⊘ s (2s)\n"), []byte{0})
 	f.Add([]byte("[HEARTBEAT] h — 1s elapsed\n\xe2\x9c\n\xe2\x9c\x93 x"), []byte{2, 0, 7})
+	a, err := NewArtifacts(f.TempDir(), 0, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, stream, splits []byte) {
-		checkSplitEquivalence(t, stream, splits)
+		checkSplitEquivalence(t, a, stream, splits)
 	})
 }

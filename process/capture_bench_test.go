@@ -1,0 +1,116 @@
+package process
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// The two benchmarks below write the same 32 KiB chunks, one through a
+// Capture (stdout.log + output.log + sha256 + inline tail) and one straight
+// to a file, so that their MB/s can be compared:
+//
+//	go test ./process/ -run '^$' -bench 'CaptureStdout|FileWrite'
+//
+// Both start a new file every rotateChunks chunks so the disk use stays
+// bounded however large b.N grows.
+
+const (
+	benchChunk   = 32 << 10
+	rotateChunks = 4096 // 128 MiB
+)
+
+func benchData() []byte {
+	return bytes.Repeat([]byte("0123456789abcdef0123456789abcde\n"), benchChunk/32)
+}
+
+// benchCapture writes chunk b.N times to the stream pick chooses.
+func benchCapture(b *testing.B, pick func(*Capture) io.Writer) {
+	chunk := benchData()
+	a, err := NewArtifacts(b.TempDir(), 1<<40, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var c *Capture
+	n := 0
+	rotate := func() {
+		if c != nil {
+			if _, err := c.Close(); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.RemoveAll(c.Dir()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n++
+		if c, err = a.NewCapture("bench-"+strconv.Itoa(n), CaptureOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rotate()
+	b.SetBytes(benchChunk)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i > 0 && i%rotateChunks == 0 {
+			b.StopTimer()
+			rotate()
+			b.StartTimer()
+		}
+		if _, err := pick(c).Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if _, err := c.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkCaptureStdout(b *testing.B) {
+	benchCapture(b, (*Capture).Stdout)
+}
+
+func BenchmarkFileWrite(b *testing.B) {
+	chunk := benchData()
+	dir := b.TempDir()
+	var f *os.File
+	n := 0
+	rotate := func() {
+		if f != nil {
+			if err := f.Close(); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.Remove(f.Name()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n++
+		var err error
+		if f, err = os.Create(filepath.Join(dir, "file-"+strconv.Itoa(n))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rotate()
+	b.SetBytes(benchChunk)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i > 0 && i%rotateChunks == 0 {
+			b.StopTimer()
+			rotate()
+			b.StartTimer()
+		}
+		if _, err := f.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	f.Close()
+}
+
+// BenchmarkCaptureStderr measures the marker-aware path on ordinary lines.
+func BenchmarkCaptureStderr(b *testing.B) {
+	benchCapture(b, (*Capture).Stderr)
+}
