@@ -89,6 +89,10 @@ var markerGlyphs = [...]struct {
 }
 
 const (
+	// glyphLeadByte is the first byte of every glyph's UTF-8 encoding; a
+	// line starting with anything else skips the glyph checks.
+	glyphLeadByte = 0xE2
+
 	markerStepPrefix      = "[STEP "
 	markerHeartbeatPrefix = "[HEARTBEAT]"
 	// variationSelector16 may follow a glyph ("⚠️").
@@ -128,8 +132,10 @@ func ParseMarker(line []byte) (Marker, bool) {
 		m, ok = parseJSONMarker(rest)
 	case '[':
 		m, ok = parseBracketMarker(rest)
-	default:
+	case glyphLeadByte:
 		m, ok = parseGlyphMarker(rest)
+	default:
+		return Marker{}, false
 	}
 	if !ok {
 		return Marker{}, false

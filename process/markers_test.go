@@ -217,3 +217,11 @@ func FuzzParseMarker(f *testing.F) {
 		}
 	})
 }
+
+func TestMarkerGlyphsShareLeadByte(t *testing.T) {
+	for _, g := range markerGlyphs {
+		if g.enc[0] != glyphLeadByte {
+			t.Errorf("glyph %q starts with %#x, but ParseMarker only tries glyphs after %#x", g.enc, g.enc[0], glyphLeadByte)
+		}
+	}
+}
