@@ -11,6 +11,14 @@
 // its environment; when a command ends, however it ends, the Manager kills its
 // process groups and every descendant that carries its marker or sits in one
 // of its groups, and reaps the zombies that re-parenting hands to the server.
+// Where a writable cgroup2 hierarchy exists (probed under the server's own
+// cgroup; Config.DisableCgroups turns it off), each command also gets a
+// cgroup that its processes are forked straight into: then even a
+// descendant that cleared its environment and left the group is found, and
+// SIGKILL reaches the whole cgroup at once through cgroup.kill. Without
+// cgroups such a descendant is out of reach until Shutdown, which kills
+// every orphan re-parented to the server.
+//
 // The reaper only waits for pids that are the server's children, not started
 // through os/exec by this package, and not in the server's own process group,
 // so it never steals a wait from os/exec.

@@ -46,10 +46,16 @@ func groupAlive(pgid int) bool {
 type killTarget struct {
 	groups func() []int
 	find   func() []int
+	// cg, if not nil, holds every process of the target: it is alive while
+	// populated, and SIGKILL goes to it whole through cgroup.kill.
+	cg *cgroup
 }
 
 // alive reports whether anything of t runs, given the latest pids.
 func (t killTarget) alive(pids []int) bool {
+	if t.cg != nil && t.cg.populated() {
+		return true
+	}
 	for _, g := range t.groups() {
 		if groupAlive(g) {
 			return true
@@ -119,6 +125,9 @@ kill:
 	limit := time.NewTimer(killWait)
 	defer limit.Stop()
 	for {
+		if t.cg != nil {
+			t.cg.kill()
+		}
 		pids = t.find()
 		t.send(pids, unix.SIGKILL)
 		reapOrphans()

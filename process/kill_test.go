@@ -73,38 +73,60 @@ func TestOrphanMatrix(t *testing.T) {
 			}
 		}, StatusCancelled},
 	}
-	for _, oc := range orphanCases {
-		for _, way := range ways {
-			t.Run(oc.name+"/"+way.name, func(t *testing.T) {
-				t.Parallel()
-				u := newMark(t)
-				m := newTestManager(t, Config{})
-				timeout := time.Duration(0)
-				if way.end == nil {
-					timeout = 700 * time.Millisecond
-				}
-				c := startOrphanCase(t, m, oc, u, timeout)
-				start := time.Now()
-				if way.end != nil {
-					way.end(t, m, c)
-				}
-				r := waitDone(t, c, 15*time.Second)
-				if r.Status != way.want {
-					t.Errorf("status %q, want %q", r.Status, way.want)
-				}
-				// Done means the processes are gone: no polling needed.
-				if left := u.census(); len(left) != 0 {
-					t.Errorf("processes alive after Done: %q", left)
-				}
-				if d := time.Since(start); d > timeout+m.cfg.KillGrace+3*time.Second {
-					t.Errorf("ending took %v", d)
-				}
-				if !waitFor(5*time.Second, func() bool { return len(ourZombies()) == 0 }) {
-					t.Errorf("zombies not reaped: %v", ourZombies())
-				}
-			})
+	for _, attr := range attributions {
+		for _, oc := range orphanCases {
+			for _, way := range ways {
+				t.Run(attr.name+"/"+oc.name+"/"+way.name, func(t *testing.T) {
+					t.Parallel()
+					u := newMark(t)
+					m := newTestManager(t, Config{DisableCgroups: attr.disable})
+					attr.check(t, m)
+					timeout := time.Duration(0)
+					if way.end == nil {
+						timeout = 700 * time.Millisecond
+					}
+					c := startOrphanCase(t, m, oc, u, timeout)
+					start := time.Now()
+					if way.end != nil {
+						way.end(t, m, c)
+					}
+					r := waitDone(t, c, 15*time.Second)
+					if r.Status != way.want {
+						t.Errorf("status %q, want %q", r.Status, way.want)
+					}
+					// Done means the processes are gone: no polling needed.
+					if left := u.census(); len(left) != 0 {
+						t.Errorf("processes alive after Done: %q", left)
+					}
+					if d := time.Since(start); d > timeout+m.cfg.KillGrace+3*time.Second {
+						t.Errorf("ending took %v", d)
+					}
+					if !waitFor(5*time.Second, func() bool { return len(ourZombies()) == 0 }) {
+						t.Errorf("zombies not reaped: %v", ourZombies())
+					}
+				})
+			}
 		}
 	}
+}
+
+// attributions are the two ways descendants are tied to their command:
+// a cgroup per command where the kernel allows it, and markers alone.
+var attributions = []struct {
+	name    string
+	disable bool
+	check   func(t *testing.T, m *Manager)
+}{
+	{"cgroup", false, func(t *testing.T, m *Manager) {
+		if !m.CgroupsEnabled() {
+			t.Skip("no writable cgroup2 hierarchy here")
+		}
+	}},
+	{"markers", true, func(t *testing.T, m *Manager) {
+		if m.CgroupsEnabled() {
+			t.Fatal("DisableCgroups left cgroups on")
+		}
+	}},
 }
 
 // TestOrphansOfCompletedCommands: trees whose main process exits on its
@@ -118,19 +140,41 @@ func TestOrphansOfCompletedCommands(t *testing.T) {
 		"nohup sleep %s >/dev/null 2>&1 &",
 		"trap '' TERM; setsid sleep %s >/dev/null 2>&1 &",
 	}
-	for _, s := range scripts {
-		t.Run(s, func(t *testing.T) {
-			t.Parallel()
-			u := newMark(t)
-			m := newTestManager(t, Config{})
-			r := run(t, m, Spec{Argv: []string{"sh", "-c", fmt.Sprintf(s, u.sleep)}, Env: u.env()})
-			if r.Status != StatusCompleted || r.ExitCode == nil || *r.ExitCode != 0 {
-				t.Errorf("status %q exit %v, want completed 0", r.Status, r.ExitCode)
-			}
-			if left := u.census(); len(left) != 0 {
-				t.Errorf("processes alive after Done: %q", left)
-			}
-		})
+	for _, attr := range attributions {
+		for _, s := range scripts {
+			t.Run(attr.name+"/"+s, func(t *testing.T) {
+				t.Parallel()
+				u := newMark(t)
+				m := newTestManager(t, Config{DisableCgroups: attr.disable})
+				attr.check(t, m)
+				r := run(t, m, Spec{Argv: []string{"sh", "-c", fmt.Sprintf(s, u.sleep)}, Env: u.env()})
+				if r.Status != StatusCompleted || r.ExitCode == nil || *r.ExitCode != 0 {
+					t.Errorf("status %q exit %v, want completed 0", r.Status, r.ExitCode)
+				}
+				if left := u.census(); len(left) != 0 {
+					t.Errorf("processes alive after Done: %q", left)
+				}
+			})
+		}
+	}
+}
+
+// TestCgroupAttributesAnything: with a cgroup per command, even a
+// descendant that cleared its environment and left the group after its
+// command ended goes with the command.
+func TestCgroupAttributesAnything(t *testing.T) {
+	t.Parallel()
+	u := newMark(t)
+	m := newTestManager(t, Config{})
+	if !m.CgroupsEnabled() {
+		t.Skip("no writable cgroup2 hierarchy here")
+	}
+	r := run(t, m, Spec{Argv: []string{"sh", "-c", fmt.Sprintf("setsid env -i sleep %s & sleep 0.2", u.sleep)}, Env: u.env()})
+	if r.Status != StatusCompleted {
+		t.Errorf("status %q", r.Status)
+	}
+	if left := u.census(); len(left) != 0 {
+		t.Errorf("processes alive after Done: %q", left)
 	}
 }
 
@@ -228,5 +272,26 @@ func TestKillLadderTiming(t *testing.T) {
 	}
 	if r2.Signal != "SIGTERM" {
 		t.Errorf("signal %q, want SIGTERM", r2.Signal)
+	}
+}
+
+// TestShutdownKillsUnattributedOrphans: a descendant that both cleared its
+// environment and left the group after its command ended carries nothing
+// that ties it to a command; it is still the session's, and Shutdown ends
+// it.
+func TestShutdownKillsUnattributedOrphans(t *testing.T) {
+	t.Parallel()
+	u := newMark(t)
+	m := newTestManager(t, Config{DisableCgroups: true})
+	r := run(t, m, Spec{Argv: []string{"sh", "-c", fmt.Sprintf("setsid env -i sleep %s & sleep 0.2", u.sleep)}, Env: u.env()})
+	if r.Status != StatusCompleted {
+		t.Errorf("status %q", r.Status)
+	}
+	t.Logf("before Shutdown: %q", u.census())
+	if err := m.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left := u.census(); len(left) != 0 {
+		t.Errorf("processes alive after Shutdown: %q", left)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/conc"
@@ -116,6 +117,10 @@ type Config struct {
 	BaseEnv []string
 	// RecentHandles bounds the finished handles kept queryable (default 256).
 	RecentHandles int
+	// DisableCgroups keeps commands out of cgroups even where a writable
+	// cgroup2 hierarchy exists; descendants are then attributed by their
+	// TOOLHOST_COMMAND marker only.
+	DisableCgroups bool
 	// Logger receives the package's logs (default: discard).
 	Logger *slog.Logger
 }
@@ -132,6 +137,10 @@ type Manager struct {
 	// by walking its children; otherwise /proc is scanned for markers.
 	subreaper bool
 	reg       *registry
+	// cgs is the session's cgroup directory, nil when cgroups are off;
+	// cgOff turns them off for good after the kernel refused one.
+	cgs   *cgroupSession
+	cgOff atomic.Bool
 
 	// wg owns every command's supervisor and the reaper loop; Shutdown
 	// waits for it.
@@ -223,9 +232,33 @@ func NewManager(cfg Config) (*Manager, error) {
 	if subreaperErr != nil {
 		m.log.Warn("not a child subreaper: orphans are found by scanning for markers only", "err", subreaperErr)
 	}
+	if !cfg.DisableCgroups {
+		if m.cgs, err = newCgroupSession(m.nonce); err != nil {
+			m.log.Debug("no cgroups: attributing descendants by marker only", "err", err)
+			m.cgs = nil
+		}
+	}
 	m.wg.Go(func() { reaperLoop(m.reaperStop) })
 	return m, nil
 }
+
+// cgroups returns the session's cgroup directory, or nil.
+func (m *Manager) cgroups() *cgroupSession {
+	if m.cgs == nil || m.cgOff.Load() {
+		return nil
+	}
+	return m.cgs
+}
+
+// disableCgroups stops putting new commands in cgroups.
+func (m *Manager) disableCgroups(id string) {
+	if !m.cgOff.Swap(true) {
+		m.log.Warn("the kernel refused to fork into a cgroup; attributing descendants by marker only", "command", id)
+	}
+}
+
+// CgroupsEnabled reports whether new commands get a cgroup of their own.
+func (m *Manager) CgroupsEnabled() bool { return m.cgroups() != nil }
 
 // ArtifactsDir returns the artifacts directory, absolute with symlinks
 // resolved.
@@ -553,6 +586,11 @@ func (m *Manager) shutdown(ctx context.Context) error {
 	// its environment, or that a command's sweep could not attribute) is
 	// the session's: kill every orphan and every marker of this session.
 	m.killSessionOrphans()
+	if m.cgs != nil {
+		if err := m.cgs.remove(); err != nil {
+			m.log.Warn("removing the session's cgroup", "err", err)
+		}
+	}
 
 	close(m.reaperStop)
 	if rec := m.wg.WaitAndRecover(); rec != nil {

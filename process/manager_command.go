@@ -31,6 +31,8 @@ type Command struct {
 	// stdin holds Spec.Stdin in an unlinked temporary file; nil when empty.
 	stdin *os.File
 	timer *time.Timer
+	// cg is the command's cgroup, nil without cgroups; removed by end.
+	cg *cgroup
 
 	// pumps owns the pumps and waiters of every step; the supervisor waits
 	// for it before the Result is final.
@@ -122,6 +124,9 @@ func (c *Command) begin() (*proc, error) {
 	c.stderr = &lockedWriter{w: c.capture.Stderr()}
 	c.events = &lockedWriter{w: c.capture.Events()}
 	abandon := func() {
+		if c.cg != nil {
+			_ = c.cg.remove()
+		}
 		_, _ = c.capture.Close()
 		c.m.artifacts.Finished(c.id)
 		if c.stdin != nil {
@@ -132,6 +137,12 @@ func (c *Command) begin() (*proc, error) {
 		if c.stdin, err = stdinFile(c.spec.Stdin); err != nil {
 			abandon()
 			return nil, err
+		}
+	}
+	if cs := c.m.cgroups(); cs != nil {
+		if c.cg, err = cs.newGroup(c.id); err != nil {
+			c.m.log.Debug("no cgroup for the command", "command", c.id, "err", err)
+			c.cg = nil
 		}
 	}
 	c.startedAt = time.Now()
@@ -191,7 +202,7 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 	// group and pid as soon as they exist.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, err := spawnProc(spawnRequest{
+	p, broken, err := spawnProc(spawnRequest{
 		path: path, argv: s.Argv, dir: s.Dir, env: env, stdin: c.stdin,
 		stdout: c.stdout, stderr: c.stderr, events: c.events,
 		onExit: func(p *proc) {
@@ -199,8 +210,12 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 			delete(c.mains, p.pid)
 			c.mu.Unlock()
 		},
+		cg:     c.cg,
 		logger: c.m.log,
 	}, &c.pumps)
+	if broken {
+		c.m.disableCgroups(c.id)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +345,7 @@ func (c *Command) killTarget() killTarget {
 			return slices.Clone(live)
 		},
 		find: c.findTree,
+		cg:   c.cg,
 	}
 }
 
@@ -345,6 +361,9 @@ func (c *Command) findTree() []int {
 	groups := slices.Clone(c.pgids)
 	c.mu.Unlock()
 	var out []int
+	if c.cg != nil {
+		out = append(out, c.cg.pids()...)
+	}
 	for _, p := range mains {
 		out = append(out, p)
 		out = subtree(p, out)

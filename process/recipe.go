@@ -132,6 +132,11 @@ func (c *Command) end(code *int, sig string) {
 	if !killLadder(c.killTarget(), c.m.cfg.KillGrace, !signalled, c.m.urgent) {
 		c.m.log.Warn("processes survived SIGKILL", "command", c.id)
 	}
+	if c.cg != nil {
+		if err := c.cg.remove(); err != nil {
+			c.m.log.Warn("removing the command's cgroup", "command", c.id, "err", err)
+		}
+	}
 	c.mu.Lock()
 	procs := c.procs
 	c.mu.Unlock()

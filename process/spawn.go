@@ -55,13 +55,17 @@ type spawnRequest struct {
 	// onExit runs in the waiter after cmd.Wait returned and before exited
 	// is closed.
 	onExit func(*proc)
+	// cg, if not nil, is the cgroup to fork into.
+	cg     *cgroup
 	logger *slog.Logger
 }
 
 // spawnProc forks one process in a group of its own, with stdout, stderr
 // and the events pipe (fd 3) pumped into the request's writers. The pumps
 // and the waiter run in owner, which the command's supervisor waits for.
-func spawnProc(req spawnRequest, owner *conc.WaitGroup) (*proc, error) {
+// If forking into req.cg fails but forking without it works, cgroupBroken
+// is true: the caller should stop using cgroups.
+func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken bool, err error) {
 	var (
 		files   []*os.File // every pipe end, for cleanup on failure
 		readers []*os.File
@@ -76,28 +80,43 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (*proc, error) {
 		r, w, err := os.Pipe()
 		if err != nil {
 			closeAll()
-			return nil, &SpawnError{Argv0: req.argv[0], Reason: "pipe: " + err.Error(), Err: err}
+			return nil, false, &SpawnError{Argv0: req.argv[0], Reason: "pipe: " + err.Error(), Err: err}
 		}
 		files = append(files, r, w)
 		readers = append(readers, r)
 		writers = append(writers, w)
 	}
-	cmd := &exec.Cmd{
-		Path:        req.path,
-		Args:        req.argv,
-		Env:         req.env,
-		Dir:         req.dir,
-		Stdout:      writers[0],
-		Stderr:      writers[1],
-		ExtraFiles:  []*os.File{writers[2]}, // fd 3: TOOLHOST_EVENTS_FD
-		SysProcAttr: sysProcAttr(),
+	newCmd := func(cg *cgroup) *exec.Cmd {
+		cmd := &exec.Cmd{
+			Path:        req.path,
+			Args:        req.argv,
+			Env:         req.env,
+			Dir:         req.dir,
+			Stdout:      writers[0],
+			Stderr:      writers[1],
+			ExtraFiles:  []*os.File{writers[2]}, // fd 3: TOOLHOST_EVENTS_FD
+			SysProcAttr: sysProcAttr(),
+		}
+		if cg != nil {
+			cg.setFD(cmd.SysProcAttr)
+		}
+		if req.stdin != nil {
+			cmd.Stdin = req.stdin
+		}
+		// A nil cmd.Stdin is the null device: a child reading stdin gets EOF.
+		return cmd
 	}
-	if req.stdin != nil {
-		cmd.Stdin = req.stdin
-	}
-	// A nil cmd.Stdin is the null device: a child reading stdin gets EOF.
 
-	err := forkOnFreshGoroutine(cmd)
+	cmd := newCmd(req.cg)
+	err = forkOnFreshGoroutine(cmd)
+	if err != nil && req.cg != nil {
+		// The kernel may refuse CLONE_INTO_CGROUP; the command can still
+		// run, attributed by markers only.
+		cmd = newCmd(nil)
+		if err = forkOnFreshGoroutine(cmd); err == nil {
+			cgroupBroken = true
+		}
+	}
 	for _, w := range writers {
 		_ = w.Close() // the child holds its copies
 	}
@@ -105,9 +124,9 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (*proc, error) {
 		for _, r := range readers {
 			_ = r.Close()
 		}
-		return nil, spawnError(req.argv[0], err)
+		return nil, false, spawnError(req.argv[0], err)
 	}
-	p := &proc{
+	p = &proc{
 		cmd:     cmd,
 		pid:     cmd.Process.Pid,
 		pgid:    cmd.Process.Pid, // Setpgid with Pgid 0: the child leads its group
@@ -133,7 +152,7 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (*proc, error) {
 		}
 		close(p.exited)
 	})
-	return p, nil
+	return p, cgroupBroken, nil
 }
 
 // forkOnFreshGoroutine starts cmd from a new goroutine, which never holds
