@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"io"
+	"io/fs"
 	"time"
 	"unicode/utf8"
 )
@@ -73,6 +74,10 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 	fi, err := loc.r.h.Lstat(loc.rel())
 	if err != nil {
 		return nil, osErr(op, o.Path, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// resolve followed every link, so one here was put there since.
+		return nil, newErr(op, o.Path, ErrConflict, "%s became a symlink while it was being read", loc.abs())
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, newErr(op, o.Path, ErrNotRegular, "%s is %s", loc.abs(), describeMode(fi.Mode()))

@@ -313,6 +313,8 @@ func osErr(op, p string, err error) *PathError {
 		return newErr(op, p, ErrNotFound, "a parent is not a directory: %v", err)
 	case errors.Is(err, syscall.ELOOP):
 		return newErr(op, p, ErrOutside, "a symlink appeared while the path was being opened: %v", err)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return newErr(op, p, ErrInvalid, "a path component is longer than the filesystem allows (NAME_MAX): %v", err)
 	case errors.Is(err, fs.ErrPermission):
 		return newErr(op, p, ErrPermission, "%v", err)
 	}
