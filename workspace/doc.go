@@ -21,6 +21,8 @@
 //   - A symlink is followed only while it leads inside a root; an absolute
 //     target is matched like an absolute path, so a link from the workspace
 //     into a read root is readable (and read-only).
+//   - A path beginning "file:" is taken as a URI; a file whose name starts
+//     so is reached as "./file:name".
 //   - A leading "~", a NUL byte, a path of PATH_MAX bytes or more and any path
 //     under /proc are refused with [ErrOutside].
 //

@@ -274,3 +274,41 @@ func TestEscapeRaceSwap(t *testing.T) {
 	os.Remove(filepath.Join(d, "new.txt"))
 	fx.checkUntouched(t)
 }
+
+// TestEscapeSwapAfterResolve makes the race of TestEscapeRaceSwap
+// deterministic: the path is resolved while d is a real directory, d is then
+// swapped for a symlink to outside, and the open that ReadFile and WriteFile
+// do next (through the root handle, on the resolved name) must be refused.
+func TestEscapeSwapAfterResolve(t *testing.T) {
+	fx := newFixture(t)
+	d := filepath.Join(fx.root, "d")
+	mustWrite(t, filepath.Join(d, "secret.txt"), "inside d\n")
+	read, err := fx.w.resolve("read", "d/secret.txt", resolveExisting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write, err := fx.w.resolve("write", "d/new.txt", resolveCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(d, d+".real"); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, fx.outside, d)
+
+	f, err := read.r.h.OpenFile(read.rel(), openReadFlags, 0)
+	if err == nil {
+		f.Close()
+		t.Fatal("the open after the swap followed the symlink out")
+	}
+	checkErr(t, "open after swap", osErr("read", "d/secret.txt", err), ErrOutside)
+
+	parent := location{r: write.r, comps: write.comps[:len(write.comps)-1]}
+	dir, err := write.r.h.OpenRoot(parent.rel())
+	if err == nil {
+		dir.Close()
+		t.Fatal("the parent open after the swap followed the symlink out")
+	}
+	checkErr(t, "parent open after swap", osErr("write", "d/new.txt", err), ErrOutside)
+	fx.checkUntouched(t)
+}
