@@ -71,5 +71,5 @@ else
 fi
 
 # code-server, built with Node 24 first on PATH and its headers.
-npm_ci_if_stale "$CS_DIR" env PATH="$NODE24_DIR/bin:$PATH" npm_config_nodedir="$NODE24_DIR"
+npm_ci_if_stale "$CS_DIR" env PATH="$NODE24_DIR/bin:$PATH" npm_config_nodedir="$NODE24_DIR" JOBS=max
 log "done"

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
@@ -9,6 +10,7 @@ import {
   RevealOutputChannelOn,
   ServerOptions,
   State,
+  WorkDoneProgress,
 } from 'vscode-languageclient/node';
 import { splitArgv } from './argv';
 import { describeStep, summarizeResult, ToolsModel, ToolView } from './model';
@@ -85,6 +87,7 @@ class Toolhost implements vscode.Disposable {
       cmd('toolhost.openOutput', (node?: Node) => this.openOutput(node?.tool)),
       cmd('toolhost.refresh', () => this.refresh()),
       cmd('toolhost.restartServer', () => this.restartServer()),
+      cmd('toolhost.showResults', () => this.results.show(true)),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('toolhost.serverPath') || e.affectsConfiguration('toolhost.readRoots')) {
           void vscode.window
@@ -231,7 +234,18 @@ class Toolhost implements vscode.Disposable {
   /** Starts a handle and shows a cancellable progress notification until it ends. */
   private async launch(client: LanguageClient, params: LongRunningParams | RecipeParams): Promise<void> {
     const label = params.label ?? '';
-    const started = await client.sendRequest<LongRunningResult>('longRunning', params);
+    // Our own progress token: the server then reports $/progress on it instead
+    // of asking the client to create one, and the notification below is the
+    // only progress UI for the handle.
+    const workDoneToken = `toolhost-ext/${randomUUID()}`;
+    const progressDone = client.onProgress(WorkDoneProgress.type, workDoneToken, () => undefined);
+    let started: LongRunningResult;
+    try {
+      started = await client.sendRequest<LongRunningResult>('longRunning', { ...params, workDoneToken });
+    } catch (e) {
+      progressDone.dispose();
+      throw e;
+    }
     const tool = this.model.started(started, label);
     void vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Toolhost: ${tool.label}`, cancellable: true },
@@ -247,12 +261,14 @@ class Toolhost implements vscode.Disposable {
             if (!me) return;
             if (me.status !== 'running') {
               sub.dispose();
+              progressDone.dispose();
               resolve();
             } else if (!t || t === me) update(me);
           });
           token.onCancellationRequested(() => void this.cancel(this.model.get(tool.handleId)));
           if (tool.status !== 'running') {
             sub.dispose();
+            progressDone.dispose();
             resolve();
           } else update(tool);
         }),

@@ -44,9 +44,8 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
       t.steps.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
     );
     item.id = t.handleId;
-    const parts = [describeStatus(t)];
+    const parts = [describeStatus(t), formatDuration(this.model.elapsedNow(t))];
     if (t.status === 'running' && describeStep(t)) parts.push(describeStep(t));
-    parts.push(formatDuration(this.model.elapsedNow(t)));
     item.description = parts.join(' · ');
     item.tooltip = new vscode.MarkdownString(
       [

@@ -1,0 +1,335 @@
+// End-to-end test in a real VS Code: code-server (run with Node 24) driven by
+// Debian's headless Chromium through playwright-core. It installs the packaged
+// .vsix (which ships the server at bin/toolhost), runs a three-step recipe and
+// checks the Tools view and the progress notification step by step, then runs
+// a long command, cancels it from the view and checks its processes are gone.
+//
+//   scripts/install-e2e.sh && npm run package && node --test e2e/
+//
+// Screenshots go to .e2e/screenshots/ (gitignored). Every wait is on an event
+// (a DOM element, a file, a process gone) with a deadline; the recipe's steps
+// wait on gate files the test creates, so nothing depends on timing.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const EXT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const NODE24 = process.env.TOOLHOST_E2E_NODE ?? path.join(EXT_DIR, '.e2e/node24/bin/node');
+const CODE_SERVER = path.join(EXT_DIR, 'e2e/codeserver/node_modules/code-server/out/node/entry.js');
+const CHROMIUM = process.env.TOOLHOST_E2E_CHROMIUM ?? '/usr/bin/chromium';
+const VSIX = process.env.TOOLHOST_VSIX ?? path.join(EXT_DIR, 'toolhost.vsix');
+const RUN_DIR = path.join(EXT_DIR, '.e2e/run');
+const SHOTS = process.env.TOOLHOST_E2E_SCREENSHOTS ?? path.join(EXT_DIR, '.e2e/screenshots');
+const WS = path.join(RUN_DIR, 'workspace');
+const GATES = path.join(WS, '.gates');
+
+const STEPS = ['prepare', 'compile', 'check'];
+const RECIPE_LABEL = 'E2E Build';
+
+let codeServer; // ChildProcess
+let codeServerLog = '';
+let browser; // BrowserContext
+let page;
+let shot = 0;
+
+async function screenshot(name) {
+  const file = path.join(SHOTS, `${String(++shot).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** Polls an async or sync condition until it holds, or fails at the deadline. */
+async function until(what, cond, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      if (await cond()) return;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      const file = page && (await screenshot('timeout').catch(() => undefined));
+      throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}${file ? ` (screenshot: ${file})` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function pidsWithArg(marker) {
+  const pids = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(marker)) pids.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** Runs a palette command by its title, retrying until the extension host has registered it. */
+async function runPalette(title, timeoutMs = 90_000) {
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await until(`the palette to list "${title}"`, async () => {
+    await page.keyboard.press('Escape');
+    await page.locator('.monaco-workbench').click({ position: { x: 600, y: 300 }, timeout: 2000 }).catch(() => undefined);
+    await page.keyboard.press('F1');
+    await input.waitFor({ state: 'visible', timeout: 3000 });
+    await input.fill(`>${title}`);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+    await row.waitFor({ state: 'visible', timeout: 3000 });
+    await row.click();
+    return true;
+  }, timeoutMs);
+}
+
+/** The Tools view's row for a handle (by label) or a step. */
+function treeRow(text) {
+  return page.locator('.pane-body .monaco-list-row', { hasText: text });
+}
+
+/** Waits until a row with `label` shows `description` text. */
+async function rowShows(label, description, timeoutMs = 30_000) {
+  await until(`the Tools view row "${label}" to show "${description}"`, async () => {
+    const texts = await treeRow(label).allInnerTexts();
+    return texts.some((t) => t.includes(description));
+  }, timeoutMs);
+}
+
+/** Editor text as shown: Monaco renders spaces as no-break spaces. */
+function editorText(texts) {
+  return texts.join('\n').replace(/\u00a0/g, ' ');
+}
+
+function notification(text) {
+  return page.locator('.notifications-toasts .notification-toast', { hasText: text });
+}
+
+describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
+  before(async () => {
+    for (const f of [NODE24, CODE_SERVER, CHROMIUM, VSIX]) {
+      assert.ok(existsSync(f), `${f} is missing: run scripts/install-e2e.sh and npm run package`);
+    }
+    rmSync(RUN_DIR, { recursive: true, force: true });
+    rmSync(SHOTS, { recursive: true, force: true });
+    mkdirSync(SHOTS, { recursive: true });
+    mkdirSync(path.join(WS, '.toolhost/recipes'), { recursive: true });
+    mkdirSync(GATES, { recursive: true });
+    // Each step prints, then waits for its gate file: the test opens the gates.
+    const steps = STEPS.map((name) => ({
+      name,
+      argv: ['sh', '-c', `echo "${name} running"; while [ ! -e .gates/${name} ]; do sleep 0.05; done; echo "${name} ok"`],
+    }));
+    writeFileSync(path.join(WS, '.toolhost/recipes/build.json'), JSON.stringify({ label: RECIPE_LABEL, steps }, null, 2));
+    writeFileSync(path.join(WS, 'README.txt'), 'toolhost e2e workspace\n');
+
+    const userData = path.join(RUN_DIR, 'user-data');
+    const extensions = path.join(RUN_DIR, 'extensions');
+    mkdirSync(path.join(userData, 'User'), { recursive: true });
+    writeFileSync(
+      path.join(userData, 'User/settings.json'),
+      JSON.stringify({
+        'workbench.startupEditor': 'none',
+        'workbench.tips.enabled': false,
+        'workbench.welcomePage.walkthroughs.openOnInstall': false,
+        'security.workspace.trust.enabled': false,
+        'extensions.ignoreRecommendations': true,
+        'telemetry.telemetryLevel': 'off',
+        'chat.disableAIFeatures': true,
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        'toolhost.trace.server': 'messages',
+      }),
+    );
+    const dirs = ['--user-data-dir', userData, '--extensions-dir', extensions];
+    execFileSync(NODE24, [CODE_SERVER, ...dirs, '--install-extension', VSIX], { stdio: 'pipe' });
+    assert.ok(readdirSync(extensions).some((d) => d.startsWith('toolhost.toolhost-')), 'the .vsix is installed');
+
+    const port = await freePort();
+    codeServer = spawn(
+      NODE24,
+      [CODE_SERVER, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', ...dirs, WS],
+      // Its own process group, so the whole tree is stopped at the end. PATH
+      // without any `toolhost`: the extension must use the binary it ships.
+      { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: `${path.dirname(NODE24)}:/usr/local/bin:/usr/bin:/bin` } },
+    );
+    codeServer.stdout.on('data', (d) => (codeServerLog += d));
+    codeServer.stderr.on('data', (d) => (codeServerLog += d));
+    const base = `http://127.0.0.1:${port}`;
+    await until('code-server /healthz', async () => (await fetch(`${base}/healthz`)).ok, 60_000);
+
+    browser = await chromium.launchPersistentContext(path.join(RUN_DIR, 'chromium'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1440, height: 900 },
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    page = browser.pages()[0] ?? (await browser.newPage());
+    await page.goto(`${base}/?folder=${encodeURIComponent(WS)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    if (codeServer && codeServer.exitCode === null) {
+      const exited = new Promise((r) => codeServer.once('exit', r));
+      try {
+        process.kill(-codeServer.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+      try {
+        process.kill(-codeServer.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    writeFileSync(path.join(RUN_DIR, 'code-server.log'), codeServerLog);
+  });
+
+  test('the extension activates: status bar item and Tools view', async () => {
+    const status = page.locator('.statusbar-item', { hasText: /\d+ running/ });
+    await status.first().waitFor({ timeout: 90_000 });
+    assert.match(await status.first().innerText(), /0 running/);
+    await status.first().click(); // its command focuses the Tools view
+    await page.locator('.sidebar .composite.title', { hasText: 'Toolhost: Tools' }).first().waitFor({ timeout: 30_000 });
+    // A wider side bar, so the screenshots show whole descriptions.
+    const sash = await page.locator('.sidebar').boundingBox();
+    if (sash) {
+      const x = sash.x + sash.width + 1;
+      await page.mouse.move(x, sash.y + 200);
+      await page.mouse.down();
+      await page.mouse.move(x + 260, sash.y + 200, { steps: 5 });
+      await page.mouse.up();
+    }
+    await screenshot('activated');
+  });
+
+  test('Run Recipe shows each step in the progress notification and the Tools view, then the result', async () => {
+    await runPalette('Toolhost: Run Recipe');
+    const pick = page.locator('.quick-input-list .monaco-list-row', { hasText: RECIPE_LABEL });
+    await pick.first().waitFor({ timeout: 30_000 });
+    await screenshot('recipe-picker');
+    await pick.first().click();
+
+    for (const [i, name] of STEPS.entries()) {
+      const msg = `step ${i + 1}/${STEPS.length}: ${name}`;
+      await notification(`Toolhost: ${RECIPE_LABEL}`).filter({ hasText: msg }).first().waitFor({ timeout: 30_000 });
+      await rowShows(RECIPE_LABEL, msg);
+      await rowShows(name, 'running');
+      await until('the status bar to say 1 running', async () => /1 running/.test(await page.locator('.statusbar-item', { hasText: /running/ }).first().innerText()));
+      await screenshot(`recipe-step-${i + 1}-${name}`);
+      writeFileSync(path.join(GATES, name), '');
+    }
+
+    await rowShows(RECIPE_LABEL, 'completed');
+    for (const name of STEPS) await rowShows(name, 'done');
+    await until('the progress notification to close', async () => (await notification(`Toolhost: ${RECIPE_LABEL}`).count()) === 0);
+    await until('the status bar to say 0 running', async () => /0 running/.test(await page.locator('.statusbar-item', { hasText: /running/ }).first().innerText()));
+    await screenshot('recipe-completed');
+  });
+
+  test('the result is in the Toolhost output channel and Open Output shows the whole output', async () => {
+    await runPalette('Toolhost: Show Results');
+    await until('the output channel to show the recipe result', async () =>
+      editorText(await page.locator('.part.panel .monaco-editor .view-lines').allInnerTexts()).includes(`${RECIPE_LABEL}: completed`),
+    );
+    await screenshot('results-channel');
+    const row = treeRow(RECIPE_LABEL).first();
+    await row.hover();
+    await row.locator('.action-label[aria-label="Open Output"]').click();
+    await page.locator('.tabs-container .tab', { hasText: 'output.log' }).first().waitFor({ timeout: 30_000 });
+    await until('output.log to show every step\'s output', async () => {
+      const text = editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts());
+      return STEPS.every((name) => text.includes(`${name} ok`));
+    });
+    await screenshot('open-output');
+  });
+
+  test('a long command is cancelled from the Tools view and its processes are gone', async () => {
+    const marker = `1000.${Math.floor(Math.random() * 1e9)}`;
+    const line = `sh -c "sleep ${marker} & sleep ${marker}; wait"`;
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(line);
+    await input.press('Enter');
+
+    await rowShows(line, 'running');
+    await until('the command\'s processes', () => pidsWithArg(marker).length >= 3, 30_000);
+    await notification(`Toolhost: ${line}`).first().waitFor({ timeout: 30_000 });
+    await screenshot('long-command-running');
+
+    const row = treeRow(line).first();
+    await row.hover();
+    await row.locator('.action-label[aria-label="Cancel"]').click();
+
+    await rowShows(line, 'cancelled');
+    await until('every process of the command to be gone', () => pidsWithArg(marker).length === 0, 15_000);
+    await until('the progress notification to close', async () => (await notification(`Toolhost: ${line}`).count()) === 0);
+    assert.equal(await notification('failed').count(), 0, 'no failure warning for a cancel the user asked for');
+    await screenshot('long-command-cancelled');
+  });
+
+  test('a failing command raises a warning notification', async () => {
+    const line = 'sh -c "echo broken >&2; exit 3"';
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(line);
+    await input.press('Enter');
+    await notification('failed (exit code 3)').first().waitFor({ timeout: 30_000 });
+    await rowShows(line, 'failed (exit 3)');
+    await until('the progress notification to close', async () => (await notification(`Toolhost: ${line}`).filter({ hasText: 'running' }).count()) === 0);
+    await screenshot('failure-warning');
+  });
+
+  test('a crashing server is restarted a bounded number of times, then the user is told', async () => {
+    const serverPids = () => pidsWithArg(`bin/toolhost\0--root\0${WS}\0`);
+    await runPalette('Notifications: Clear All Notifications');
+    let pid;
+    await until('one server process', () => serverPids().length === 1);
+    [pid] = serverPids();
+    for (let i = 1; i <= 3; i++) {
+      process.kill(pid, 'SIGKILL');
+      await until(`restart ${i} after a crash`, () => {
+        const p = serverPids();
+        return p.length === 1 && p[0] !== pid;
+      });
+      [pid] = serverPids();
+    }
+    process.kill(pid, 'SIGKILL');
+    const told = notification('crashed 4 times');
+    await told.first().waitFor({ timeout: 30_000 });
+    assert.deepEqual(serverPids().filter((p) => p !== pid), [], 'not restarted a fourth time');
+    await screenshot('server-crashed');
+    await told.first().locator('.monaco-button', { hasText: 'Restart Server' }).click();
+    await until('the server to be back after Restart Server', () => serverPids().length === 1 && serverPids()[0] !== pid);
+    // and it serves: a command runs to completion
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('echo back');
+    await input.press('Enter');
+    await rowShows('echo back', 'completed');
+    await screenshot('server-restarted');
+  });
+});
