@@ -397,6 +397,11 @@ export interface OutputParams {
   seq: number;
   data: string;
   /**
+   * Encoding is "base64" when the bytes are not valid UTF-8; absent,
+   * Data is the text itself.
+   */
+  encoding?: Encoding;
+  /**
    * Skipped counts bytes left out before Data because the client read too
    * slowly; the stream's artifact file holds them.
    */
