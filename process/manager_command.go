@@ -56,6 +56,8 @@ type Command struct {
 	pgids []int
 	// mains are the step pids whose Wait has not returned.
 	mains map[int]struct{}
+	// settled are orphans found unattributable (no marker after retries).
+	settled map[int]struct{}
 	// procs are every step's processes, for the final drain.
 	procs []*proc
 	// Snapshot state.
@@ -78,16 +80,17 @@ type Command struct {
 
 func newCommand(m *Manager, seq uint64, spec Spec, steps []Step, obs Observer) *Command {
 	c := &Command{
-		m:      m,
-		seq:    seq,
-		id:     fmt.Sprintf("cmd-%d", seq),
-		spec:   spec,
-		steps:  steps,
-		recipe: len(spec.Steps) > 0,
-		obs:    obs,
-		stopCh: make(chan struct{}),
-		done:   make(chan struct{}),
-		mains:  make(map[int]struct{}),
+		m:       m,
+		seq:     seq,
+		id:      fmt.Sprintf("cmd-%d", seq),
+		spec:    spec,
+		steps:   steps,
+		recipe:  len(spec.Steps) > 0,
+		obs:     obs,
+		stopCh:  make(chan struct{}),
+		done:    make(chan struct{}),
+		mains:   make(map[int]struct{}),
+		settled: make(map[int]struct{}),
 	}
 	if spec.Handle {
 		c.handleID = fmt.Sprintf("h-%d", seq)
@@ -369,11 +372,39 @@ func (c *Command) findTree() []int {
 		out = subtree(p, out)
 	}
 	if c.m.subreaper {
+		var unsure []int
 		for _, r := range orphanRoots() {
-			if c.owns(r, groups) {
+			switch c.attribute(r, groups) {
+			case attrOurs:
 				out = append(out, r)
 				out = subtree(r, out)
+			case attrUnsure:
+				unsure = append(unsure, r)
 			}
+		}
+		// An empty environment is either cleared on purpose (env -i) or
+		// read in the middle of an execve. Look again a few times before
+		// settling that the process is not attributable.
+		for try := 0; len(unsure) > 0 && try < unsureRetries; try++ {
+			waitUntil(nil, unsureWait)
+			next := unsure[:0]
+			for _, r := range unsure {
+				switch c.attribute(r, groups) {
+				case attrOurs:
+					out = append(out, r)
+					out = subtree(r, out)
+				case attrUnsure:
+					next = append(next, r)
+				}
+			}
+			unsure = next
+		}
+		if len(unsure) > 0 {
+			c.mu.Lock()
+			for _, r := range unsure {
+				c.settled[r] = struct{}{}
+			}
+			c.mu.Unlock()
 		}
 		return out
 	}
@@ -384,16 +415,45 @@ func (c *Command) findTree() []int {
 	return out
 }
 
-// owns reports whether orphan r belongs to the command: it carries the
-// command's marker, or it carries none (a cleared environment) and sits in
-// one of the command's groups.
-func (c *Command) owns(r int, groups []int) bool {
-	mk := procMarker(r)
-	if mk != "" {
-		return mk == c.marker
+// Attribution of an orphan to a command.
+const (
+	attrOthers = iota // another command's, or nothing to kill
+	attrOurs
+	attrUnsure // no marker to read (yet)
+)
+
+// How often and how long findTree looks again at an orphan whose
+// environment reads empty.
+const (
+	unsureRetries = 5
+	unsureWait    = 10 * time.Millisecond
+)
+
+// attribute says whether orphan r belongs to the command: it carries the
+// command's marker, or it carries none and sits in one of the command's
+// groups. Zombies have nothing left to kill; orphans settled as
+// unattributable are not looked at again.
+func (c *Command) attribute(r int, groups []int) int {
+	if mk := procMarker(r); mk != "" {
+		if mk == c.marker {
+			return attrOurs
+		}
+		return attrOthers
 	}
 	pi, err := readStat(r)
-	return err == nil && slices.Contains(groups, pi.pgid)
+	switch {
+	case err != nil || pi.state == 'Z':
+		return attrOthers
+	case slices.Contains(groups, pi.pgid):
+		return attrOurs
+	}
+	c.mu.Lock()
+	_, settled := c.settled[r]
+	c.mu.Unlock()
+	if settled {
+		return attrOthers
+	}
+	return attrUnsure
 }
 
 // onOutput forwards streamed output to the observer.

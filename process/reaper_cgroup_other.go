@@ -15,7 +15,7 @@ func newCgroupSession(nonce string) (*cgroupSession, error) {
 }
 
 func (s *cgroupSession) newGroup(id string) (*cgroup, error) { return nil, errors.ErrUnsupported }
-func (s *cgroupSession) remove() error                      { return nil }
+func (s *cgroupSession) remove() error                       { return nil }
 
 // cgroup is unsupported outside Linux.
 type cgroup struct{}

@@ -271,7 +271,7 @@ echo "[STEP 02/03] test" >&2`,
 			name: "events pipe JSON, index 0 takes the next, skip of an unstarted step",
 			script: `echo '{"type":"step_transition","step":"x","status":"start"}' >&$TOOLHOST_EVENTS_FD
 echo '{"type":"step_transition","step":"x","status":"fail"}' >&3
-echo "⊘ deploy" >&2
+echo "⊘ deploy" >&3
 exit 1`,
 			wantEvents: []StepEvent{ev("x", "start", 1, 0), ev("x", "fail", 1, 0), ev("deploy", "skip", 2, 0)},
 			wantSteps:  []StepResult{{Name: "x", Status: "fail"}, {Name: "deploy", Status: "skip"}},
