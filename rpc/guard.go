@@ -121,7 +121,8 @@ func (g *guard) readHeaderFrame() ([]byte, error) {
 			return nil, g.resync()
 		}
 		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
-			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			value = strings.TrimSpace(value)
+			n, err := strconv.ParseInt(value, 10, 64)
 			if err != nil || n <= 0 {
 				g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: fmt.Sprintf("bad Content-Length %q", clip(value, 40))}, "parse error: bad Content-Length")
 				return nil, g.resync()
@@ -181,21 +182,47 @@ func (g *guard) readHeaderLine() (string, error) {
 	}
 }
 
-// resync skips input until the next line that starts a header block, after
-// a bad header made the frame boundary unknowable.
+// resync skips input up to the next "Content-Length" (in any case),
+// wherever it stands, after a bad header made the frame boundary
+// unknowable; a bad frame's body often runs into the next frame's header
+// without a line end.
 func (g *guard) resync() error {
+	const want = "content-length"
 	for {
-		b, err := g.in.Peek(len("content-length"))
-		if err != nil {
+		if _, err := g.in.Peek(1); err != nil {
 			return err
 		}
-		if strings.EqualFold(string(b), "content-length") {
+		buf, _ := g.in.Peek(g.in.Buffered())
+		if i := indexFold(buf, want); i >= 0 {
+			g.in.Discard(i)
+			if _, err := g.in.Peek(len(want)); err != nil {
+				return err
+			}
 			return errFrameDone
 		}
-		if err := g.skipLine(); err != nil {
+		// Keep a tail that may be the start of a match.
+		keep := min(len(buf), len(want)-1)
+		if len(buf) > keep {
+			g.in.Discard(len(buf) - keep)
+			continue
+		}
+		// Only a possible prefix is buffered: wait for one more byte.
+		if _, err := g.in.Peek(len(buf) + 1); err != nil {
 			return err
 		}
 	}
+}
+
+// indexFold returns the index of the first ASCII case-insensitive match of
+// lower-case want in b, or -1.
+func indexFold(b []byte, want string) int {
+	for i := 0; i+len(want) <= len(b); i++ {
+		if strings.EqualFold(string(b[i:i+len(want)]), want) {
+			return i
+		}
+	}
+	// A match cut at the end of b is left to the caller's next look.
+	return -1
 }
 
 // skipLine discards input up to and including the next newline.
@@ -235,7 +262,11 @@ func (g *guard) readLine() ([]byte, error) {
 			return nil, err
 		}
 		if over {
-			g.tooLarge(line, total)
+			size := total
+			if err == nil {
+				size-- // the line end is not part of the message
+			}
+			g.tooLarge(line, size)
 			if err == io.EOF {
 				return nil, io.EOF
 			}
@@ -282,7 +313,11 @@ func (g *guard) check(frame []byte) ([]byte, bool) {
 	}
 	switch frame[0] {
 	case '[':
-		// The library answers an empty batch and each bad member itself.
+		// The library answers an empty batch and each bad member itself,
+		// but it takes a member that is not an object for a parse error:
+		// such a member becomes {}, which it answers with -32600 as JSON-RPC
+		// asks.
+		frame = objectMembers(frame)
 	case '{':
 		if !g.checkObject(frame) {
 			return nil, false
@@ -298,6 +333,30 @@ func (g *guard) check(frame []byte) ([]byte, bool) {
 	}
 	g.buf.WriteByte('\n')
 	return g.buf.Bytes(), true
+}
+
+// objectMembers returns a batch with every member that is not an object
+// replaced by {}.
+func objectMembers(batch []byte) []byte {
+	var members []json.RawMessage
+	if json.Unmarshal(batch, &members) != nil {
+		return batch
+	}
+	changed := false
+	for i, m := range members {
+		if m = bytes.TrimSpace(m); len(m) == 0 || m[0] != '{' {
+			members[i] = json.RawMessage("{}")
+			changed = true
+		}
+	}
+	if !changed {
+		return batch
+	}
+	out, err := json.Marshal(members)
+	if err != nil {
+		return batch
+	}
+	return out
 }
 
 // checkObject validates a single message object and answers it when it is

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -275,8 +276,9 @@ func encodeNotification(method string, params any) ([]byte, error) {
 // writes (a response, a batch of responses, a call) is one Write of one
 // NDJSON line, queued in the outbox as a message that is never dropped.
 // Write never blocks on the client, so the library's write lock is never
-// held while the client is slow. Once a response is queued, the callbacks
-// waiting for it run (see Session.AfterReply).
+// held while the client is slow. Once a response is queued the server is
+// told (Server.replied): the request is no longer in flight and the
+// callbacks waiting for its reply run.
 type sink struct{ srv *Server }
 
 func (s sink) Write(p []byte) (int, error) {
@@ -286,41 +288,52 @@ func (s sink) Write(p []byte) (int, error) {
 	}
 	body = append([]byte(nil), body...)
 	s.srv.out.send(body, false)
-	if s.srv.afterReplyCount.Load() > 0 {
-		for _, key := range responseIDs(body) {
-			s.srv.runAfterReply(key)
-		}
-	}
+	s.srv.replied(replyKeys(body))
 	return len(p), nil
 }
 
-// responseIDs returns the id keys of the responses in body: one for a
-// response, several for a batch of them, none for a call.
-func responseIDs(body []byte) []string {
-	type resp struct {
-		ID     json.RawMessage  `json:"id"`
-		Method *json.RawMessage `json:"method"`
-	}
-	var many []resp
+// replyKeys returns the id keys of the responses in body: one for a
+// response, one per member for a batch of responses, none for a call the
+// server makes. It reads a response only up to its "result" or "error"
+// member, so a large result costs nothing.
+func replyKeys(body []byte) []string {
 	if len(body) > 0 && body[0] == '[' {
-		if json.Unmarshal(body, &many) != nil {
+		var members []json.RawMessage
+		if json.Unmarshal(body, &members) != nil {
 			return nil
 		}
-	} else {
-		var one resp
-		if json.Unmarshal(body, &one) != nil {
+		var keys []string
+		for _, m := range members {
+			keys = append(keys, replyKeys(m)...)
+		}
+		return keys
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var id json.RawMessage
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
 			return nil
 		}
-		many = []resp{one}
-	}
-	var keys []string
-	for _, r := range many {
-		if r.Method != nil {
-			continue
+		switch k {
+		case "method":
+			return nil // a call the server makes, not a response
+		case "result", "error":
+			if parsed, ok := idFromJSON(id); ok {
+				return []string{idKey(parsed)}
+			}
+			return nil
 		}
-		if id, ok := idFromJSON(r.ID); ok {
-			keys = append(keys, idKey(id))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if k == "id" {
+			id = v
 		}
 	}
-	return keys
+	return nil
 }

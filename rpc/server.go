@@ -84,12 +84,19 @@ type Server struct {
 	endRoot context.CancelCauseFunc
 
 	mu sync.Mutex
-	// state, shutdownSeen, inflight and active are guarded by mu.
+	// state, shutdownSeen, inflight, unanswered and active are guarded by
+	// mu.
 	state        lifecycleState
 	shutdownSeen bool
-	inflight     map[string]context.CancelCauseFunc // requests in flight, by id
-	active       int                                // handlers running
-	idle         *sync.Cond                         // signalled when active falls to 0
+	inflight     map[string]context.CancelCauseFunc // cancel funcs of running handlers, by id key
+	// unanswered counts, by id key, the requests dispatched to handle whose
+	// response the sink has not yet queued; active is their sum. A request
+	// is in flight until its response is queued, not merely until its
+	// handler returns: the library writes the response after that, and a
+	// batch's only when every member is done.
+	unanswered map[string]int
+	active     int
+	idle       *sync.Cond // signalled when active falls to 0
 
 	// afterReply holds callbacks to run once the response to a request is
 	// queued, by id key; guarded by afterReplyMu. afterReplyCount lets the
@@ -127,6 +134,7 @@ func NewServer(opts Options) *Server {
 		opts:       opts,
 		log:        opts.Logger,
 		inflight:   make(map[string]context.CancelCauseFunc),
+		unanswered: make(map[string]int),
 		afterReply: make(map[string][]func()),
 		ended:      make(chan struct{}),
 	}
@@ -282,6 +290,7 @@ func (s *Server) waitHandlers(ctx context.Context) {
 		s.log.Warn("handlers still running at the end of the session")
 		s.mu.Lock()
 		s.active = 0 // let the waiter above finish
+		s.unanswered = make(map[string]int)
 		s.idle.Broadcast()
 		s.mu.Unlock()
 	}
@@ -335,6 +344,11 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		s.notification(method, json.RawMessage(bytes.Clone(req.Params())))
 		return nil, nil // a notification handler's error would end the connection
 	}
+	key := idKey(req.ID())
+	s.mu.Lock()
+	s.unanswered[key]++
+	s.active++
+	s.mu.Unlock()
 	switch method {
 	case MethodInitialize:
 		return s.initialize(json.RawMessage(req.Params()))
@@ -355,7 +369,6 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		return nil, NewError(CodeMethodNotFound, &ErrorData{Method: method, Reason: "no such method"}, "method not found: %s", method).wire()
 	}
 	params := json.RawMessage(bytes.Clone(req.Params()))
-	key := idKey(req.ID())
 	rctx, cancel := context.WithCancelCause(context.WithValue(s.root, requestKey{}, key))
 	s.mu.Lock()
 	if s.state == stateEnding {
@@ -364,18 +377,11 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		return nil, NewError(CodeInvalidRequest, &ErrorData{Method: method, Reason: "the session is ending"}, "invalid request: session is ending").wire()
 	}
 	s.inflight[key] = cancel
-	s.active++
 	s.mu.Unlock()
 	defer func() {
 		cancel(nil)
 		s.mu.Lock()
 		delete(s.inflight, key)
-		if s.active > 0 {
-			s.active--
-		}
-		if s.active == 0 {
-			s.idle.Broadcast()
-		}
 		s.mu.Unlock()
 	}()
 	jsonrpc2.Async(ctx)
@@ -398,6 +404,35 @@ func (s *Server) afterReplyFor(ctx context.Context, fn func()) {
 	s.afterReply[key] = append(s.afterReply[key], fn)
 	s.afterReplyCount.Add(1)
 	s.afterReplyMu.Unlock()
+}
+
+// replied is told by the sink that the responses with keys are queued: the
+// requests are no longer in flight, and the callbacks waiting for their
+// replies run.
+func (s *Server) replied(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for _, key := range keys {
+		if n := s.unanswered[key]; n > 0 {
+			if n == 1 {
+				delete(s.unanswered, key)
+			} else {
+				s.unanswered[key] = n - 1
+			}
+			s.active--
+		}
+	}
+	if s.active == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+	if s.afterReplyCount.Load() > 0 {
+		for _, key := range keys {
+			s.runAfterReply(key)
+		}
+	}
 }
 
 // runAfterReply runs the callbacks waiting for the response with key.

@@ -1,0 +1,337 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+)
+
+// TestScripts runs every testdata/*.txtar script against the real binary,
+// in each framing it names, and compares what the server sent with the
+// script's -- server -- section after normalising volatile fields. Run
+// with -update to rewrite those sections.
+//
+// A script's comment says what it checks and may set:
+//
+//	framings: header ndjson   the framings to run in (default: both)
+//	args: --flag value ...    more server flags ($ROOT, $OUTSIDE expand)
+//
+// Its -- client -- section is a list of directives, one a line:
+//
+//	send JSON     frame and send a message; wait for the response to a
+//	              request, or for the batch answer to a batch with a request
+//	notify JSON   frame and send a message; wait for nothing
+//	raw TEXT      frame and send TEXT as it is; wait for one null-id answer
+//	bytes "Q"     write the Go-quoted bytes Q unframed; wait for nothing
+//	null          wait for one more null-id answer
+//	await METHOD  wait for the next notification METHOD not yet awaited
+//	close         close stdin and wait for the exit code
+//
+// Sections named root/PATH are files written into the root first; files
+// under $OUTSIDE/secret.txt exist outside it. Heartbeats are left out of
+// the transcript (their number depends on timing).
+func TestScripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no scripts in testdata")
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ar, err := txtar.ParseFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := parseScript(t, ar)
+			var got string
+			for i, fr := range sc.framings {
+				out := runScript(t, sc, fr)
+				if i == 0 {
+					got = out
+				} else if out != got {
+					t.Errorf("%s framing differs from %s: mismatch (-%s +%s):\n%s", fr, sc.framings[0], sc.framings[0], fr, cmp.Diff(got, out))
+				}
+			}
+			if *update {
+				setSection(ar, "server", got)
+				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if diff := cmp.Diff(section(ar, "server"), got); diff != "" {
+				t.Errorf("server messages mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// script is a parsed txtar script.
+type script struct {
+	framings []string
+	args     []string
+	client   []string
+	files    map[string][]byte
+}
+
+// parseScript reads a script's settings and sections.
+func parseScript(t *testing.T, ar *txtar.Archive) script {
+	sc := script{framings: framings, files: map[string][]byte{}}
+	for _, line := range strings.Split(string(ar.Comment), "\n") {
+		if v, ok := strings.CutPrefix(line, "framings:"); ok {
+			sc.framings = strings.Fields(v)
+		}
+		if v, ok := strings.CutPrefix(line, "args:"); ok {
+			sc.args = strings.Fields(v)
+		}
+	}
+	for _, f := range ar.Files {
+		if p, ok := strings.CutPrefix(f.Name, "root/"); ok {
+			sc.files[p] = f.Data
+		}
+	}
+	for _, line := range strings.Split(section(ar, "client"), "\n") {
+		if strings.TrimSpace(line) != "" && !strings.HasPrefix(line, "#") {
+			sc.client = append(sc.client, line)
+		}
+	}
+	if len(sc.client) == 0 {
+		t.Fatal("script has no -- client -- directives")
+	}
+	return sc
+}
+
+// section returns the text of the section named name.
+func section(ar *txtar.Archive, name string) string {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return string(f.Data)
+		}
+	}
+	return ""
+}
+
+// setSection replaces or adds the section named name.
+func setSection(ar *txtar.Archive, name, data string) {
+	for i, f := range ar.Files {
+		if f.Name == name {
+			ar.Files[i].Data = []byte(data)
+			return
+		}
+	}
+	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
+}
+
+// runScript plays a script in one framing and returns the transcript.
+func runScript(t *testing.T, sc script, framing string) string {
+	root := t.TempDir()
+	outside := t.TempDir()
+	artifacts := filepath.Join(t.TempDir(), "artifacts")
+	for p, data := range sc.files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("outside secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, _ = filepath.EvalSymlinks(root)
+	outside, _ = filepath.EvalSymlinks(outside)
+	expand := strings.NewReplacer("$ROOT", root, "$OUTSIDE", outside, "$ARTIFACTS", artifacts).Replace
+	args := []string{"--artifacts-dir", artifacts}
+	for _, a := range sc.args {
+		args = append(args, expand(a))
+	}
+	s := start(t, options{framing: framing, root: root, args: args})
+
+	awaited := map[string]int{}
+	nulls := 0
+	closed := false
+	waitNull := func() {
+		nulls++
+		n := 0
+		s.waitFor(0, fmt.Sprintf("null-id answer #%d", nulls), func(m msg) bool {
+			if m.Method == "" && isNullID(m.ID) && m.batch == nil {
+				n++
+			}
+			return n == nulls
+		})
+	}
+	for _, line := range sc.client {
+		verb, arg, _ := strings.Cut(line, " ")
+		arg = expand(arg)
+		switch verb {
+		case "send":
+			s.send([]byte(arg))
+			waitAnswer(t, s, []byte(arg))
+		case "notify":
+			s.send([]byte(arg))
+		case "raw":
+			s.send([]byte(arg))
+			waitNull()
+		case "bytes":
+			b, err := strconv.Unquote(arg)
+			if err != nil {
+				t.Fatalf("bytes %s: %v", arg, err)
+			}
+			s.write([]byte(b))
+		case "null":
+			waitNull()
+		case "await":
+			awaited[arg]++
+			s.notification(arg, awaited[arg], nil, nil)
+		case "close":
+			s.closeStdin()
+			s.wait()
+			closed = true
+		default:
+			t.Fatalf("unknown directive %q", line)
+		}
+	}
+	var b strings.Builder
+	s.mu.Lock()
+	msgs := append([]msg(nil), s.msgs...)
+	s.mu.Unlock()
+	norm := strings.NewReplacer(artifacts, "$ARTIFACTS", root, "$ROOT", outside, "$OUTSIDE").Replace
+	for _, m := range msgs {
+		if m.Method == "heartbeat" {
+			continue
+		}
+		b.WriteString(normalize(t, m.raw, norm))
+		b.WriteByte('\n')
+	}
+	if closed {
+		fmt.Fprintf(&b, "exit %d\n", s.exit)
+	}
+	return b.String()
+}
+
+// waitAnswer waits for the answer to a message just sent: the response to
+// a request, or the batch answer to a batch holding a request.
+func waitAnswer(t *testing.T, s *server, body []byte) {
+	t.Helper()
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var raws []json.RawMessage
+		if json.Unmarshal(body, &raws) != nil {
+			return
+		}
+		members := make([]map[string]json.RawMessage, len(raws))
+		for i, r := range raws {
+			json.Unmarshal(r, &members[i]) // a member that is not an object stays nil
+		}
+		// Only a batch of nothing but notifications goes unanswered.
+		calls := false
+		var probe []json.RawMessage
+		json.Unmarshal(body, &probe)
+		for i, m := range members {
+			if _, ok := m["id"]; ok || !bytes.HasPrefix(bytes.TrimSpace(probe[i]), []byte("{")) {
+				calls = true
+			}
+		}
+		if calls || len(members) == 0 {
+			batches := 0
+			s.mu.Lock()
+			for _, m := range s.msgs {
+				if m.batch != nil {
+					batches++
+				}
+			}
+			s.mu.Unlock()
+			s.waitFor(0, "a batch answer", func(m msg) bool {
+				if m.batch != nil || (len(members) == 0 && isNullID(m.ID) && m.Method == "") {
+					batches--
+				}
+				return batches < 0
+			})
+		}
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return
+	}
+	id, ok := m["id"]
+	if !ok {
+		return
+	}
+	want := string(bytes.TrimSpace(id))
+	s.waitFor(0, "the response to "+want, func(m msg) bool { return m.Method == "" && string(m.ID) == want })
+}
+
+// isNullID reports whether an id is absent or null.
+func isNullID(id json.RawMessage) bool { return id == nil || string(id) == "null" }
+
+// Volatile fields, replaced by placeholders in transcripts.
+var (
+	timeKeys = map[string]bool{"startedAt": true, "endedAt": true, "ts": true, "mtime": true, "updatedAt": true, "lastHeartbeatAt": true}
+	pidKeys  = map[string]bool{"pid": true, "processGroupId": true, "processId": true}
+	msKeys   = map[string]bool{"durationMs": true, "elapsedMs": true}
+)
+
+// normalize rewrites a message with volatile fields replaced and paths
+// abstracted, keys sorted, compact.
+func normalize(t *testing.T, raw json.RawMessage, paths func(string) string) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("normalize %s: %v", raw, err)
+	}
+	v = normalizeValue("", v, paths)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(buf.String())
+}
+
+func normalizeValue(key string, v any, paths func(string) string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeValue(k, e, paths)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeValue(key, e, paths)
+		}
+		return x
+	case string:
+		if timeKeys[key] {
+			return "<time>"
+		}
+		switch key {
+		case "version":
+			return "<version>"
+		case "framing":
+			return "<framing>"
+		}
+		return paths(x)
+	case float64:
+		switch {
+		case pidKeys[key]:
+			return "<pid>"
+		case msKeys[key]:
+			return "<ms>"
+		}
+	}
+	return v
+}
