@@ -303,7 +303,8 @@ func (c *Command) requestStop(reason string, grace time.Duration) {
 	close(c.stopCh)
 }
 
-// Snapshot returns the command's progress now.
+// Snapshot returns the command's progress now. OutputBytes counts the
+// user-visible bytes (stdout, and stderr without markers) so far.
 func (c *Command) Snapshot() Snapshot {
 	out := int64(0)
 	if c.capture != nil {
@@ -321,7 +322,6 @@ func (c *Command) Snapshot() Snapshot {
 		s.Status = c.result.Status
 		s.Elapsed = c.result.Duration
 		s.ExitCode = c.result.ExitCode
-		s.OutputBytes = c.result.Output.ByteCount
 	} else {
 		s.Elapsed = time.Since(c.startedAt)
 	}
@@ -363,10 +363,12 @@ func (c *Command) findTree() []int {
 	}
 	groups := slices.Clone(c.pgids)
 	c.mu.Unlock()
-	var out []int
 	if c.cg != nil {
-		out = append(out, c.cg.pids()...)
+		// The cgroup holds every descendant, whatever its group, session
+		// or environment: nothing else to look for.
+		return c.cg.pids()
 	}
+	var out []int
 	for _, p := range mains {
 		out = append(out, p)
 		out = subtree(p, out)

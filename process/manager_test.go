@@ -653,3 +653,18 @@ func BenchmarkExecTrue(b *testing.B) {
 
 var _ = runtime.GOOS
 var _ = slices.Contains[[]int]
+
+func BenchmarkStartTrueNoCgroup(b *testing.B) {
+	m, err := NewManager(Config{ArtifactsDir: b.TempDir(), BaseEnv: os.Environ(), DisableCgroups: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	for b.Loop() {
+		c, err := m.Start(Spec{Argv: []string{"true"}}, Observer{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-c.Done()
+	}
+}

@@ -68,18 +68,56 @@ func orphanRoots() []int {
 	return out
 }
 
-// reapOrphans waits for every zombie among orphanRoots. It runs on SIGCHLD
-// and after each kill.
+// reapOrphans waits for the zombies among orphanRoots. It runs on SIGCHLD,
+// after each os/exec Wait of this package, and after each kill.
+//
+// The fast path peeks (waitid WNOWAIT) at one waitable child at a time:
+// none means nothing to do; an orphan is reaped and the next one peeked.
+// A child os/exec owns ends the pass: its waiter reaps it and then kicks
+// the reaper again (kickReaper). A zombie of other code in the server
+// would hide the rest from the peek, so then /proc is scanned instead.
 func reapOrphans() {
 	if !procSupported {
 		return
 	}
 	execTable.gate.Lock()
 	defer execTable.gate.Unlock()
+	own := syscall.Getpgrp()
+	for {
+		pid, ok := peekZombie()
+		if !ok || isExec(pid) {
+			return
+		}
+		pi, err := readStat(pid)
+		if err != nil {
+			return
+		}
+		if pi.pgid == own {
+			scanAndReap()
+			return
+		}
+		reapZombie(pid)
+	}
+}
+
+// scanAndReap reaps every zombie among orphanRoots; the caller holds
+// execTable.gate.
+func scanAndReap() {
 	for _, pid := range orphanRoots() {
 		if pi, err := readStat(pid); err == nil && pi.state == 'Z' {
 			reapZombie(pid)
 		}
+	}
+}
+
+// reapKick asks a reaper loop for a pass; buffered, so kicks coalesce.
+var reapKick = make(chan struct{}, 1)
+
+// kickReaper asks for a reaping pass without waiting for it.
+func kickReaper() {
+	select {
+	case reapKick <- struct{}{}:
+	default:
 	}
 }
 
@@ -95,6 +133,8 @@ func reaperLoop(stop <-chan struct{}) {
 			reapOrphans()
 			return
 		case <-ch:
+			reapOrphans()
+		case <-reapKick:
 			reapOrphans()
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -136,6 +137,23 @@ func scanMarkers(match func(string) bool) []int {
 
 // procSupported reports whether /proc can attribute and walk processes.
 const procSupported = true
+
+// peekZombie returns a child that can be waited for (a zombie) without
+// reaping it, or false when there is none.
+func peekZombie() (int, bool) {
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
+		return 0, false
+	}
+	// si_pid opens the union after si_signo, si_errno and si_code, which
+	// the kernel pads to 16 bytes on 64-bit platforms and to 12 on 32-bit.
+	off := uintptr(12)
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		off = 16
+	}
+	pid := *(*int32)(unsafe.Add(unsafe.Pointer(&info), off))
+	return int(pid), pid > 0
+}
 
 // reapZombie collects pid if it is a zombie child of the server, without
 // blocking. The caller has checked that os/exec does not own pid.

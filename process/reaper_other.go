@@ -44,6 +44,9 @@ func scanMarkers(match func(string) bool) []int { return nil }
 // procSupported reports whether /proc can attribute and walk processes.
 const procSupported = false
 
+// peekZombie is not needed where reaping is unsupported.
+func peekZombie() (int, bool) { return 0, false }
+
 // reapZombie collects pid if it is a zombie child, without blocking.
 func reapZombie(pid int) {
 	var ws unix.WaitStatus

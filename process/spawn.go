@@ -147,6 +147,7 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 		p.state = cmd.ProcessState
 		p.ended = time.Now()
 		execRemove(p.pid)
+		kickReaper() // orphan zombies the peek could not see past this one
 		if req.onExit != nil {
 			req.onExit(p)
 		}
