@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -651,8 +650,6 @@ func BenchmarkExecTrue(b *testing.B) {
 	}
 }
 
-var _ = runtime.GOOS
-var _ = slices.Contains[[]int]
 
 func BenchmarkStartTrueNoCgroup(b *testing.B) {
 	m, err := NewManager(Config{ArtifactsDir: b.TempDir(), BaseEnv: os.Environ(), DisableCgroups: true})
@@ -667,4 +664,44 @@ func BenchmarkStartTrueNoCgroup(b *testing.B) {
 		}
 		<-c.Done()
 	}
+}
+
+// TestShutdownWaitsForGoroutines: after Shutdown no goroutine of the
+// Manager is left (not parallel: it counts the process's goroutines).
+func TestShutdownWaitsForGoroutines(t *testing.T) {
+	newManager := func() *Manager {
+		m, err := NewManager(Config{ArtifactsDir: t.TempDir(), KillGrace: 200 * time.Millisecond, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// Warm up what the runtime keeps for good (the os/signal loop).
+	if err := newManager().Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	m := newManager()
+	u := newMark(t)
+	rec := newOutputRecorder("up")
+	if _, err := m.Start(Spec{Argv: []string{"sh", "-c", "echo up; (setsid sleep " + u.sleep + " &); sleep " + u.sleep}, Env: u.env(), Handle: true, StreamOutput: true, Timeout: time.Minute}, Observer{OnOutput: rec.onOutput}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Start(Spec{Steps: []Step{{Name: "a", Argv: []string{"true"}}, {Name: "b", Argv: []string{"sleep", u.sleep}}}, Env: u.env()}, Observer{}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t)
+	waitCensus(t, u, 4)
+	if during := runtime.NumGoroutine(); during <= before {
+		t.Fatalf("goroutines while running %d, before %d: the count cannot see the Manager", during, before)
+	}
+	if err := m.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var after int
+	if !waitFor(2*time.Second, func() bool { after = runtime.NumGoroutine(); return after <= before }) {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after Shutdown, %d before:\n%s", after, before, buf[:runtime.Stack(buf, true)])
+	}
+	assertNoneLeft(t, u)
 }
