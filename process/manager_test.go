@@ -650,7 +650,6 @@ func BenchmarkExecTrue(b *testing.B) {
 	}
 }
 
-
 func BenchmarkStartTrueNoCgroup(b *testing.B) {
 	m, err := NewManager(Config{ArtifactsDir: b.TempDir(), BaseEnv: os.Environ(), DisableCgroups: true})
 	if err != nil {
