@@ -266,7 +266,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
 
   test('a long command is cancelled from the Tools view and its processes are gone', async () => {
     const marker = `1000.${Math.floor(Math.random() * 1e9)}`;
-    const line = `sh -c "sleep ${marker} & sleep ${marker}; wait"`;
+    const line = `sh -c "echo started-${marker}; sleep ${marker} & sleep ${marker}; wait"`;
     await runPalette('Toolhost: Run Command');
     const input = page.locator('.quick-input-widget .quick-input-box input');
     await input.waitFor({ state: 'visible' });
@@ -278,7 +278,15 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await notification(`Toolhost: ${line}`).first().waitFor({ timeout: 30_000 });
     await screenshot('long-command-running');
 
+    // Open Output on a running handle: its live output.log.
     const row = treeRow(line).first();
+    await row.hover();
+    await row.locator('.action-label[aria-label="Open Output"]').click();
+    await until('the running command\'s output to open', async () =>
+      editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts()).includes(`started-${marker}`),
+    );
+    await screenshot('long-command-output');
+
     await row.hover();
     await row.locator('.action-label[aria-label="Cancel"]').click();
 

@@ -27,7 +27,7 @@ import type {
 } from './protocol';
 import { parseRecipe, Recipe, recipeParams, RecipeParams } from './recipes';
 import { RestartPolicy } from './restartPolicy';
-import { resolveServerPath } from './serverPath';
+import { resolveReadRoots, resolveServerPath } from './serverPath';
 import { Node, ToolsView } from './toolsView';
 
 let toolhost: Toolhost | undefined;
@@ -111,7 +111,7 @@ class Toolhost implements vscode.Disposable {
     const config = vscode.workspace.getConfiguration('toolhost');
     const command = resolveServerPath(config.get<string>('serverPath', ''), this.context.extensionPath);
     const root = folder.uri.fsPath;
-    const readRoots = config.get<string[]>('readRoots', []).map((r) => (path.isAbsolute(r) ? r : path.join(root, r)));
+    const readRoots = resolveReadRoots(config.get<unknown[]>('readRoots', []), root);
     const serverOptions: ServerOptions = {
       // No transport: stdio, without the --stdio argument the client would add.
       run: { command, args: ['--root', root, '--framing', 'header'], options: { cwd: root } },
@@ -265,7 +265,11 @@ class Toolhost implements vscode.Disposable {
               resolve();
             } else if (!t || t === me) update(me);
           });
-          token.onCancellationRequested(() => void this.cancel(this.model.get(tool.handleId)));
+          token.onCancellationRequested(() => {
+            this.cancel(this.model.get(tool.handleId)).catch((e: unknown) => {
+              void vscode.window.showErrorMessage(`Toolhost: cancel failed: ${errorText(e)}`);
+            });
+          });
           if (tool.status !== 'running') {
             sub.dispose();
             progressDone.dispose();

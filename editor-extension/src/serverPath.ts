@@ -26,3 +26,10 @@ function isExecutable(p: string): boolean {
     return false;
   }
 }
+
+/** The `toolhost.readRoots` setting as absolute paths: relative ones are taken from the workspace root. */
+export function resolveReadRoots(setting: readonly unknown[], root: string): string[] {
+  return setting
+    .filter((r): r is string => typeof r === 'string' && r.trim() !== '')
+    .map((r) => (r.startsWith('file://') ? r : path.resolve(root, r.trim())));
+}

@@ -103,3 +103,8 @@ test('resolveServerPath: setting, then PATH, then the shipped binary', async () 
   chmodSync(join(bin, 'toolhost'), 0o755);
   assert.equal(resolveServerPath('', '/ext', `/nonexistent:${bin}`), join(bin, 'toolhost'));
 });
+
+test('resolveReadRoots: absolute as given, relative from the root, file URIs kept, junk dropped', async () => {
+  const { resolveReadRoots } = await import('../src/serverPath');
+  assert.deepEqual(resolveReadRoots(['/usr/share/doc', '../lib', 'file:///opt/x', '', 3], '/ws/project'), ['/usr/share/doc', '/ws/lib', 'file:///opt/x']);
+});
