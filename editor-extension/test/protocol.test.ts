@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import { createHash, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { ResponseError } from 'vscode-jsonrpc/node';
+import { CancellationTokenSource, ProgressType, ResponseError } from 'vscode-jsonrpc/node';
 import type {
+  HeartbeatParams,
   InitializeResult,
   LongRunningResult,
   ProgressList,
@@ -131,6 +132,56 @@ for (const framing of ['header', 'ndjson'] as Framing[]) {
       const n = await s.waitFor<ToolResult>('toolResult', (p) => p.handleId === started.handleId);
       assert.equal(n.status, 'cancelled');
       assert.equal(await codeOf(req('cancel', { handleId: 'no-such-handle' })), -32004);
+    });
+
+    test('step markers a child writes become stepTransitions and heartbeats, and stay out of stderr', async () => {
+      const script = [
+        'echo "[STEP 00/02] compile @ 2026-03-23T14:05:58Z" >&2',
+        'echo "[HEARTBEAT] compile — 10s elapsed" >&2',
+        'echo "{\\"type\\":\\"step_transition\\",\\"step\\":\\"link\\",\\"status\\":\\"start\\",\\"ts\\":1743554401.12}" >&2',
+        'echo real-error >&2',
+      ].join('; ');
+      const started = await req<LongRunningResult>('longRunning', { argv: ['sh', '-c', script], label: 'markers' });
+      const r = await s.waitFor<ToolResult>('toolResult', (p) => p.handleId === started.handleId);
+      assert.equal(r.stderr, 'real-error\n', 'markers are kept out of stderr');
+      const steps = s.notifications
+        .filter((n) => n.method === 'stepTransition')
+        .map((n) => n.params as StepTransitionParams)
+        .filter((p) => p.handleId === started.handleId);
+      assert.deepEqual(steps.filter((p) => p.status === 'start').map((p) => p.step), ['compile', 'link']);
+      assert.equal(steps[0].index, 1);
+      assert.equal(steps[0].total, 2);
+      await s.waitFor<HeartbeatParams>('heartbeat', (p) => p.handleId === started.handleId && p.step === 'compile');
+      const out = await req<ReadFileResult>('readFile', { path: r.artifacts.outputPath });
+      assert.match(out.content, /\[STEP 00\/02\] compile/, 'markers still go to the output file');
+    });
+
+    test('$/cancelRequest cancels an in-flight runCommand with -32800 and kills it', async () => {
+      const marker = `1000.${randomInt(1e9)}`;
+      const cts = new CancellationTokenSource();
+      const pending = s.conn.sendRequest<ToolResult>('runCommand', { argv: ['sleep', marker] }, cts.token);
+      await until(() => pidsWithArg(marker).length === 1, 10_000, 'the sleep process');
+      const readWhileRunning = await req<ReadFileResult>('readFile', { path: 'sub/a.txt' }).catch((e: unknown) => e);
+      assert.ok(readWhileRunning, 'a slow runCommand does not hold other requests up');
+      cts.cancel();
+      assert.equal(await codeOf(pending), -32800);
+      await until(() => pidsWithArg(marker).length === 0, 10_000, 'the cancelled command to be gone');
+    });
+
+    test('runCommand with a workDoneToken reports $/progress begin and end', async () => {
+      const token = `t-${randomInt(1e9)}`;
+      const kinds: string[] = [];
+      // vscode-jsonrpc routes $/progress to per-token handlers, not onNotification.
+      const sub = s.conn.onProgress(new ProgressType<{ kind: string }>(), token, (v) => void kinds.push(v.kind));
+      try {
+        const r = await req<ToolResult>('runCommand', { argv: ['true'], workDoneToken: token });
+        assert.equal(r.success, true);
+        await until(() => kinds.includes('end'), 10_000, '$/progress end');
+        assert.equal(kinds[0], 'begin');
+        assert.equal(kinds[kinds.length - 1], 'end');
+      } finally {
+        sub.dispose();
+      }
     });
 
     test('writeFile and readFile stay inside the root', async () => {
