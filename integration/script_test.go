@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,8 +179,9 @@ func runScript(t *testing.T, sc script, framing string) string {
 		arg = expand(arg)
 		switch verb {
 		case "send":
+			from := s.count()
 			s.send([]byte(arg))
-			waitAnswer(t, s, []byte(arg))
+			waitAnswer(t, s, from, []byte(arg))
 		case "notify":
 			s.send([]byte(arg))
 		case "raw":
@@ -223,8 +225,9 @@ func runScript(t *testing.T, sc script, framing string) string {
 }
 
 // waitAnswer waits for the answer to a message just sent: the response to
-// a request, or the batch answer to a batch holding a request.
-func waitAnswer(t *testing.T, s *server, body []byte) {
+// a request, or the batch answer to a batch holding a request, received at
+// or after index from.
+func waitAnswer(t *testing.T, s *server, from int, body []byte) {
 	t.Helper()
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
@@ -246,19 +249,8 @@ func waitAnswer(t *testing.T, s *server, body []byte) {
 			}
 		}
 		if calls || len(members) == 0 {
-			batches := 0
-			s.mu.Lock()
-			for _, m := range s.msgs {
-				if m.batch != nil {
-					batches++
-				}
-			}
-			s.mu.Unlock()
-			s.waitFor(0, "a batch answer", func(m msg) bool {
-				if m.batch != nil || (len(members) == 0 && isNullID(m.ID) && m.Method == "") {
-					batches--
-				}
-				return batches < 0
+			s.waitFor(from, "a batch answer", func(m msg) bool {
+				return m.batch != nil || (len(members) == 0 && isNullID(m.ID) && m.Method == "")
 			})
 		}
 		return
@@ -293,6 +285,15 @@ func normalize(t *testing.T, raw json.RawMessage, paths func(string) string) str
 		t.Fatalf("normalize %s: %v", raw, err)
 	}
 	v = normalizeValue("", v, paths)
+	if members, ok := v.([]any); ok {
+		// A batch's answers come in the order their requests finished,
+		// which JSON-RPC leaves open.
+		slices.SortFunc(members, func(a, b any) int {
+			x, _ := json.Marshal(a)
+			y, _ := json.Marshal(b)
+			return bytes.Compare(x, y)
+		})
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -4,19 +4,23 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
+	"strconv"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
-// DecodeParams decodes a request's params into v strictly: a param of the
-// wrong type, a field v does not have, or trailing data is an InvalidParams
-// error whose data names the field. Absent or null params decode as {}.
+// DecodeParams decodes a request's params into v strictly: member names
+// match exactly (case-sensitively), a member v does not have or a value of
+// the wrong type is an InvalidParams error whose data names the field
+// ("steps[0].argv"). Absent or null params decode as {}.
 func DecodeParams(raw json.RawMessage, v any) error {
 	return decodeParams(raw, v, true)
 }
 
-// decodeParams is DecodeParams with the unknown-field check optional, for the
-// LSP messages whose clients add fields of their own.
+// decodeParams is DecodeParams with the unknown-member check optional, for
+// the LSP messages whose clients add members of their own.
 func decodeParams(raw json.RawMessage, v any, strict bool) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -25,40 +29,68 @@ func decodeParams(raw json.RawMessage, v any, strict bool) error {
 	if raw[0] != '{' {
 		return InvalidParams("", "params must be an object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
+	if err := jsonv2.Unmarshal(raw, v, jsonv2.RejectUnknownMembers(strict)); err != nil {
 		return paramsError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return InvalidParams("", "trailing data after params")
 	}
 	return nil
 }
 
 // paramsError turns a decoding error into InvalidParams naming the field.
 func paramsError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		field := typeErr.Field
-		if field == "" {
-			field = "params"
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) {
+		field := fieldName(string(se.JSONPointer))
+		switch {
+		case se.Err != nil && strings.Contains(se.Err.Error(), "unknown object member"):
+			return InvalidParams(field, "unknown field")
+		case se.Err != nil:
+			return InvalidParams(field, "%v", se.Err)
+		case se.GoType != nil:
+			return InvalidParams(field, "must be %s, not %s", jsonKind(se.GoType.Kind().String()), kindName(se.JSONKind.String()))
 		}
-		return InvalidParams(field, "must be %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		return InvalidParams(field, "%v", err)
 	}
-	var syntaxErr *json.SyntaxError
-	if errors.As(err, &syntaxErr) {
-		return InvalidParams("", "malformed params at offset %d: %v", syntaxErr.Offset, syntaxErr)
+	return InvalidParams("", "malformed params: %v", err)
+}
+
+// fieldName turns a JSON pointer into a field path: /steps/0/argv becomes
+// steps[0].argv.
+func fieldName(ptr string) string {
+	var b strings.Builder
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		if tok == "" {
+			continue
+		}
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if _, err := strconv.Atoi(tok); err == nil {
+			fmt.Fprintf(&b, "[%s]", tok)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
 	}
-	// DisallowUnknownFields reports `json: unknown field "x"`.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		field := strings.Trim(name, `"`)
-		return InvalidParams(field, "unknown field")
+	return b.String()
+}
+
+// kindName names a JSON kind as jsontext prints it ("{", "[", "string").
+func kindName(k string) string {
+	switch k {
+	case "{":
+		return "an object"
+	case "[":
+		return "an array"
+	case "\"", "string":
+		return "a string"
+	case "0", "number":
+		return "a number"
+	case "t", "f", "true", "false", "boolean":
+		return "a boolean"
+	case "n", "null":
+		return "null"
 	}
-	// A field's own UnmarshalJSON failed (a progress token, say).
-	return InvalidParams("", "%v", err)
+	return k
 }
 
 // jsonKind names a Go kind the way a JSON user would.
