@@ -42,7 +42,7 @@ type flags struct {
 	killGrace, eofGrace, defaultTimeout            time.Duration
 	maxProcesses                                   int
 	maxMessageBytes, outputLimit, artifactsCap     int64
-	keepArtifacts, showVersion                     bool
+	keepArtifacts, showVersion, debugMethods       bool
 }
 
 // newFlagSet declares the flags on a set named name.
@@ -67,6 +67,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&f.logFile, "log-file", "", "write logs to this `file` instead of stderr (never stdout)")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  toolhost [flags]       serve JSON-RPC 2.0 on stdin/stdout\n  toolhost demo [flags]  play a short session against a temporary workspace\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -120,6 +121,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		DefaultTimeout:    f.defaultTimeout,
 		OutputLimit:       f.outputLimit,
 		MaxProcesses:      f.maxProcesses,
+		DebugMethods:      f.debugMethods,
 		Env:               os.Environ(),
 		Logger:            logger,
 	}

@@ -87,6 +87,7 @@ type server struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	msgs    []msg // every message received, in order; guarded by mu
+	paused  bool  // the reader stops reading stdout; guarded by mu
 	readErr error // why the reader stopped; guarded by mu
 	nextID  int
 
@@ -181,9 +182,14 @@ func tail(s string, n int) string {
 // read reads the server's messages in its framing until stdout closes,
 // then waits for the process.
 func (s *server) read(stdout io.Reader) {
-	br := bufio.NewReaderSize(stdout, 1<<20)
+	br := bufio.NewReaderSize(stdout, 64<<10)
 	var err error
 	for {
+		s.mu.Lock()
+		for s.paused {
+			s.cond.Wait()
+		}
+		s.mu.Unlock()
 		var body []byte
 		body, err = readFrame(br, s.framing)
 		if err != nil {
@@ -423,6 +429,46 @@ func (s *server) count() int {
 	defer s.mu.Unlock()
 	return len(s.msgs)
 }
+
+// pause makes the client stop reading the server's stdout, as a slow
+// client does: the pipe fills and the server's writes block.
+func (s *server) pause() {
+	s.mu.Lock()
+	s.paused = true
+	s.mu.Unlock()
+}
+
+// resume makes the client read again.
+func (s *server) resume() {
+	s.mu.Lock()
+	s.paused = false
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// memory returns a field of the server's /proc status in bytes: "VmRSS"
+// (now) or "VmHWM" (the peak).
+func (s *server) memory(field string) int64 {
+	s.t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		s.t.Fatalf("reading the server's status: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				s.t.Fatalf("parsing %s %q: %v", field, v, err)
+			}
+			return kb << 10
+		}
+	}
+	s.t.Fatalf("no %s in the server's status", field)
+	return 0
+}
+
+// pid returns the server's process id.
+func (s *server) pid() int { return s.cmd.Process.Pid }
 
 // closeStdin closes the server's stdin.
 func (s *server) closeStdin() { s.stdin.Close() }

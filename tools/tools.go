@@ -32,6 +32,8 @@ type Config struct {
 	// OutputLimit is the inline output kept per stream.
 	OutputLimit  int64
 	MaxProcesses int
+	// DebugMethods serves the debug methods (for tests).
+	DebugMethods bool
 	// Env is the server's environment, which children inherit only through
 	// the allowlist.
 	Env    []string
@@ -82,6 +84,9 @@ func NewServer(cfg Config, opts rpc.Options) *rpc.Server {
 	t := New(cfg)
 	opts.Table = rpc.NewTable()
 	t.Register(opts.Table)
+	if cfg.DebugMethods {
+		t.RegisterDebug(opts.Table)
+	}
 	opts.Lifecycle = t
 	return rpc.NewServer(opts)
 }
