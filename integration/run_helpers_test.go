@@ -1,0 +1,292 @@
+package integration
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// toolResultWire is a ToolResult as the client decodes it.
+type toolResultWire struct {
+	CommandID       string          `json:"commandId"`
+	HandleID        string          `json:"handleId"`
+	Status          string          `json:"status"`
+	Success         bool            `json:"success"`
+	ExitCode        *int            `json:"exitCode"`
+	Signal          *string         `json:"signal"`
+	StartedAt       time.Time       `json:"startedAt"`
+	EndedAt         time.Time       `json:"endedAt"`
+	DurationMs      int64           `json:"durationMs"`
+	Stdout          string          `json:"stdout"`
+	Stderr          string          `json:"stderr"`
+	StdoutTruncated bool            `json:"stdoutTruncated"`
+	StderrTruncated bool            `json:"stderrTruncated"`
+	Artifacts       artifactsWire   `json:"artifacts"`
+	Steps           json.RawMessage `json:"steps"`
+}
+
+// artifactsWire is a ToolResult's artifacts.
+type artifactsWire struct {
+	StdoutPath string `json:"stdoutPath"`
+	StderrPath string `json:"stderrPath"`
+	OutputPath string `json:"outputPath"`
+	ByteCount  int64  `json:"byteCount"`
+	LineCount  int64  `json:"lineCount"`
+	Sha256     string `json:"sha256"`
+}
+
+// handleWire is a longRunning result.
+type handleWire struct {
+	HandleID       string    `json:"handleId"`
+	CommandID      string    `json:"commandId"`
+	PID            int       `json:"pid"`
+	ProcessGroupID int       `json:"processGroupId"`
+	StartedAt      time.Time `json:"startedAt"`
+	Command        string    `json:"command"`
+}
+
+// errorDataWire is the data of a toolhost error.
+type errorDataWire struct {
+	Field    string          `json:"field"`
+	Path     string          `json:"path"`
+	Reason   string          `json:"reason"`
+	Method   string          `json:"method"`
+	Argv0    string          `json:"argv0"`
+	HandleID string          `json:"handleId"`
+	Partial  *toolResultWire `json:"partial"`
+}
+
+// errData decodes an error's data.
+func errData(t testing.TB, e *wireError) errorDataWire {
+	t.Helper()
+	var d errorDataWire
+	if len(e.Data) > 0 {
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatalf("decoding error data %s: %v", e.Data, err)
+		}
+	}
+	return d
+}
+
+// run calls runCommand and fails the test on an error response.
+func (s *server) run(params map[string]any) toolResultWire {
+	s.t.Helper()
+	var res toolResultWire
+	s.mustCall("runCommand", params, &res)
+	return res
+}
+
+// longRun calls longRunning and fails the test on an error response.
+func (s *server) longRun(params map[string]any) handleWire {
+	s.t.Helper()
+	var h handleWire
+	s.mustCall("longRunning", params, &h)
+	return h
+}
+
+// toolResultOf waits for the toolResult of handle and decodes it.
+func (s *server) toolResultOf(handle string) toolResultWire {
+	s.t.Helper()
+	var res toolResultWire
+	s.notification("toolResult", 1, func(p json.RawMessage) bool { return handleOf(p) == handle }, &res)
+	return res
+}
+
+// awaitOutput waits until the handle's streamed stdout has contained text.
+func (s *server) awaitOutput(handle, text string) {
+	s.t.Helper()
+	var seen strings.Builder
+	s.waitFor(0, fmt.Sprintf("output %q of %s", text, handle), func(m msg) bool {
+		if m.Method != "output" {
+			return false
+		}
+		var o struct {
+			HandleID, Stream, Data string
+		}
+		if json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle || o.Stream != "stdout" {
+			return false
+		}
+		seen.WriteString(o.Data)
+		return strings.Contains(seen.String(), text)
+	})
+}
+
+// handleOf returns the handleId of a notification's params.
+func handleOf(p json.RawMessage) string {
+	var v struct {
+		HandleID string `json:"handleId"`
+	}
+	_ = json.Unmarshal(p, &v)
+	return v.HandleID
+}
+
+// intp returns a pointer to n, for expected exit codes.
+func intp(n int) *int { return &n }
+
+// strp returns a pointer to s, for expected signals.
+func strp(s string) *string { return &s }
+
+// tokenSeq makes tokens unique within the test binary; the random part
+// makes them unique across concurrent test binaries.
+var (
+	tokenSeq  atomic.Int64
+	tokenSalt = func() string {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+)
+
+// marker is a unique tag for the processes of one test: a sleep duration
+// that no other process uses (so it shows in argv) and the value of the
+// ORPHAN_TOKEN variable its requests set (so it shows in the environment of
+// every descendant that keeps its environment).
+type marker struct {
+	// Sleep is a duration in seconds for sleep(1), unique to the marker:
+	// 300.<digits>.
+	Sleep string
+	// Token is the ORPHAN_TOKEN value.
+	Token string
+}
+
+// newMarker returns a fresh marker.
+func newMarker() marker {
+	n := tokenSeq.Add(1)
+	salt, _ := strconv.ParseUint(tokenSalt, 16, 64)
+	return marker{
+		Sleep: fmt.Sprintf("300.%d%06d", salt%100000, n),
+		Token: fmt.Sprintf("orphan-%s-%d", tokenSalt, n),
+	}
+}
+
+// env returns the request env that tags a command's processes.
+func (mk marker) env() map[string]any { return map[string]any{"ORPHAN_TOKEN": mk.Token} }
+
+// procOf is a live process found by a scan.
+type procOf struct {
+	PID     int
+	Cmdline string
+	Marker  string // its TOOLHOST_COMMAND
+}
+
+func (p procOf) String() string {
+	return fmt.Sprintf("pid %d %q (TOOLHOST_COMMAND=%q)", p.PID, p.Cmdline, p.Marker)
+}
+
+// scanProcs lists the live processes (zombies excluded) whose argv holds
+// mk.Sleep, whose environment holds ORPHAN_TOKEN=mk.Token, or whose
+// TOOLHOST_COMMAND starts with sessionPrefix (when not empty).
+func scanProcs(mk marker, sessionPrefix string) []procOf {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	tokenKV := []byte("ORPHAN_TOKEN=" + mk.Token)
+	var out []procOf
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		dir := "/proc/" + e.Name()
+		stat, err := os.ReadFile(dir + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		cmdline, _ := os.ReadFile(dir + "/cmdline")
+		environ, _ := os.ReadFile(dir + "/environ")
+		var tcmd string
+		hit := false
+		for _, kv := range bytes.Split(environ, []byte{0}) {
+			if bytes.Equal(kv, tokenKV) {
+				hit = true
+			}
+			if v, ok := bytes.CutPrefix(kv, []byte("TOOLHOST_COMMAND=")); ok {
+				tcmd = string(v)
+				if sessionPrefix != "" && strings.HasPrefix(tcmd, sessionPrefix) {
+					hit = true
+				}
+			}
+		}
+		for _, a := range bytes.Split(cmdline, []byte{0}) {
+			if string(a) == mk.Sleep || bytes.Contains(a, []byte(mk.Sleep)) {
+				hit = true
+			}
+		}
+		if hit {
+			out = append(out, procOf{PID: pid, Cmdline: strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "), Marker: tcmd})
+		}
+	}
+	return out
+}
+
+// sessionPrefix returns "<nonce>/" of the TOOLHOST_COMMAND markers of the
+// processes found, or "".
+func sessionPrefix(ps []procOf) string {
+	for _, p := range ps {
+		if nonce, _, ok := strings.Cut(p.Marker, "/"); ok {
+			return nonce + "/"
+		}
+	}
+	return ""
+}
+
+// awaitGone waits until no process of mk (or of the session prefix) is
+// left, polling /proc, and fails the test with what is left after limit.
+func awaitGone(t testing.TB, mk marker, prefix string, limit time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		left := scanProcs(mk, prefix)
+		if len(left) == 0 {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Errorf("%d processes of the session still run after %v:", len(left), limit)
+			for _, p := range left {
+				t.Errorf("  %v", p)
+				killStray(p.PID)
+			}
+			return
+		}
+	}
+}
+
+// assertNoneLeft fails the test if any process of mk (or of the session
+// prefix) runs now: for points where the server promises they are gone.
+func assertNoneLeft(t testing.TB, mk marker, prefix, when string) {
+	t.Helper()
+	left := scanProcs(mk, prefix)
+	if len(left) == 0 {
+		return
+	}
+	t.Errorf("%s: %d processes of the session still run:", when, len(left))
+	for _, p := range left {
+		t.Errorf("  %v", p)
+	}
+	// A failure must not leave processes behind for the next tests.
+	for _, p := range left {
+		killStray(p.PID)
+	}
+}
+
+// killStray SIGKILLs a process a failed test left behind.
+func killStray(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }
