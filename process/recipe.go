@@ -14,15 +14,21 @@ import (
 // failing step the rest are skipped unless that step has ContinueOnError.
 // A stop (Cancel or the timeout) ends the running step (status
 // "cancelled") and skips the rest. The recipe's ExitCode and Signal are
-// those of the last step that ran: with the default fail-fast rule that is
-// the failing step; a failure under ContinueOnError is tolerated and a
-// later step's code stands.
+// those of the step a stop ended, else those of the first step that
+// failed (ContinueOnError lets the later steps run; it does not make the
+// failure a success), else those of the last step: so the recipe succeeds
+// only when every step that ran succeeded.
 func (c *Command) supervise(first *proc) {
 	var (
 		last     *proc // the last step that ran to its end
 		lastCode *int
 		lastSig  string
 		failStop bool // a step failed without ContinueOnError
+		// failed is set by the first failing step; failCode and failSig
+		// are its exit.
+		failed   bool
+		failCode *int
+		failSig  string
 	)
 	for i := range c.steps {
 		step := c.steps[i]
@@ -57,6 +63,9 @@ func (c *Command) supervise(first *proc) {
 				c.stepStarted(i, time.Now())
 				c.stepEnded(i, StepFail, &code, 0)
 				lastCode, lastSig, last = &code, "", nil
+				if !failed {
+					failed, failCode, failSig = true, &code, ""
+				}
 				if !step.ContinueOnError {
 					failStop = true
 				}
@@ -76,9 +85,17 @@ func (c *Command) supervise(first *proc) {
 		}
 		c.stepEnded(i, status, code, dur)
 		last, lastCode, lastSig = p, code, sig
+		if status == StepCancelled {
+			failed, failCode, failSig = true, code, sig // the stop decides
+		} else if status == StepFail && !failed {
+			failed, failCode, failSig = true, code, sig
+		}
 		if status == StepFail && !step.ContinueOnError {
 			failStop = true
 		}
+	}
+	if failed {
+		lastCode, lastSig = failCode, failSig
 	}
 	c.end(lastCode, lastSig)
 }

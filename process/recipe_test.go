@@ -107,13 +107,13 @@ func TestRecipe(t *testing.T) {
 			wantExit:  intp(4),
 		},
 		{
-			name:  "continueOnError runs on; the last step's code stands",
+			name:  "continueOnError runs on; the failed step's code stands",
 			steps: []Step{{Name: "a", Argv: sh("exit 4"), ContinueOnError: true}, {Name: "b", Argv: sh("echo after")}},
 			wantEvents: []StepEvent{
 				ev("a", "start", 1, 2), ev("a", "fail", 1, 2), ev("b", "start", 2, 2), ev("b", "done", 2, 2),
 			},
 			wantSteps:  []StepResult{{Name: "a", Status: "fail", ExitCode: intp(4)}, {Name: "b", Status: "done", ExitCode: intp(0)}},
-			wantExit:   intp(0),
+			wantExit:   intp(4),
 			wantStdout: "after\n",
 		},
 		{

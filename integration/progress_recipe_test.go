@@ -1,0 +1,137 @@
+package integration
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// recipeStep is a step of a longRunning recipe.
+func recipeStep(name, script string, continueOnError bool) map[string]any {
+	st := map[string]any{"name": name, "argv": []string{"sh", "-c", script}}
+	if continueOnError {
+		st["continueOnError"] = true
+	}
+	return st
+}
+
+// TestRecipeFailingMiddleStepSkipsTheRest runs three steps whose second
+// fails: start/done, start/fail, skip, with the total known, and a result
+// that says which step did what.
+func TestRecipeFailingMiddleStepSkipsTheRest(t *testing.T) {
+	forEachFraming(t, func(t *testing.T, framing string) {
+		s := start(t, options{framing: framing})
+		s.initialize(nil)
+		h := progStart(s, map[string]any{"label": "ci", "steps": []any{
+			recipeStep("fetch", "echo fetched", false),
+			recipeStep("build", "echo broken >&2; exit 3", false),
+			recipeStep("test", "echo never", false),
+		}})
+		res := progResult(s, h.HandleID)
+
+		want := []progStep{
+			{"fetch", "start", 1, 3}, {"fetch", "done", 1, 3},
+			{"build", "start", 2, 3}, {"build", "fail", 2, 3},
+			{"test", "skip", 3, 3},
+		}
+		if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+			t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
+		}
+		wantSteps := []progStepResult{
+			{"fetch", "done", progInt(0)}, {"build", "fail", progInt(3)}, {"test", "skip", nil},
+		}
+		if diff := cmp.Diff(wantSteps, progStepResults(res.Steps)); diff != "" {
+			t.Errorf("result steps mismatch (-want +got):\n%s", diff)
+		}
+		if res.Success || res.Status != rpc.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 3 {
+			t.Errorf("result status %s success %v exit %v, want completed, false, 3", res.Status, res.Success, res.ExitCode)
+		}
+		if res.Stdout != "fetched\n" || res.Stderr != "broken\n" {
+			t.Errorf("stdout %q stderr %q, want only the steps that ran", res.Stdout, res.Stderr)
+		}
+		for _, st := range progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", progForHandle(h.HandleID)) {
+			if st.CommandID != h.CommandID || st.TS.IsZero() {
+				t.Errorf("stepTransition %+v: want commandId %s and a ts", st, h.CommandID)
+			}
+		}
+	})
+}
+
+// TestRecipeContinueOnError runs on past a failing step that allows it;
+// the recipe still does not succeed, since a step that ran failed.
+func TestRecipeContinueOnError(t *testing.T) {
+	t.Parallel()
+	s := start(t, options{framing: "ndjson"})
+	s.initialize(nil)
+	h := progStart(s, map[string]any{"steps": []any{
+		recipeStep("lint", "exit 2", true),
+		recipeStep("build", "echo built", false),
+		recipeStep("test", "exit 0", false),
+	}})
+	res := progResult(s, h.HandleID)
+	want := []progStep{
+		{"lint", "start", 1, 3}, {"lint", "fail", 1, 3},
+		{"build", "start", 2, 3}, {"build", "done", 2, 3},
+		{"test", "start", 3, 3}, {"test", "done", 3, 3},
+	}
+	if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+		t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
+	}
+	wantSteps := []progStepResult{{"lint", "fail", progInt(2)}, {"build", "done", progInt(0)}, {"test", "done", progInt(0)}}
+	if diff := cmp.Diff(wantSteps, progStepResults(res.Steps)); diff != "" {
+		t.Errorf("result steps mismatch (-want +got):\n%s", diff)
+	}
+	if res.Success || res.Status != rpc.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 2 {
+		t.Errorf("result status %s success %v exit %v, want completed, false, the failed step's 2", res.Status, res.Success, res.ExitCode)
+	}
+	if res.Stdout != "built\n" {
+		t.Errorf("stdout %q, want the later step's", res.Stdout)
+	}
+}
+
+// TestRecipeCancelMidway cancels a recipe while its second step runs: that
+// step is cancelled (announced as fail) and the rest are skipped.
+func TestRecipeCancelMidway(t *testing.T) {
+	forEachFraming(t, func(t *testing.T, framing string) {
+		s := start(t, options{framing: framing})
+		s.initialize(nil)
+		h := progStart(s, map[string]any{"steps": []any{
+			recipeStep("prepare", "exit 0", false),
+			recipeStep("wait", "echo waiting; exec sleep 60", false),
+			recipeStep("after", "echo never", false),
+			recipeStep("last", "echo never", false),
+		}})
+		isWaitStart := func(p json.RawMessage) bool {
+			var st rpc.StepTransitionParams
+			return progForHandle(h.HandleID)(p) && json.Unmarshal(p, &st) == nil && st.Step == "wait" && st.Status == "start"
+		}
+		s.notification("stepTransition", 1, isWaitStart, nil)
+
+		var res rpc.ToolResult
+		s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 2000}, &res)
+		if res.Status != rpc.StatusCancelled || res.Success {
+			t.Errorf("cancel answered status %s success %v, want cancelled, false", res.Status, res.Success)
+		}
+		wantSteps := []progStepResult{
+			{"prepare", "done", progInt(0)}, {"wait", "cancelled", nil}, {"after", "skip", nil}, {"last", "skip", nil},
+		}
+		if diff := cmp.Diff(wantSteps, progStepResults(res.Steps)); diff != "" {
+			t.Errorf("result steps mismatch (-want +got):\n%s", diff)
+		}
+		final := progResult(s, h.HandleID)
+		if diff := cmp.Diff(res, final); diff != "" {
+			t.Errorf("toolResult differs from cancel's answer (-cancel +toolResult):\n%s", diff)
+		}
+		want := []progStep{
+			{"prepare", "start", 1, 4}, {"prepare", "done", 1, 4},
+			{"wait", "start", 2, 4}, {"wait", "fail", 2, 4},
+			{"after", "skip", 3, 4}, {"last", "skip", 4, 4},
+		}
+		if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+			t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
+		}
+	})
+}
