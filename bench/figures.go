@@ -1,0 +1,542 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// figure is one measurement of the suite.
+type figure struct {
+	key string
+	run func(*bench) error
+}
+
+// figures run in this order; each starts the servers it needs.
+var figures = []figure{
+	{"rtt", (*bench).roundTrip},
+	{"readfile", (*bench).readFile},
+	{"runcommand", (*bench).runCommandTrue},
+	{"markers", (*bench).markers},
+	{"cancel", (*bench).cancelLatency},
+	{"output", (*bench).output},
+	{"handles", (*bench).handles},
+}
+
+// server is a toolhost session the bench drives.
+type server struct {
+	*client
+	root, artifacts string
+}
+
+// startServer starts the binary on a root and an artifacts directory of its
+// own in the work directory, and initializes the session.
+func (b *bench) startServer(name string, extra ...string) (*server, error) {
+	b.nextID++
+	base := filepath.Join(b.work, fmt.Sprintf("%02d-%s", b.nextID, name))
+	s := &server{root: filepath.Join(base, "root"), artifacts: filepath.Join(base, "artifacts")}
+	if err := os.MkdirAll(s.root, 0o755); err != nil {
+		return nil, err
+	}
+	argv := append([]string{b.bin, "--framing", "ndjson", "--root", s.root, "--artifacts-dir", s.artifacts, "--log-level", "warn"}, extra...)
+	c, err := startClient(argv, s.root, filepath.Join(base, "stderr.log"))
+	if err != nil {
+		return nil, err
+	}
+	s.client = c
+	if err := c.call(rpc.MethodInitialize, map[string]any{"processId": os.Getpid(), "clientInfo": map[string]string{"name": "toolhost-bench"}}, nil); err != nil {
+		c.close(false)
+		return nil, err
+	}
+	if err := c.notify(rpc.NotifyInitialized, struct{}{}); err != nil {
+		c.close(false)
+		return nil, err
+	}
+	return s, nil
+}
+
+// end shuts the session down and removes its directories.
+func (s *server) end() error {
+	err := s.close(true)
+	os.RemoveAll(filepath.Dir(s.root))
+	return err
+}
+
+// durations is a sample of times.
+type durations []time.Duration
+
+// pct returns the q-th percentile (0 < q ≤ 100), nearest rank.
+func (d durations) pct(q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(q/100*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// fmtDur renders a duration with three significant digits.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1f µs", float64(d)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+	default:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+}
+
+// ratio renders a/b.
+func ratio(a, b float64) string { return fmt.Sprintf("%.2f×", a/b) }
+
+// mib renders bytes in MiB.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// roundTrip measures the cheapest request, progress with no handles,
+// against an echo of a frame of the same kind through cat, interleaved.
+func (b *bench) roundTrip() error {
+	s, err := b.startServer("rtt")
+	if err != nil {
+		return err
+	}
+	defer s.end()
+	echoDir := filepath.Join(b.work, "echo")
+	os.MkdirAll(echoDir, 0o755)
+	echo, err := startClient([]string{"cat"}, echoDir, filepath.Join(echoDir, "stderr.log"))
+	if err != nil {
+		return err
+	}
+	defer echo.close(false)
+
+	warm, n := b.iters(500, 50), b.iters(10000, 200)
+	var got, base durations
+	for i := range warm + n {
+		t0 := time.Now()
+		var list rpc.ProgressList
+		if err := s.call(rpc.MethodProgress, struct{}{}, &list); err != nil {
+			return err
+		}
+		d := time.Since(t0)
+		if len(list.Handles) != 0 {
+			return fmt.Errorf("progress listed %d handles, want none", len(list.Handles))
+		}
+		t0 = time.Now()
+		if err := echo.echoRoundTrip(); err != nil {
+			return fmt.Errorf("echo: %w", err)
+		}
+		e := time.Since(t0)
+		if i >= warm {
+			got, base = append(got, d), append(base, e)
+		}
+	}
+	p50, p99, e50, e99 := got.pct(50), got.pct(99), base.pct(50), base.pct(99)
+	b.add(row{Figure: "`progress {}` round trip, p50", Value: fmtDur(p50), Baseline: "echo through `cat`: " + fmtDur(e50),
+		Ratio: ratio(float64(p50), float64(e50)), Target: "≤ 3× the echo", Met: met(float64(p50) <= 3*float64(e50))})
+	b.add(row{Figure: "`progress {}` round trip, p99", Value: fmtDur(p99), Baseline: "echo through `cat`: " + fmtDur(e99),
+		Ratio: ratio(float64(p99), float64(e99))})
+	b.note("`progress {}` round trip: %d sequential requests (after %d to warm up), each followed by one round trip of an answer-shaped frame of the same size through a `cat` child, read by the same client code; time from before the write to after the answer is decoded.", n, warm)
+	return nil
+}
+
+// readFile measures readFile of a 4 KiB file, and of the last 100 lines of
+// a 10 MiB file, against os.ReadFile of the same file in this process.
+func (b *bench) readFile() error {
+	s, err := b.startServer("readfile")
+	if err != nil {
+		return err
+	}
+	defer s.end()
+	line := strings.Repeat("abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_", 1) + "\n" // 64 bytes
+	small := filepath.Join(s.root, "small.txt")
+	if err := os.WriteFile(small, []byte(strings.Repeat(line, 4096/len(line))), 0o644); err != nil {
+		return err
+	}
+	bigLines := (10 << 20) / len(line)
+	big := filepath.Join(s.root, "big.txt")
+	if err := os.WriteFile(big, []byte(strings.Repeat(line, bigLines)), 0o644); err != nil {
+		return err
+	}
+
+	measure := func(path string, params rpc.ReadFileParams, wantBytes, warm, n int) (durations, durations, error) {
+		var got, base durations
+		for i := range warm + n {
+			t0 := time.Now()
+			var r rpc.ReadFileResult
+			if err := s.call(rpc.MethodReadFile, params, &r); err != nil {
+				return nil, nil, err
+			}
+			d := time.Since(t0)
+			if len(r.Content) != wantBytes {
+				return nil, nil, fmt.Errorf("readFile %s returned %d bytes, want %d", params.Path, len(r.Content), wantBytes)
+			}
+			t0 = time.Now()
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil, nil, err
+			}
+			e := time.Since(t0)
+			if len(data) == 0 {
+				return nil, nil, errors.New("empty file")
+			}
+			if i >= warm {
+				got, base = append(got, d), append(base, e)
+			}
+		}
+		return got, base, nil
+	}
+
+	got, base, err := measure(small, rpc.ReadFileParams{Path: "small.txt"}, 4096, b.iters(300, 20), b.iters(5000, 100))
+	if err != nil {
+		return err
+	}
+	p50, p99 := got.pct(50), got.pct(99)
+	b.add(row{Figure: "`readFile` 4 KiB, p50", Value: fmtDur(p50), Baseline: "`os.ReadFile`: " + fmtDur(base.pct(50)),
+		Ratio: ratio(float64(p50), float64(base.pct(50))), Target: "≤ 100 µs", Met: met(p50 <= 100*time.Microsecond)})
+	b.add(row{Figure: "`readFile` 4 KiB, p99", Value: fmtDur(p99), Baseline: "`os.ReadFile`: " + fmtDur(base.pct(99)),
+		Ratio: ratio(float64(p99), float64(base.pct(99)))})
+
+	nBig := b.iters(100, 10)
+	got, base, err = measure(big, rpc.ReadFileParams{Path: "big.txt", Line: bigLines - 99, Limit: 100}, 100*len(line), 3, nBig)
+	if err != nil {
+		return err
+	}
+	p50, p99 = got.pct(50), got.pct(99)
+	b.add(row{Figure: "`readFile` of a 10 MiB file, its last 100 lines, p50", Value: fmtDur(p50), Baseline: "`os.ReadFile` (whole file): " + fmtDur(base.pct(50)),
+		Ratio: ratio(float64(p50), float64(base.pct(50)))})
+	b.add(row{Figure: "`readFile` of a 10 MiB file, its last 100 lines, p99", Value: fmtDur(p99), Baseline: "`os.ReadFile` (whole file): " + fmtDur(base.pct(99)),
+		Ratio: ratio(float64(p99), float64(base.pct(99)))})
+	b.note("`readFile`: a 4 KiB file (64 lines) read whole, and a 10 MiB file (%d lines of 64 bytes) read with `line`/`limit` for its last 100 lines, the page cache warm; each request is followed by `os.ReadFile` of the same whole file in the bench process (%d and %d samples).", bigLines, b.iters(5000, 100), nBig)
+	return nil
+}
+
+// runCommandTrue measures runCommand of true against os/exec of true,
+// interleaved.
+func (b *bench) runCommandTrue() error {
+	s, err := b.startServer("runcommand")
+	if err != nil {
+		return err
+	}
+	defer s.end()
+	warm, n := b.iters(30, 5), b.iters(500, 30)
+	var got, base durations
+	for i := range warm + n {
+		t0 := time.Now()
+		var r rpc.ToolResult
+		if err := s.call(rpc.MethodRunCommand, rpc.RunCommandParams{Argv: []string{"true"}}, &r); err != nil {
+			return err
+		}
+		d := time.Since(t0)
+		if !r.Success {
+			return fmt.Errorf("runCommand true did not succeed: %+v", r)
+		}
+		t0 = time.Now()
+		if err := exec.Command("true").Run(); err != nil {
+			return err
+		}
+		e := time.Since(t0)
+		if i >= warm {
+			got, base = append(got, d), append(base, e)
+		}
+	}
+	p50, e50 := got.pct(50), base.pct(50)
+	b.add(row{Figure: "`runCommand` of `true`, p50", Value: fmtDur(p50), Baseline: "`os/exec` of `true`: " + fmtDur(e50),
+		Ratio: ratio(float64(p50), float64(e50)), Target: "≤ 1.5×", Met: met(float64(p50) <= 1.5*float64(e50))})
+	b.add(row{Figure: "`runCommand` of `true`, p99", Value: fmtDur(got.pct(99)), Baseline: "`os/exec` of `true`: " + fmtDur(base.pct(99)),
+		Ratio: ratio(float64(got.pct(99)), float64(base.pct(99)))})
+	b.note("`runCommand` of `true`: %d sequential requests (after %d to warm up), each followed by `exec.Command(\"true\").Run()` in the bench process; the request's round trip includes the JSON-RPC exchange.", n, warm)
+	return nil
+}
+
+// output measures the throughput of a child printing 1 GiB through
+// runCommand, and the server's peak RSS, against a shell writing the same
+// bytes to a file in the same directory tree, interleaved.
+func (b *bench) output() error {
+	const size = 1 << 30
+	reps := b.iters(3, 1)
+	var got, base durations
+	var hwm int64
+	for range reps {
+		s, err := b.startServer("output")
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		var r rpc.ToolResult
+		err = s.call(rpc.MethodRunCommand, rpc.RunCommandParams{Argv: []string{"head", "-c", strconv.Itoa(size), "/dev/zero"}}, &r)
+		d := time.Since(t0)
+		if err == nil && (!r.Success || r.Artifacts.ByteCount != size) {
+			err = fmt.Errorf("runCommand head: success %v, %d bytes, want %d", r.Success, r.Artifacts.ByteCount, size)
+		}
+		if err == nil {
+			var m int64
+			if m, err = memoryOf(s.pid(), "VmHWM"); err == nil {
+				hwm = max(hwm, m)
+			}
+		}
+		if eerr := s.end(); err == nil {
+			err = eerr
+		}
+		if err != nil {
+			return err
+		}
+		got = append(got, d)
+
+		file := filepath.Join(b.work, "zero.bin")
+		t0 = time.Now()
+		if out, err := exec.Command("sh", "-c", `head -c "$1" /dev/zero > "$2"`, "sh", strconv.Itoa(size), file).CombinedOutput(); err != nil {
+			return fmt.Errorf("baseline: %v: %s", err, out)
+		}
+		base = append(base, time.Since(t0))
+		os.Remove(file)
+	}
+	rate := func(d time.Duration) float64 { return float64(size) / (1 << 20) / d.Seconds() }
+	g, e := rate(got.pct(50)), rate(base.pct(50))
+	b.add(row{Figure: "output throughput, a child printing 1 GiB (median)", Value: fmt.Sprintf("%.0f MiB/s", g),
+		Baseline: fmt.Sprintf("`head -c 1G /dev/zero > file`: %.0f MiB/s", e), Ratio: ratio(g, e), Target: "≥ 0.5×", Met: met(g >= 0.5*e)})
+	b.add(row{Figure: "server peak RSS (VmHWM) while a child prints 1 GiB", Value: mib(hwm), Target: "≤ 64 MiB", Met: met(hwm <= 64<<20)})
+	b.note("output throughput: `runCommand` of `head -c 1073741824 /dev/zero`, timed from the request to its answer (the server writes the bytes to `stdout.log` and `output.log` and hashes them), against `sh -c 'head -c 1073741824 /dev/zero > file'` writing into the same directory tree; %d runs each, interleaved, a fresh server each time, medians. The peak RSS is the server's VmHWM after the largest of those runs.", reps)
+	return nil
+}
+
+// handles measures 1,000 concurrent longRunning sleeps: the time to start
+// them all, the server's RSS, and the time from cancelling them all until
+// none of their processes is left in /proc.
+func (b *bench) handles() error {
+	n := b.iters(1000, 50)
+	s, err := b.startServer("handles", "--max-processes", strconv.Itoa(n+100))
+	if err != nil {
+		return err
+	}
+	defer s.end()
+
+	t0 := time.Now()
+	chans := make([]<-chan response, n)
+	for i := range chans {
+		if chans[i], err = s.send(rpc.MethodLongRunning, rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: []string{"sleep", "300"}}}); err != nil {
+			return err
+		}
+	}
+	results := make([]rpc.LongRunningResult, n)
+	for i, ch := range chans {
+		if _, err := s.wait(ch, &results[i]); err != nil {
+			return fmt.Errorf("longRunning %d: %w", i, err)
+		}
+	}
+	startAll := time.Since(t0)
+	pids := make(map[int]bool, n)
+	for _, r := range results {
+		pids[r.PID] = true
+	}
+	// Wait (at most 30 s) until every child is sleep, not a child between
+	// fork and exec, so that cancel-all measures the end of real sleeps.
+	execDeadline := time.Now().Add(30 * time.Second)
+	for _, r := range results {
+		for commOf(r.PID) != "sleep" && time.Now().Before(execDeadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	execAll := time.Since(t0)
+	rss, err := memoryOf(s.pid(), "VmRSS")
+	if err != nil {
+		return err
+	}
+	hwm, err := memoryOf(s.pid(), "VmHWM")
+	if err != nil {
+		return err
+	}
+
+	t0 = time.Now()
+	for i, r := range results {
+		if chans[i], err = s.send(rpc.MethodCancel, rpc.CancelParams{HandleID: r.HandleID}); err != nil {
+			return err
+		}
+	}
+	for i, ch := range chans {
+		var res rpc.ToolResult
+		if _, err := s.wait(ch, &res); err != nil {
+			return fmt.Errorf("cancel %d: %w", i, err)
+		}
+		if res.Status != rpc.StatusCancelled {
+			return fmt.Errorf("cancel %d: status %q, want cancelled", i, res.Status)
+		}
+	}
+	answered := time.Since(t0)
+	var gone time.Duration
+	for {
+		left, err := alive(pids)
+		if err != nil {
+			return err
+		}
+		if left == 0 {
+			gone = time.Since(t0)
+			break
+		}
+		if time.Since(t0) > 60*time.Second {
+			return fmt.Errorf("%d of %d processes still in /proc 60 s after cancelling them", left, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	kids, err := childrenOf(s.pid())
+	if err != nil {
+		return err
+	}
+
+	b.add(row{Figure: fmt.Sprintf("%d concurrent `longRunning` `sleep 300`: time to start all", n), Value: fmtDur(startAll)})
+	b.add(row{Figure: fmt.Sprintf("%d concurrent `longRunning`: server RSS (VmRSS; VmHWM)", n), Value: mib(rss) + "; " + mib(hwm), Target: "≤ 150 MiB", Met: met(max(rss, hwm) <= 150<<20)})
+	b.add(row{Figure: fmt.Sprintf("cancel all %d → every answer", n), Value: fmtDur(answered)})
+	b.add(row{Figure: fmt.Sprintf("cancel all %d → no process left in /proc", n), Value: fmtDur(gone), Target: "≤ 3 s", Met: met(gone <= 3*time.Second)})
+	b.note("%d `longRunning` of `sleep 300` on one server (`--max-processes %d`), all written at once: the start time runs from the first request to the last answer (every child had exec'd `sleep` %v after the first request); the RSS is read from /proc once they all run. Then one `cancel` per handle, all written at once (the default kill grace; `sleep` ends on TERM), timed to the last answer and to the moment none of the %d pids is left in /proc (scanned every 2 ms); %d children of the server were left afterwards.",
+		n, n+100, execAll.Round(time.Millisecond), n, len(kids))
+	return nil
+}
+
+// markers measures the time from a child writing a step marker to the
+// client reading the stepTransition it causes. The child (this program,
+// see markerChild) puts the wall-clock time of each write in the step
+// name; both clocks are the same machine's CLOCK_REALTIME.
+func (b *bench) markers() error {
+	s, err := b.startServer("markers")
+	if err != nil {
+		return err
+	}
+	defer s.end()
+	n, warm := b.iters(1000, 50), 20
+	var mu sync.Mutex
+	var lat durations
+	var bad error
+	done := make(chan struct{})
+	s.setNotify(func(method string, params json.RawMessage, at time.Time) {
+		switch method {
+		case rpc.NotifyStepTransition:
+			var p rpc.StepTransitionParams
+			if err := json.Unmarshal(params, &p); err != nil || p.Status != rpc.StepStart || !strings.HasPrefix(p.Step, "m") {
+				return
+			}
+			ns, err := strconv.ParseInt(p.Step[1:], 10, 64)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			lat = append(lat, at.Sub(time.Unix(0, ns)))
+			mu.Unlock()
+		case rpc.NotifyToolResult:
+			var r rpc.ToolResult
+			if err := json.Unmarshal(params, &r); err == nil && !r.Success {
+				mu.Lock()
+				bad = fmt.Errorf("the marker child failed: %s", r.Stderr)
+				mu.Unlock()
+			}
+			close(done)
+		}
+	})
+	interval := 2 * time.Millisecond
+	var lr rpc.LongRunningResult
+	if err := s.call(rpc.MethodLongRunning, rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{
+		Argv: []string{b.self, markerChildArg, strconv.Itoa(warm + n), interval.String()}}}, &lr); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		return errors.New("no toolResult from the marker child within 60 s")
+	}
+	s.setNotify(nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != nil {
+		return bad
+	}
+	if len(lat) != warm+n {
+		return fmt.Errorf("received %d stepTransitions, want %d", len(lat), warm+n)
+	}
+	lat = lat[warm:]
+	p50, p99 := lat.pct(50), lat.pct(99)
+	b.add(row{Figure: "child writes a step marker → client reads `stepTransition`, p50", Value: fmtDur(p50), Target: "≤ 2 ms", Met: met(p50 <= 2*time.Millisecond)})
+	b.add(row{Figure: "child writes a step marker → client reads `stepTransition`, p99", Value: fmtDur(p99)})
+	b.note("step markers: a `longRunning` child writes %d JSON `step_transition` markers to stderr, one every %v, each naming the wall-clock time just before its write(2); the latency runs to the moment the client read the notification's line (the first %d are not counted).", warm+n, interval, warm)
+	return nil
+}
+
+// markerChildArg makes this program the marker child.
+const markerChildArg = "marker-child"
+
+// markerChild writes args[0] step markers to stderr, one every args[1].
+func markerChild(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: bench marker-child COUNT INTERVAL")
+		return 2
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	every, err := time.ParseDuration(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var buf bytes.Buffer
+	for range n {
+		time.Sleep(every)
+		now := time.Now()
+		buf.Reset()
+		fmt.Fprintf(&buf, `{"type":"step_transition","step":"m%d","status":"start","ts":%.6f}`+"\n", now.UnixNano(), float64(now.UnixNano())/1e9)
+		if _, err := os.Stderr.Write(buf.Bytes()); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// cancelLatency measures cancel of a child that ends on TERM (sleep), from
+// the request to its answer.
+func (b *bench) cancelLatency() error {
+	s, err := b.startServer("cancel")
+	if err != nil {
+		return err
+	}
+	defer s.end()
+	n := b.iters(100, 10)
+	var got durations
+	for range n {
+		var lr rpc.LongRunningResult
+		if err := s.call(rpc.MethodLongRunning, rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: []string{"sleep", "300"}}}, &lr); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for commOf(lr.PID) != "sleep" {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("pid %d is not sleep 10 s after longRunning answered", lr.PID)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		t0 := time.Now()
+		var r rpc.ToolResult
+		if err := s.call(rpc.MethodCancel, rpc.CancelParams{HandleID: lr.HandleID}, &r); err != nil {
+			return err
+		}
+		got = append(got, time.Since(t0))
+		if r.Status != rpc.StatusCancelled || r.Signal == nil || *r.Signal != "SIGTERM" {
+			return fmt.Errorf("cancel: status %q signal %v, want cancelled by SIGTERM", r.Status, r.Signal)
+		}
+	}
+	p50, p99 := got.pct(50), got.pct(99)
+	b.add(row{Figure: "`cancel` of a child that ends on TERM → answer, p50", Value: fmtDur(p50), Target: "≤ 50 ms", Met: met(p50 <= 50*time.Millisecond)})
+	b.add(row{Figure: "`cancel` of a child that ends on TERM → answer, p99", Value: fmtDur(p99), Target: "≤ 50 ms", Met: met(p99 <= 50*time.Millisecond)})
+	b.note("`cancel`: %d times, a `longRunning` `sleep 300` is started, the bench waits until the child has exec'd `sleep`, then times `cancel` (default kill grace) from the request to its answer, which comes once the process group is gone; the answer must say SIGTERM ended it.", n)
+	return nil
+}
