@@ -43,7 +43,10 @@ type PathError struct {
 	// Expected and Actual are set for ErrConflict: hex sha256 values, Actual
 	// being AbsentSha256 when the file does not exist.
 	Expected, Actual string
-	Err              error // one of the sentinel errors
+	// Field names the option at fault when it is not Path: "content",
+	// "encoding" or "expectedSha256" (set for ErrInvalid only).
+	Field string
+	Err   error // one of the sentinel errors
 }
 
 // Error returns "op path: sentinel: reason".

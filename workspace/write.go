@@ -60,7 +60,9 @@ func (w *Workspace) WriteFile(o WriteOptions) (*WriteResult, error) {
 	expected := strings.ToLower(o.ExpectedSha256)
 	if expected != "" {
 		if b, err := hex.DecodeString(expected); err != nil || len(b) != sha256.Size {
-			return nil, newErr(op, o.Path, ErrInvalid, "expectedSha256 must be 64 hex digits")
+			e := newErr(op, o.Path, ErrInvalid, "expectedSha256 must be 64 hex digits, not %q", o.ExpectedSha256)
+			e.Field = "expectedSha256"
+			return nil, e
 		}
 	}
 
@@ -165,11 +167,15 @@ func decodeContent(o WriteOptions) ([]byte, error) {
 	case "base64":
 		b, err := base64.StdEncoding.DecodeString(o.Content)
 		if err != nil {
-			return nil, newErr("write", o.Path, ErrInvalid, "content is not valid base64: %v", err)
+			e := newErr("write", o.Path, ErrInvalid, "content is not valid base64: %v", err)
+			e.Field = "content"
+			return nil, e
 		}
 		return b, nil
 	}
-	return nil, newErr("write", o.Path, ErrInvalid, "unknown encoding %q: use \"utf-8\" or \"base64\"", o.Encoding)
+	e := newErr("write", o.Path, ErrInvalid, "unknown encoding %q: use \"utf-8\" or \"base64\"", o.Encoding)
+	e.Field = "encoding"
+	return nil, e
 }
 
 // hashFile returns the hex sha256 of the regular file name in dir.
