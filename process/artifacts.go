@@ -141,7 +141,7 @@ func (a *Artifacts) NewCapture(commandID string, o CaptureOptions) (*Capture, er
 		return nil, fmt.Errorf("artifacts for %s: %w", commandID, err)
 	}
 	a.entries[commandID] = &artifactEntry{id: commandID, dir: dir, capture: c}
-	a.evictLocked()
+	a.evictLocked("")
 	return c, nil
 }
 
@@ -164,7 +164,10 @@ func (a *Artifacts) Finished(commandID string) {
 	}
 	a.finishSeq++
 	e.finished, e.finishSeq = true, a.finishSeq
-	a.evictLocked()
+	// The command finishing now is spared: the result about to reach the
+	// client names its files, even when they alone are over the cap. The
+	// next capture or finish evicts it first if the cap still demands it.
+	a.evictLocked(commandID)
 }
 
 // TotalBytes returns the bytes currently held in artifact files.
@@ -186,7 +189,7 @@ func (a *Artifacts) totalLocked() int64 {
 func (a *Artifacts) checkCap() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.evictLocked()
+	a.evictLocked("")
 }
 
 // captureClosed is called by Capture.Close: a finished command's files may
@@ -195,13 +198,14 @@ func (a *Artifacts) captureClosed(commandID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if e, ok := a.entries[commandID]; ok && e.finished {
-		a.evictLocked()
+		a.evictLocked("")
 	}
 }
 
 // evictLocked removes finished, closed commands' directories, oldest finished
-// first, until the total is within the cap. a.mu must be held.
-func (a *Artifacts) evictLocked() {
+// first, until the total is within the cap, sparing the command keep ("" for
+// none). a.mu must be held.
+func (a *Artifacts) evictLocked(keep string) {
 	if a.removed {
 		return
 	}
@@ -211,7 +215,7 @@ func (a *Artifacts) evictLocked() {
 	}
 	var candidates []*artifactEntry
 	for _, e := range a.entries {
-		if e.finished && e.capture.closed.Load() {
+		if e.finished && e.capture.closed.Load() && e.id != keep {
 			candidates = append(candidates, e)
 		}
 	}

@@ -294,3 +294,25 @@ func TestNewArtifactsErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestArtifactsFinishingCommandIsSpared checks that a command whose own
+// files are over the cap keeps them when it finishes (its result names
+// them), and that the next command's capture evicts them first.
+func TestArtifactsFinishingCommandIsSpared(t *testing.T) {
+	a, err := NewArtifacts(t.TempDir(), 1000, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := writeCommand(t, a, "huge", 800) // 1600 bytes of files
+	if _, err := huge.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.Finished("huge")
+	if diff := cmp.Diff([]string{"huge"}, present(t, a)); diff != "" {
+		t.Errorf("after its own Finished (-want +got):\n%s", diff)
+	}
+	writeCommand(t, a, "next", 10)
+	if diff := cmp.Diff([]string{"next"}, present(t, a)); diff != "" {
+		t.Errorf("after the next capture (-want +got):\n%s", diff)
+	}
+}
