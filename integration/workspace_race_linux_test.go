@@ -71,9 +71,6 @@ func TestWorkspaceEscapeRaceSwap(t *testing.T) {
 					switch m.Error.Code {
 					case wsCodeOutside, wsCodeNotFound, wsCodeConflict:
 						outcomes[m.Error.Code]++
-						if m.Error.Code != wsCodeOutside && outcomes[m.Error.Code] < 3 {
-							t.Logf("DEBUG %s", m.Error.Data)
-						}
 					default:
 						t.Fatalf("readFile during the swaps: unexpected error %v", m.Error)
 					}
