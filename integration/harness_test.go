@@ -19,8 +19,10 @@ import (
 	"time"
 )
 
-// binary is the toolhost binary under test, built once by TestMain.
-var binary string
+// binary is the toolhost binary under test, built once by TestMain, with
+// -race when the tests run with it. plainBinary is built without -race,
+// for tests that measure memory (the race detector multiplies it).
+var binary, plainBinary string
 
 // update rewrites the expectations of the txtar scripts.
 var update = flag.Bool("update", false, "rewrite the expected server messages of testdata/*.txtar")
@@ -33,15 +35,20 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "toolhost")
-	args := []string{"build", "-o", binary}
+	plainBinary = binary
+	builds := [][]string{{"build", "-o", binary}}
 	if raceEnabled {
-		args = append(args, "-race") // the server's own races fail the tests too
+		builds[0] = append(builds[0], "-race") // the server's own races fail the tests too
+		plainBinary = filepath.Join(dir, "toolhost-plain")
+		builds = append(builds, []string{"build", "-o", plainBinary})
 	}
-	build := exec.Command("go", append(args, "..")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building toolhost:", err)
-		os.Exit(1)
+	for _, args := range builds {
+		build := exec.Command("go", append(args, "..")...)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building toolhost:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -120,6 +127,7 @@ type options struct {
 	noRoot  bool
 	root    string   // the root; "" is a new temporary directory
 	env     []string // the server's environment; nil is a minimal one
+	plain   bool     // run the binary built without -race (for memory figures)
 }
 
 // start starts toolhost and a reader of its stdout. The process is killed
@@ -141,7 +149,11 @@ func start(t testing.TB, o options) *server {
 	if !o.noRoot {
 		args = append(args, "--root", root)
 	}
-	cmd := exec.Command(binary, args...)
+	bin := binary
+	if o.plain {
+		bin = plainBinary
+	}
+	cmd := exec.Command(bin, args...)
 	if o.env != nil {
 		cmd.Env = o.env
 	} else {

@@ -69,9 +69,10 @@ func detectFraming(in *bufio.Reader) (string, error) {
 // errFrameDone marks a frame that was fully handled (answered or skipped).
 var errFrameDone = errors.New("frame handled")
 
-// next returns the next valid message, compacted, or an error from the
-// input (io.EOF at its end). Bad frames are answered and skipped.
-func (g *guard) next() ([]byte, error) {
+// next returns the next valid message, compacted, and whether it holds a
+// request, or an error from the input (io.EOF at its end). Bad frames are
+// answered and skipped.
+func (g *guard) next() ([]byte, bool, error) {
 	for {
 		var frame []byte
 		var err error
@@ -84,11 +85,11 @@ func (g *guard) next() ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		msg, ok := g.check(frame)
+		msg, call, ok := g.check(frame)
 		if ok {
-			return msg, nil
+			return msg, call, nil
 		}
 	}
 }
@@ -303,14 +304,16 @@ type envelope struct {
 	Error   *json.RawMessage `json:"error"`
 }
 
-// check validates one frame. It returns the message compacted to one line
-// and true, or answers the frame and returns false.
-func (g *guard) check(frame []byte) ([]byte, bool) {
+// check validates one frame. It returns the message compacted to one line,
+// whether it holds a request, and true; or it answers the frame and
+// returns false.
+func (g *guard) check(frame []byte) (msg []byte, call, ok bool) {
 	frame = bytes.TrimSpace(frame)
 	if !json.Valid(frame) {
 		g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON")
-		return nil, false
+		return nil, false, false
 	}
+	call = true // a batch counts as a request
 	switch frame[0] {
 	case '[':
 		// The library answers an empty batch and each bad member itself,
@@ -319,20 +322,20 @@ func (g *guard) check(frame []byte) ([]byte, bool) {
 		// asks.
 		frame = objectMembers(frame)
 	case '{':
-		if !g.checkObject(frame) {
-			return nil, false
+		if call, ok = g.checkObject(frame); !ok {
+			return nil, false, false
 		}
 	default:
 		g.reply(jsonrpc2.ID{}, CodeInvalidRequest, &ErrorData{Reason: "a message must be an object or a batch array"}, "invalid request: not an object")
-		return nil, false
+		return nil, false, false
 	}
 	g.buf.Reset()
 	if err := json.Compact(&g.buf, frame); err != nil {
 		g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: err.Error()}, "parse error")
-		return nil, false
+		return nil, false, false
 	}
 	g.buf.WriteByte('\n')
-	return g.buf.Bytes(), true
+	return g.buf.Bytes(), call, true
 }
 
 // objectMembers returns a batch with every member that is not an object
@@ -360,20 +363,21 @@ func objectMembers(batch []byte) []byte {
 }
 
 // checkObject validates a single message object and answers it when it is
-// not a valid request, notification or response.
-func (g *guard) checkObject(frame []byte) bool {
+// not a valid request, notification or response. It reports whether the
+// message is a request (a call with an id).
+func (g *guard) checkObject(frame []byte) (call, ok bool) {
 	var env envelope
 	if err := json.Unmarshal(frame, &env); err != nil {
 		g.reply(jsonrpc2.ID{}, CodeInvalidRequest, &ErrorData{Reason: err.Error()}, "invalid request")
-		return false
+		return false, false
 	}
 	id, idOK := parseID(env.ID)
-	bad := func(reason string) bool {
+	bad := func(reason string) (bool, bool) {
 		if !idOK {
 			id = jsonrpc2.ID{}
 		}
 		g.reply(id, CodeInvalidRequest, &ErrorData{Reason: reason}, "invalid request: %s", reason)
-		return false
+		return false, false
 	}
 	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
 		return bad(`"jsonrpc" must be "2.0"`)
@@ -382,9 +386,9 @@ func (g *guard) checkObject(frame []byte) bool {
 		// A response to a call the server made.
 		if env.ID == nil || (env.Result == nil) == (env.Error == nil) {
 			g.log.Warn("dropping a malformed response from the client", "frame", clip(string(frame), 200))
-			return false
+			return false, false
 		}
-		return true
+		return false, true
 	}
 	var method string
 	if err := json.Unmarshal(*env.Method, &method); err != nil {
@@ -399,7 +403,7 @@ func (g *guard) checkObject(frame []byte) bool {
 			return bad(`"params" must be an object or an array`)
 		}
 	}
-	return true
+	return env.ID != nil, true
 }
 
 // parseID parses a request id: a string or an integer. A missing id is not

@@ -65,7 +65,7 @@ type outbox struct {
 	closed  bool                // no more messages are accepted
 	broken  bool                // the output failed; everything is discarded
 	wake    chan struct{}       // signals the writer (capacity 1)
-	room    *sync.Cond          // signals readers waiting for queued to fall
+	onDrain func()              // called after a write lowers queued; set before run
 
 	dropped atomic.Int64  // droppable notifications dropped over budget
 	done    chan struct{} // closed when run returns
@@ -92,7 +92,6 @@ func newOutbox(out io.Writer, framing string, log *slog.Logger) *outbox {
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
-	o.room = sync.NewCond(&o.mu)
 	fw, ok := stream.(interface {
 		WriteFrame(ctx context.Context, data []byte) (int64, error)
 	})
@@ -162,15 +161,13 @@ func (o *outbox) coalesce(key string, c Coalescable) {
 	o.signal()
 }
 
-// waitRoom blocks while the queue is over the high-water mark, so that a
-// client that stops reading stops the server reading its requests instead
-// of growing the queue.
-func (o *outbox) waitRoom() {
+// hasRoom reports whether the queue is under the high-water mark (or the
+// outbox no longer takes messages), so that a client that stops reading
+// stops the server reading its requests instead of growing the queue.
+func (o *outbox) hasRoom() bool {
 	o.mu.Lock()
-	for o.queued > outboxHighWater && !o.closed && !o.broken {
-		o.room.Wait()
-	}
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	return o.queued <= outboxHighWater || o.closed || o.broken
 }
 
 // next takes the next item, waiting for one. It returns nil once the outbox
@@ -227,17 +224,19 @@ func (o *outbox) run() {
 		o.mu.Lock()
 		if it.pend == nil {
 			o.queued -= int64(len(it.body))
-			o.room.Broadcast()
 		}
 		if err != nil {
 			o.broken = true
 			o.queue, o.pending = nil, nil
-			o.room.Broadcast()
-			o.mu.Unlock()
+		}
+		o.mu.Unlock()
+		if o.onDrain != nil {
+			o.onDrain()
+		}
+		if err != nil {
 			o.log.Warn("output failed; discarding further messages", "err", err)
 			return
 		}
-		o.mu.Unlock()
 	}
 }
 
@@ -246,8 +245,10 @@ func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
 	o.signal()
-	o.room.Broadcast()
 	o.mu.Unlock()
+	if o.onDrain != nil {
+		o.onDrain()
+	}
 }
 
 // flush closes the outbox and waits until what is queued is written, or ctx

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,6 +98,17 @@ type Server struct {
 	unanswered map[string]int
 	active     int
 	idle       *sync.Cond // signalled when active falls to 0
+	// busy counts the unanswered requests still computing: those not yet
+	// answered and not detached (Session.Detach); detached holds the keys
+	// of the detached ones. The guard reads no new request while busy is
+	// at maxBusy, so a burst of requests whose answers the client does not
+	// read cannot pile up in memory.
+	busy     int
+	detached map[string]int
+
+	// room is signalled (capacity 1) when the outbox drains or a busy
+	// request ends; the guard waits on it for room to forward a request.
+	room chan struct{}
 
 	// afterReply holds callbacks to run once the response to a request is
 	// queued, by id key; guarded by afterReplyMu. afterReplyCount lets the
@@ -135,6 +147,8 @@ func NewServer(opts Options) *Server {
 		log:        opts.Logger,
 		inflight:   make(map[string]context.CancelCauseFunc),
 		unanswered: make(map[string]int),
+		detached:   make(map[string]int),
+		room:       make(chan struct{}, 1),
 		afterReply: make(map[string][]func()),
 		ended:      make(chan struct{}),
 	}
@@ -159,6 +173,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 	}
 	s.log.Debug("serving", "framing", s.framing)
 	s.out = newOutbox(out, s.framing, s.log)
+	s.out.onDrain = s.signalRoom
 	go s.out.run() // owned by Serve: end flushes it and waits for it
 
 	pr, pw := io.Pipe()
@@ -190,14 +205,14 @@ func (c pipeConn) Close() error                { return c.r.Close() }
 // which is why the end of input is held back here.
 func (s *Server) readLoop(g *guard) {
 	for {
-		s.out.waitRoom()
-		msg, err := g.next()
+		msg, call, err := g.next()
 		if err != nil {
 			if err != io.EOF {
 				s.log.Warn("input failed", "err", err)
 			}
 			break
 		}
+		s.waitRoom(call)
 		if _, err := s.pipe.Write(msg); err != nil {
 			return // the session ended
 		}
@@ -205,6 +220,48 @@ func (s *Server) readLoop(g *guard) {
 	s.log.Info("input closed; waiting for requests in flight", "grace", s.opts.EOFGrace)
 	s.waitIdle(s.opts.EOFGrace)
 	s.End("input closed")
+}
+
+// maxBusy is how many requests may compute at once; see Server.busy.
+const maxBusy = 32
+
+// signalRoom wakes the guard if it waits for room.
+func (s *Server) signalRoom() {
+	select {
+	case s.room <- struct{}{}:
+	default:
+	}
+}
+
+// waitRoom waits until a message may be forwarded: while the outbox is
+// over its high-water mark, nothing is; while maxBusy requests compute, no
+// further request is (notifications, $/cancelRequest among them, still
+// are).
+func (s *Server) waitRoom(call bool) {
+	for {
+		s.mu.Lock()
+		ok := s.state == stateEnding || !call || s.busy < maxBusy
+		s.mu.Unlock()
+		if ok && s.out.hasRoom() {
+			return
+		}
+		<-s.room
+	}
+}
+
+// detach marks the request ctx serves as no longer computing.
+func (s *Server) detach(ctx context.Context) {
+	key, ok := ctx.Value(requestKey{}).(string)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	if s.unanswered[key] > s.detached[key] {
+		s.detached[key]++
+		s.busy--
+	}
+	s.mu.Unlock()
+	s.signalRoom()
 }
 
 // waitIdle waits until no handler runs, or d passes. It reports whether
@@ -242,6 +299,7 @@ func (s *Server) End(reason string) {
 		}
 		s.state = stateEnding
 		s.mu.Unlock()
+		s.signalRoom()
 		s.log.Info("session ending", "reason", reason, "exitCode", code)
 
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.EndTimeout)
@@ -289,8 +347,9 @@ func (s *Server) waitHandlers(ctx context.Context) {
 	case <-ctx.Done():
 		s.log.Warn("handlers still running at the end of the session")
 		s.mu.Lock()
-		s.active = 0 // let the waiter above finish
+		s.active, s.busy = 0, 0 // let the waiter above finish
 		s.unanswered = make(map[string]int)
+		s.detached = make(map[string]int)
 		s.idle.Broadcast()
 		s.mu.Unlock()
 	}
@@ -339,7 +398,9 @@ func idKey(id jsonrpc2.ID) string {
 // ctx only for jsonrpc2.Async. Lifecycle methods run inline, in wire order;
 // every other request is released to run concurrently.
 func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	method := req.Method()
+	// The method borrows the frame's bytes, which the library reuses once
+	// the request is released: keep a copy.
+	method := strings.Clone(req.Method())
 	if !req.IsCall() {
 		s.notification(method, json.RawMessage(bytes.Clone(req.Params())))
 		return nil, nil // a notification handler's error would end the connection
@@ -348,6 +409,7 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	s.mu.Lock()
 	s.unanswered[key]++
 	s.active++
+	s.busy++
 	s.mu.Unlock()
 	switch method {
 	case MethodInitialize:
@@ -415,19 +477,32 @@ func (s *Server) replied(keys []string) {
 	}
 	s.mu.Lock()
 	for _, key := range keys {
-		if n := s.unanswered[key]; n > 0 {
-			if n == 1 {
-				delete(s.unanswered, key)
-			} else {
-				s.unanswered[key] = n - 1
-			}
-			s.active--
+		n := s.unanswered[key]
+		if n == 0 {
+			continue
 		}
+		if d := s.detached[key]; d > 0 {
+			// The answer was detached: it no longer counts as busy.
+			if d == 1 {
+				delete(s.detached, key)
+			} else {
+				s.detached[key] = d - 1
+			}
+		} else {
+			s.busy--
+		}
+		if n == 1 {
+			delete(s.unanswered, key)
+		} else {
+			s.unanswered[key] = n - 1
+		}
+		s.active--
 	}
 	if s.active == 0 {
 		s.idle.Broadcast()
 	}
 	s.mu.Unlock()
+	s.signalRoom()
 	if s.afterReplyCount.Load() > 0 {
 		for _, key := range keys {
 			s.runAfterReply(key)

@@ -62,6 +62,14 @@ func (s *Session) AfterReply(ctx context.Context, fn func()) {
 	s.srv.afterReplyFor(ctx, fn)
 }
 
+// Detach tells the server that the request ctx serves will take long but
+// no longer computes (it waits on a process, say), so that it does not
+// count against the requests that may compute at once. A request that
+// never detaches counts until it is answered.
+func (s *Session) Detach(ctx context.Context) {
+	s.srv.detach(ctx)
+}
+
 // Call sends a request to the client and decodes its result into result
 // (which may be nil).
 func (s *Session) Call(ctx context.Context, method string, params, result any) error {

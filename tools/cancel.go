@@ -35,6 +35,7 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, raw json.RawMessage)
 		}
 	}
 	cmd.Cancel(grace)
+	s.Detach(ctx) // it waits for the processes to be gone
 	select {
 	case <-cmd.Done():
 	case <-ctx.Done():

@@ -29,6 +29,7 @@ func (t *Tools) RegisterDebug(tab *rpc.Table) {
 		if err := rpc.DecodeParams(raw, &p); err != nil {
 			return nil, err
 		}
+		s.Detach(ctx)
 		timer := time.NewTimer(time.Duration(p.Ms) * time.Millisecond)
 		defer timer.Stop()
 		select {

@@ -27,6 +27,7 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, raw json.RawMess
 		return nil, procError(err)
 	}
 	w.started(cmd)
+	s.Detach(ctx) // it waits on the command now, computing nothing
 	if p.WorkDoneToken != nil {
 		t.trackToken(*p.WorkDoneToken, cmd)
 		defer t.untrackToken(*p.WorkDoneToken)
