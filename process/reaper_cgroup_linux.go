@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,10 +57,11 @@ func newCgroupSession(nonce string) (*cgroupSession, error) {
 	return nil, errors.New("no cgroup2 hierarchy mounted")
 }
 
-// removeStaleSessions removes the empty cgroup directories that servers
-// which died without Shutdown left in parent (toolhost-<pid>-<nonce>, pid
-// gone). rmdir refuses a cgroup that still holds processes, so nothing
-// alive is touched.
+// removeStaleSessions ends what servers which died without Shutdown (a
+// SIGKILLed server runs no code) left in parent: their session cgroups
+// (toolhost-<pid>-<nonce>, pid gone) are killed whole through cgroup.kill,
+// which reaches the grandchildren Pdeathsig cannot, and then removed. A
+// session whose server pid is alive (or reused) is left alone.
 func removeStaleSessions(parent string) {
 	dirs, _ := filepath.Glob(filepath.Join(parent, "toolhost-*-*"))
 	for _, d := range dirs {
@@ -67,6 +69,16 @@ func removeStaleSessions(parent string) {
 		pid, err := strconv.Atoi(pidStr)
 		if err != nil || pid <= 0 || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
 			continue
+		}
+		stale := &cgroup{dir: d}
+		if stale.populated() {
+			stale.kill()
+			for range staleKillPolls {
+				if !stale.populated() {
+					break
+				}
+				time.Sleep(killPoll)
+			}
 		}
 		subs, _ := os.ReadDir(d)
 		for _, s := range subs {
@@ -77,6 +89,10 @@ func removeStaleSessions(parent string) {
 		_ = os.Remove(d)
 	}
 }
+
+// staleKillPolls bounds how many killPoll periods removeStaleSessions waits
+// for a stale session's cgroup to empty after cgroup.kill.
+const staleKillPolls = 100
 
 // ownCgroup returns the server's cgroup2 path from /proc/self/cgroup.
 func ownCgroup() (string, error) {
