@@ -122,15 +122,23 @@ func (w *watcher) onStep(ev process.StepEvent) {
 	w.s.NotifyCoalesced("progress/"+w.token.String(), replaceItem{method: rpc.NotifyProgress, params: rpc.ProgressNotification{Token: *w.token, Value: report}})
 }
 
-// stepMessage describes a step event for a $/progress report.
+// stepMessage describes a step event for a $/progress report: "step 2/5:
+// build" when a step starts, "step 2/5: build (fail)" when it ends or is
+// skipped; without a total "step 2: build", without an index "build".
 func stepMessage(ev process.StepEvent) string {
+	var msg string
 	switch {
 	case ev.Total > 0:
-		return fmt.Sprintf("step %d/%d: %s (%s)", ev.Index, ev.Total, ev.Step, ev.Status)
+		msg = fmt.Sprintf("step %d/%d: %s", ev.Index, ev.Total, ev.Step)
 	case ev.Index > 0:
-		return fmt.Sprintf("step %d: %s (%s)", ev.Index, ev.Step, ev.Status)
+		msg = fmt.Sprintf("step %d: %s", ev.Index, ev.Step)
+	default:
+		msg = ev.Step
 	}
-	return fmt.Sprintf("%s (%s)", ev.Step, ev.Status)
+	if ev.Status != string(rpc.StepStart) {
+		msg += " (" + ev.Status + ")"
+	}
+	return msg
 }
 
 func (w *watcher) onHeartbeat(ev process.HeartbeatEvent) {

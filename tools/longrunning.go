@@ -55,11 +55,14 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, raw json.RawMes
 	// it sends after Done, when the result is final. t.senders owns it and
 	// Shutdown waits for it, so a session's end still sends every result.
 	t.senders.Go(func() {
+		// The response that names the handle goes first: before the
+		// window/workDoneProgress/create request that names it, and before
+		// its toolResult.
+		<-w.ready
 		if wantToken {
 			token = t.createToken(s, w, cmd)
 		}
 		<-cmd.Done()
-		<-w.ready // the response that names the handle goes first
 		res := toolResult(cmd.Result())
 		w.finish(res)
 		if token != nil {
