@@ -381,3 +381,52 @@ func TestInitializeErrors(t *testing.T) {
 		t.Errorf("root = %q, want %q", res.Workspace.Root, real)
 	}
 }
+
+// TestManyPipelinedRequests sends thousands of requests, single and in
+// batches, without waiting for answers: every one is answered exactly
+// once. It guards against the library's pooled request contexts being
+// misused (deriving from one crashed the process within 200k requests, at
+// once on the batch path).
+func TestManyPipelinedRequests(t *testing.T) {
+	forEachFraming(t, func(t *testing.T, framing string) {
+		s := start(t, options{framing: framing})
+		s.initialize(nil)
+		const singles, batches, perBatch = 4000, 400, 10
+		want := map[string]int{}
+		go func() { // owned by the test through the answers it waits for
+			id := 1000
+			for i := 0; i < singles; i++ {
+				id++
+				s.send([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"progress","params":{}}`, id)))
+			}
+			for b := 0; b < batches; b++ {
+				var parts []string
+				for i := 0; i < perBatch; i++ {
+					id++
+					parts = append(parts, fmt.Sprintf(`{"jsonrpc":"2.0","id":"b%d","method":"progress","params":{}}`, id))
+				}
+				s.send([]byte("[" + strings.Join(parts, ",") + "]"))
+			}
+		}()
+		for id := 1001; id <= 1000+singles; id++ {
+			want[fmt.Sprint(id)] = 1
+		}
+		for id := 1001 + singles; id <= 1000+singles+batches*perBatch; id++ {
+			want[fmt.Sprintf(`"b%d"`, id)] = 1
+		}
+		got := map[string]int{}
+		s.waitFor(0, "every answer", func(m msg) bool {
+			for _, a := range append([]msg{m}, m.batch...) {
+				if a.Method == "" && a.ID != nil && a.Error == nil && a.Result != nil {
+					got[string(a.ID)]++
+				}
+			}
+			return len(got) >= len(want)
+		})
+		delete(got, "1") // initialize
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("answers per id mismatch (-want +got):\n%s", diff)
+		}
+		s.shutdown()
+	})
+}
