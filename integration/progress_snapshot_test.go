@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -142,16 +141,4 @@ func progFirst(s *server, match func(msg) bool) (*msg, int) {
 		}
 	}
 	return nil, -1
-}
-
-// progParamsHandle returns the handleId a message's params name, if any.
-func progParamsHandle(m msg) string {
-	var v struct {
-		HandleID string `json:"handleId"`
-		Token    any    `json:"token"`
-	}
-	if json.Unmarshal(m.Params, &v) != nil {
-		return ""
-	}
-	return v.HandleID
 }

@@ -1,0 +1,78 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// TestProgressNotificationsFollowTheResponse starts many handles at once
+// whose children report at once, and checks that nothing about a handle
+// (stepTransition, heartbeat, output, $/progress on its token, toolResult)
+// reaches the client before the longRunning response that names it.
+func TestProgressNotificationsFollowTheResponse(t *testing.T) {
+	forEachFraming(t, func(t *testing.T, framing string) {
+		s := start(t, options{framing: framing})
+		s.initialize(nil)
+		const n = 20
+		script := `echo '{"type":"step_transition","step":"first","status":"start"}' >&2
+echo '{"type":"heartbeat","step":"first"}' >&2
+echo out; echo err >&2`
+		ids := make([]int, n)
+		for i := range ids {
+			ids[i] = s.request("longRunning", map[string]any{
+				"argv": []string{"sh", "-c", script}, "streamOutput": true, "workDoneToken": fmt.Sprintf("ord-%d", i),
+			})
+		}
+		handles := make(map[string]int) // handleId → index of its response
+		tokens := make(map[string]int)  // token → index of its handle's response
+		for i, id := range ids {
+			want := fmt.Sprint(id)
+			m, at := s.waitFor(0, "the response to "+want, func(m msg) bool { return m.Method == "" && string(m.ID) == want })
+			var h rpc.LongRunningResult
+			if err := json.Unmarshal(m.Result, &h); err != nil || m.Error != nil {
+				t.Fatalf("longRunning %d: %s", i, m.raw)
+			}
+			handles[h.HandleID] = at
+			tokens[fmt.Sprintf("ord-%d", i)] = at
+		}
+		for h := range handles {
+			progResult(s, h)
+		}
+
+		s.mu.Lock()
+		msgs := append([]msg(nil), s.msgs...)
+		s.mu.Unlock()
+		seen := map[string]int{}
+		for at, m := range msgs {
+			if m.Method == "" || m.ID != nil {
+				continue
+			}
+			var p struct {
+				HandleID string `json:"handleId"`
+				Token    string `json:"token"`
+			}
+			if json.Unmarshal(m.Params, &p) != nil {
+				continue
+			}
+			resp, ok := handles[p.HandleID]
+			if !ok {
+				resp, ok = tokens[p.Token]
+			}
+			if !ok {
+				continue
+			}
+			seen[m.Method]++
+			if at < resp {
+				t.Errorf("%s (message %d) came before the response that names its handle (message %d): %s", m.Method, at, resp, m.raw)
+			}
+		}
+		for _, method := range []string{"stepTransition", "heartbeat", "output", "$/progress", "toolResult"} {
+			if seen[method] == 0 {
+				t.Errorf("no %s about the handles: the test saw nothing to order", method)
+			}
+		}
+	})
+}
