@@ -57,6 +57,14 @@ func TestRecipeFailingMiddleStepSkipsTheRest(t *testing.T) {
 				t.Errorf("stepTransition %+v: want commandId %s and a ts", st, h.CommandID)
 			}
 		}
+		// The snapshot after the end names the step of the latest
+		// transition, the skipped one.
+		var p rpc.Progress
+		s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &p)
+		if p.Status != rpc.StatusCompleted || p.CurrentStep != 3 || p.TotalSteps != 3 || p.StepName != "test" ||
+			p.ExitCode == nil || *p.ExitCode != 3 || p.Label != "ci" {
+			t.Errorf("snapshot after the end %+v, want completed, step 3/3 test, exit 3, label ci", p)
+		}
 	})
 }
 

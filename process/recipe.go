@@ -268,10 +268,13 @@ func (c *Command) stepEnded(i int, status string, code *int, dur time.Duration) 
 	c.emitStep(StepEvent{Step: c.steps[i].Name, Status: ev, Index: i + 1, Total: len(c.steps), Elapsed: dur, TS: now})
 }
 
-// skipStep records and announces that recipe step i will not run.
+// skipStep records and announces that recipe step i will not run. Like
+// every transition it moves the snapshot's current step, so that a
+// snapshot names the step of the latest stepTransition.
 func (c *Command) skipStep(i int) {
 	now := time.Now()
 	c.mu.Lock()
+	c.curStep, c.stepName = i+1, c.steps[i].Name
 	c.stepResults[i] = StepResult{Name: c.steps[i].Name, Status: StepSkip}
 	c.updatedAt = now
 	c.mu.Unlock()
