@@ -79,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	started := time.Now()
+	started, loadBefore := time.Now(), loadAverage()
 	for _, f := range figures {
 		if *only != "" && !strings.Contains(f.key, *only) {
 			continue
@@ -94,7 +94,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logf("%s took %v", f.key, time.Since(t0).Round(time.Millisecond))
 	}
 
-	report := b.report(describeMachine(), started, time.Since(started))
+	m := describeMachine()
+	m.Disk = fileSystemOf(work)
+	m.Load = loadBefore + " at the start, " + loadAverage() + " at the end (1-minute load average)"
+	report := b.report(m, started, time.Since(started))
 	if *out == "-" {
 		io.WriteString(stdout, report)
 	} else if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
@@ -177,8 +180,8 @@ func (b *bench) report(m machine, date time.Time, took time.Duration) string {
 	p("throughput; it is the number to compare across machines, not the raw values.\n\n")
 	p("## Machine\n\n")
 	p("| | |\n|---|---|\n")
-	p("| CPU | %s |\n| cores (nproc) | %s |\n| memory | %s |\n| kernel | %s |\n| go | %s |\n\n",
-		m.CPU, m.Cores, m.Memory, m.Kernel, m.Go)
+	p("| CPU | %s |\n| cores (nproc) | %s |\n| memory | %s |\n| kernel | %s |\n| go | %s |\n| work directory's file system | %s |\n| load | %s |\n\n",
+		m.CPU, m.Cores, m.Memory, m.Kernel, m.Go, m.Disk, m.Load)
 	p("## Figures\n\n")
 	p("| figure | value | baseline | ratio | target | met? |\n|---|---|---|---|---|---|\n")
 	for _, r := range b.rows {

@@ -14,6 +14,12 @@ import (
 // machine describes where the figures were measured.
 type machine struct {
 	CPU, Cores, Memory, Go, Kernel string
+	// Disk is the file system the work directory (roots, artifacts and
+	// the baseline's file) lives on: file creation and writes depend on it.
+	Disk string
+	// Load is the load average when the run began and when it ended: the
+	// figures are only as quiet as the machine was.
+	Load string
 }
 
 // describeMachine reads the machine's description from /proc, where there
@@ -45,6 +51,39 @@ func describeMachine() machine {
 		m.Kernel = runtime.GOOS + " " + strings.TrimSpace(string(b))
 	}
 	return m
+}
+
+// fileSystemOf returns the device and type of the mount dir lives on, from
+// /proc/mounts (the longest mount point that holds it).
+func fileSystemOf(dir string) string {
+	b, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return "unknown"
+	}
+	best, out := -1, "unknown"
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		mp := f[1]
+		if (dir == mp || strings.HasPrefix(dir, strings.TrimSuffix(mp, "/")+"/")) && len(mp) > best {
+			best, out = len(mp), fmt.Sprintf("%s (%s on %s)", mp, f[2], f[0])
+		}
+	}
+	return out
+}
+
+// loadAverage returns the 1-minute load average from /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }
 
 // procField returns the number of a "Name:   123 kB" line of a /proc file.
