@@ -143,3 +143,27 @@ func TestRecipeCancelMidway(t *testing.T) {
 		}
 	})
 }
+
+// TestRecipeChildMarkersAreHeartbeats runs a recipe whose step prints
+// markers of its own: the recipe's steps stay the only transitions, and
+// the child's markers say the running recipe step is alive.
+func TestRecipeChildMarkersAreHeartbeats(t *testing.T) {
+	t.Parallel()
+	s := start(t, options{framing: "header"})
+	s.initialize(nil)
+	h := progStart(s, map[string]any{"steps": []any{
+		recipeStep("build", `echo '[STEP 00/09] inner' >&2; echo '{"type":"heartbeat","step":"inner","elapsedMs":5}' >&2; echo '  ✓ inner' >&2`, false),
+	}})
+	res := progResult(s, h.HandleID)
+	if !res.Success || res.Stderr != "" {
+		t.Fatalf("result %+v, want success with the markers kept out of stderr", res)
+	}
+	want := []progStep{{"build", "start", 1, 1}, {"build", "done", 1, 1}}
+	if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+		t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
+	}
+	hbs := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", progForHandle(h.HandleID))
+	if len(hbs) != 1 || hbs[0].Step != "build" {
+		t.Errorf("heartbeats %+v, want one for the recipe step build", hbs)
+	}
+}

@@ -237,17 +237,36 @@ func (c *Command) emitStep(ev StepEvent) {
 }
 
 // stepStarted records and announces the start of recipe step i (a plain
-// command's single step is announced only through markers).
+// command's single step is announced only through markers). It is
+// idempotent: the first step's output can reach a pump (see onMarker)
+// before the supervisor gets to announce it, and whichever comes first
+// announces. emitMu is held from the check to the announcement, so nothing
+// else about the step goes out before its start.
 func (c *Command) stepStarted(i int, at time.Time) {
 	if !c.recipe {
 		return
 	}
+	c.emitMu.Lock()
+	defer c.emitMu.Unlock()
 	c.mu.Lock()
+	if c.stepResults[i].Status == StepRunning {
+		c.mu.Unlock()
+		return
+	}
 	c.curStep, c.stepName = i+1, c.steps[i].Name
+	c.tracker.openStart = at
 	c.stepResults[i].Status = StepRunning
 	c.updatedAt = at
 	c.mu.Unlock()
-	c.emitStep(StepEvent{Step: c.steps[i].Name, Status: StepStart, Index: i + 1, Total: len(c.steps), TS: at})
+	if c.obs.OnStep == nil {
+		return
+	}
+	ev := StepEvent{Step: c.steps[i].Name, Status: StepStart, Index: i + 1, Total: len(c.steps), TS: at}
+	var pc panics.Catcher
+	pc.Try(func() { c.obs.OnStep(ev) })
+	if rec := pc.Recovered(); rec != nil {
+		c.m.log.Error("observer panicked", "command", c.id, "panic", rec.String())
+	}
 }
 
 // stepEnded records and announces the end of recipe step i. A cancelled

@@ -24,8 +24,10 @@ const heartbeatEvery = time.Second
 // 0, else "fail".
 type markerTracker struct {
 	// open indexes Command.stepResults when hasOpen.
-	open      int
-	hasOpen   bool
+	open    int
+	hasOpen bool
+	// openStart is when the open marker step started; in a recipe, when
+	// the running recipe step started.
 	openStart time.Time
 	// lastIndex is the 1-based index of the latest step.
 	lastIndex int
@@ -47,20 +49,29 @@ func (c *Command) onMarker(mk Marker) {
 		hb  *HeartbeatEvent
 	)
 	c.mu.Lock()
+	if c.recipe && c.curStep == 0 {
+		// The first step's output came before the supervisor announced
+		// the step: announce it now, so the heartbeat follows its start.
+		c.mu.Unlock()
+		c.stepStarted(0, c.startedAt)
+		c.mu.Lock()
+	}
 	c.updatedAt = now
 	if mk.Kind == MarkerHeartbeat || c.recipe {
 		c.lastHB = now
-		name := mk.Step
+		name, el := mk.Step, mk.Elapsed
+		switch {
+		case c.recipe:
+			// The recipe's running step is alive, whatever the child
+			// calls its own parts.
+			name, el = c.stepName, now.Sub(c.tracker.openStart)
+		case el <= 0 && c.tracker.hasOpen:
+			el = now.Sub(c.tracker.openStart)
+		case el <= 0:
+			el = now.Sub(c.startedAt)
+		}
 		if name == "" {
 			name = c.stepName
-		}
-		el := mk.Elapsed
-		if el <= 0 {
-			if c.tracker.hasOpen {
-				el = now.Sub(c.tracker.openStart)
-			} else {
-				el = now.Sub(c.startedAt)
-			}
 		}
 		hb = &HeartbeatEvent{Step: name, Elapsed: el}
 	} else {
