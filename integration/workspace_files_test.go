@@ -130,13 +130,13 @@ func TestWorkspaceWriteIsAtomicForReaders(t *testing.T) {
 	forEachFraming(t, func(t *testing.T, framing string) {
 		s := start(t, options{framing: framing})
 		s.initialize(nil)
-		const size = 64 << 10
+		const size = 16 << 10
 		contents := []string{strings.Repeat("a", size-1) + "\n", strings.Repeat("b", size-1) + "\n"}
 		if _, err := wsWriteFile(s, "f.txt", contents[0], nil); err != nil {
 			t.Fatal(err)
 		}
 		seen := map[string]int{}
-		for round := range 40 {
+		for round := range 25 {
 			// Each round sends two writes and eight reads before waiting for
 			// any answer; the server runs them concurrently.
 			var writes, reads []int

@@ -55,7 +55,7 @@ func TestWorkspaceEscapeRaceSwap(t *testing.T) {
 
 		paths := []string{"sw/file.txt", "swalt/file.txt", sw + "/file.txt", "file://" + alt + "/file.txt", "sub/../sw/file.txt"}
 		outcomes := wsCodes{}
-		const rounds, perRound = 60, 25
+		const rounds, perRound = 40, 25
 		for round := range rounds {
 			var reads, writes []int
 			for i := range perRound {
