@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -439,4 +440,51 @@ func TestWorkspaceErrorDataFields(t *testing.T) {
 	if !bytes.Contains(err.Data, []byte(`"path":"../x"`)) {
 		t.Errorf("-32001 data %s does not name the path as given", err.Data)
 	}
+}
+
+// TestWorkspacePermissionDeniedIsInternalError: when the operating system
+// refuses access, readFile and writeFile answer -32603 with data {path,
+// reason} saying so, and nothing is written. As root, permission bits are
+// not enforced, so the directory is made immutable instead (chattr +i).
+func TestWorkspacePermissionDeniedIsInternalError(t *testing.T) {
+	t.Parallel()
+	fx := newWSFixture(t)
+	locked := filepath.Join(fx.root, "locked")
+	wsWrite(t, filepath.Join(locked, "f.txt"), "locked\n")
+	readDenied := false
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("chattr", "+i", locked).CombinedOutput(); err != nil {
+			t.Skipf("running as root and cannot make a directory immutable: %v %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("chattr", "-i", locked).Run() })
+	} else {
+		if err := os.Chmod(filepath.Join(locked, "f.txt"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(locked, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(locked, 0o755) })
+		readDenied = true
+	}
+	s := fx.start(t, "")
+	if readDenied {
+		_, err := wsRead(s, "locked/f.txt", nil)
+		if d := wsRefused(t, "readFile locked/f.txt", err, wsCodeInternal, "locked/f.txt"); !strings.Contains(d.Reason, "permission denied") {
+			t.Errorf("reason %q does not say permission denied", d.Reason)
+		}
+	}
+	for _, p := range []string{"locked/f.txt", "locked/new.txt"} {
+		_, err := wsWriteFile(s, p, "PWNED\n", nil)
+		d := wsRefused(t, "writeFile "+p, err, wsCodeInternal, p)
+		t.Logf("writeFile %s: %s", p, d.Reason)
+		if !strings.Contains(d.Reason, "not permitted") && !strings.Contains(d.Reason, "permission denied") {
+			t.Errorf("writeFile %s: reason %q does not say permission was refused", p, d.Reason)
+		}
+	}
+	entries, _ := os.ReadDir(locked)
+	if len(entries) != 1 {
+		t.Errorf("the locked directory holds %d entries, want only f.txt", len(entries))
+	}
+	fx.checkUntouched(t)
 }

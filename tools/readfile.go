@@ -8,6 +8,10 @@ import (
 	"github.com/toolhost/toolhost/workspace"
 )
 
+// maxReadBytes bounds maxBytes, so that one readFile cannot make the server
+// hold more than 64 MiB of file (and its JSON encoding) in memory.
+const maxReadBytes = 64 << 20
+
 // readFile reads a file, or a range of its lines, inside the root, a read
 // root or the artifacts directory.
 func (t *Tools) readFile(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
@@ -24,6 +28,8 @@ func (t *Tools) readFile(ctx context.Context, s *rpc.Session, raw json.RawMessag
 		return nil, rpc.InvalidParams("limit", "must not be negative")
 	case p.MaxBytes < 0:
 		return nil, rpc.InvalidParams("maxBytes", "must not be negative")
+	case p.MaxBytes > maxReadBytes:
+		return nil, rpc.InvalidParams("maxBytes", "must be at most %d (64 MiB); page larger files with line and limit", maxReadBytes)
 	}
 	ws, _ := t.state()
 	r, err := ws.ReadFile(workspace.ReadOptions{Path: p.Path, Line: p.Line, Limit: p.Limit, MaxBytes: p.MaxBytes})

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -144,13 +145,13 @@ func (w *Workspace) WriteFile(o WriteOptions) (*WriteResult, error) {
 
 	tmp, err := writeTemp(dir, data, mode)
 	if err != nil {
-		return nil, osErr(op, o.Path, err)
+		return nil, osErr(op, o.Path, fmt.Errorf("cannot write a temporary file in %s: %w", parent.abs(), bareErr(err)))
 	}
 	// rename(2) replaces a directory entry and never follows a symlink at the
 	// destination, so the write cannot leave dir whatever appeared at base.
 	if err := dir.Rename(tmp, base); err != nil {
 		dir.Remove(tmp)
-		return nil, osErr(op, o.Path, err)
+		return nil, osErr(op, o.Path, fmt.Errorf("cannot rename the temporary file over %s: %w", loc.abs(), bareErr(err)))
 	}
 	if err := dirf.Sync(); err != nil {
 		return nil, osErr(op, o.Path, err)
@@ -176,6 +177,20 @@ func decodeContent(o WriteOptions) ([]byte, error) {
 	e := newErr("write", o.Path, ErrInvalid, "unknown encoding %q: use \"utf-8\" or \"base64\"", o.Encoding)
 	e.Field = "encoding"
 	return nil, e
+}
+
+// bareErr returns the error inside a *fs.PathError or *os.LinkError, so that
+// a reason names the user's file rather than a temporary name.
+func bareErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 // hashFile returns the hex sha256 of the regular file name in dir.
