@@ -383,8 +383,14 @@ func (g *guard) checkObject(frame []byte) (call, ok bool) {
 		return bad(`"jsonrpc" must be "2.0"`)
 	}
 	if env.Method == nil {
-		// A response to a call the server made.
-		if env.ID == nil || (env.Result == nil) == (env.Error == nil) {
+		// A response to a call the server made. "result": null is a
+		// result (LSP answers window/workDoneProgress/create so), but it
+		// decodes to a nil pointer: look for the members by name.
+		var members map[string]json.RawMessage
+		json.Unmarshal(frame, &members)
+		_, hasResult := members["result"]
+		_, hasError := members["error"]
+		if env.ID == nil || hasResult == hasError {
 			g.log.Warn("dropping a malformed response from the client", "frame", clip(string(frame), 200))
 			return false, false
 		}
