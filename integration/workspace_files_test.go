@@ -193,10 +193,11 @@ func TestWorkspaceWriteIsAtomicForReaders(t *testing.T) {
 	})
 }
 
-// TestWorkspaceWriteKeepsMode: a replaced file keeps its permission bits,
-// a new file is 0644 whatever the umask, and a write through an in-root
-// symlink writes the file it points to and leaves the link.
-func TestWorkspaceWriteKeepsMode(t *testing.T) {
+// TestWorkspaceWriteKeepsModeAndLinks: a replaced file keeps its permission
+// bits, a new file is 0644 whatever the umask, and a write through an
+// in-root symlink (dangling or not) writes the file it leads to and leaves
+// the link.
+func TestWorkspaceWriteKeepsModeAndLinks(t *testing.T) {
 	t.Parallel()
 	fx := newWSFixture(t)
 	for name, mode := range map[string]os.FileMode{"private.txt": 0o600, "script.sh": 0o755, "odd.txt": 0o640} {
@@ -206,11 +207,12 @@ func TestWorkspaceWriteKeepsMode(t *testing.T) {
 		}
 	}
 	fx.symlink(t, "script.sh", "run")
+	fx.symlink(t, "sub/created.txt", "dangling") // in-root and dangling: the write creates its target
 	s := fx.start(t, "")
 	for _, c := range []struct {
 		path, file string
 		mode       os.FileMode
-	}{{"private.txt", "private.txt", 0o600}, {"script.sh", "script.sh", 0o755}, {"odd.txt", "odd.txt", 0o640}, {"new.txt", "new.txt", 0o644}, {"run", "script.sh", 0o755}} {
+	}{{"private.txt", "private.txt", 0o600}, {"script.sh", "script.sh", 0o755}, {"odd.txt", "odd.txt", 0o640}, {"new.txt", "new.txt", 0o644}, {"run", "script.sh", 0o755}, {"dangling", "sub/created.txt", 0o644}} {
 		w, err := wsWriteFile(s, c.path, "new content of "+c.path+"\n", nil)
 		if err != nil {
 			t.Fatalf("writeFile %s: %v", c.path, err)
@@ -229,8 +231,10 @@ func TestWorkspaceWriteKeepsMode(t *testing.T) {
 			t.Errorf("after writeFile %s, %s holds %q", c.path, c.file, b)
 		}
 	}
-	if target, err := os.Readlink(filepath.Join(fx.root, "run")); err != nil || target != "script.sh" {
-		t.Errorf("the symlink run was not left as it was: %q, %v", target, err)
+	for link, want := range map[string]string{"run": "script.sh", "dangling": "sub/created.txt"} {
+		if target, err := os.Readlink(filepath.Join(fx.root, link)); err != nil || target != want {
+			t.Errorf("the symlink %s was not left as it was: %q, %v", link, target, err)
+		}
 	}
 	fx.checkUntouched(t)
 }
