@@ -494,6 +494,7 @@ func TestWorkspaceHardLinkIsTheSameFile(t *testing.T) {
 // wsCodes counts wire outcomes by code (0 for success), for logs.
 type wsCodes map[int]int
 
+// String lists the counts as code:n pairs.
 func (c wsCodes) String() string {
 	var parts []string
 	for code, n := range c {
