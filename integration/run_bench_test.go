@@ -37,6 +37,8 @@ func BenchmarkRunCommandTrue(b *testing.B) {
 	b.ReportMetric(float64(viaServer.Nanoseconds())/n, "runCommand-ns/op")
 	b.ReportMetric(float64(viaExec.Nanoseconds())/n, "exec-ns/op")
 	b.ReportMetric(float64(viaServer)/float64(viaExec), "x-exec")
+	b.StopTimer()
+	s.shutdown()
 }
 
 // BenchmarkOutput1GiB measures a child printing 1 GiB through runCommand
@@ -67,4 +69,6 @@ func BenchmarkOutput1GiB(b *testing.B) {
 	b.ReportMetric(float64(viaServer.Nanoseconds())/n, "runCommand-ns/op")
 	b.ReportMetric(float64(viaShell.Nanoseconds())/n, "shell-ns/op")
 	b.ReportMetric(float64(viaServer)/float64(viaShell), "x-shell")
+	b.StopTimer()
+	s.shutdown() // removes the artifacts
 }

@@ -152,6 +152,7 @@ func TestRunOutput1GiB(t *testing.T) {
 	if res.Artifacts.Sha256 != zeros1GiB {
 		t.Errorf("sha256 %s, want %s", res.Artifacts.Sha256, zeros1GiB)
 	}
+	s.shutdown() // removes the 2 GiB of artifacts
 }
 
 // TestRunArtifactsLifetime checks that artifacts go at the session's end

@@ -130,6 +130,9 @@ type Manager struct {
 	cfg   Config
 	log   *slog.Logger
 	allow envAllowList
+	// baseEnv is cfg.BaseEnv filtered through allow, computed once:
+	// read-only, each command copies it before adding its own variables.
+	baseEnv map[string]string
 	// nonce makes this session's TOOLHOST_COMMAND markers unique.
 	nonce     string
 	artifacts *Artifacts
@@ -207,6 +210,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg:          cfg,
 		log:          cfg.Logger,
 		allow:        allow,
+		baseEnv:      allow.filter(cfg.BaseEnv),
 		nonce:        hex.EncodeToString(b[:]),
 		reg:          newRegistry(cfg.RecentHandles),
 		reaperStop:   make(chan struct{}),

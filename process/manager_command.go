@@ -2,6 +2,7 @@ package process
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -181,7 +182,7 @@ func stdinFile(text string) (*os.File, error) {
 // PATH.
 func (c *Command) stepEnv(i int) ([]string, string, error) {
 	s := c.steps[i]
-	env := c.m.allow.filter(c.m.cfg.BaseEnv)
+	env := maps.Clone(c.m.baseEnv)
 	applyEnv(env, c.spec.Env)
 	applyEnv(env, s.Env)
 	env[EnvCommand] = c.marker

@@ -39,7 +39,11 @@ func TestHelperProcess(t *testing.T) {
 		// Ignores SIGTERM, says so, then waits forever.
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
-		select {}
+		// A pending timer keeps the runtime's deadlock detector quiet,
+		// which a bare select {} trips when no other goroutine exists.
+		for {
+			<-time.After(time.Hour)
+		}
 	case "abandon":
 		// Starts a Manager and a sleep, prints the sleep's pid, and dies
 		// without Shutdown: Pdeathsig must take the sleep with it.
