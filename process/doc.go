@@ -19,6 +19,12 @@
 // cgroups such a descendant is out of reach until Shutdown, which kills
 // every orphan re-parented to the server.
 //
+// A SIGKILLed server runs no code: each command's direct child dies by
+// Pdeathsig (SIGKILL), but grandchildren live on. Where cgroups are in use,
+// the next Manager created in the same cgroup kills the dead session's
+// cgroup whole (cgroup.kill) before removing it; without cgroups those
+// grandchildren are out of reach.
+//
 // The reaper only waits for pids that are the server's children, not started
 // through os/exec by this package, and not in the server's own process group,
 // so it never steals a wait from os/exec.
