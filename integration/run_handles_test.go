@@ -201,4 +201,3 @@ func decodeHandles(t *testing.T, raw json.RawMessage) []progressWire {
 	}
 	return v.Handles
 }
-
