@@ -43,6 +43,7 @@ type flags struct {
 	maxProcesses                                   int
 	maxMessageBytes, outputLimit, artifactsCap     int64
 	keepArtifacts, showVersion, debugMethods       bool
+	noCgroups                                      bool
 }
 
 // newFlagSet declares the flags on a set named name.
@@ -67,6 +68,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&f.logFile, "log-file", "", "write logs to this `file` instead of stderr (never stdout)")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&f.noCgroups, "no-cgroups", false, "do not give commands cgroups of their own even where cgroup v2 allows; descendants are then found by the marker in their environment only")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  toolhost [flags]       serve JSON-RPC 2.0 on stdin/stdout\n  toolhost demo [flags]  play a short session against a temporary workspace\n\nFlags:\n")
@@ -122,6 +124,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		OutputLimit:       f.outputLimit,
 		MaxProcesses:      f.maxProcesses,
 		DebugMethods:      f.debugMethods,
+		DisableCgroups:    f.noCgroups,
 		Env:               os.Environ(),
 		Logger:            logger,
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,34 +109,50 @@ var orphanEnds = []orphanEnd{
 // end: once the server says the command (or the session) has ended, no
 // process of it is left, grandchildren included, found by the marker in
 // their argv, their ORPHAN_TOKEN and the session's TOOLHOST_COMMAND.
+//
+// It runs in both ways the server attributes descendants: by cgroup where
+// cgroup v2 allows (the default here), and by the marker in their
+// environment alone (--no-cgroups).
 func TestOrphanMatrix(t *testing.T) {
 	t.Parallel()
-	for _, child := range orphanChildren {
-		for _, way := range orphanEnds {
-			t.Run(child.name+"/"+way.name, func(t *testing.T) {
-				t.Parallel()
-				s := start(t, options{args: []string{"--kill-grace", "200ms"}})
-				s.initialize(nil)
-				if child.clearsEnv && way.perCommand && strings.Contains(s.stderr.String(), "no cgroups") {
-					t.Skip("without cgroups a descendant that clears its environment and leaves the group lives until the session ends")
-				}
-				mk := newMarker()
-				p := map[string]any{"argv": child.argv(mk), "env": mk.env(), "streamOutput": true}
-				if way.timeoutMs > 0 {
-					p["timeoutMs"] = way.timeoutMs
-				}
-				h := s.longRun(p)
-				s.awaitOutput(h.HandleID, "ready")
-				found := scanProcs(mk, "")
-				prefix := sessionPrefix(found)
-				if len(found) == 0 || prefix == "" {
-					t.Fatalf("the command's processes are not visible in /proc: %v", found)
-				}
-				way.end(t, s, h)
-				assertNoneLeft(t, mk, prefix, "after "+way.name)
-			})
+	modes := []struct {
+		name string
+		args []string
+	}{{"cgroups", nil}, {"markers", []string{"--no-cgroups"}}}
+	for _, mode := range modes {
+		for _, child := range orphanChildren {
+			for _, way := range orphanEnds {
+				t.Run(mode.name+"/"+child.name+"/"+way.name, func(t *testing.T) {
+					t.Parallel()
+					orphanCell(t, append([]string{"--kill-grace", "200ms"}, mode.args...), child, way)
+				})
+			}
 		}
 	}
+}
+
+// orphanCell runs one cell of the matrix.
+func orphanCell(t *testing.T, args []string, child orphanChild, way orphanEnd) {
+	s := start(t, options{args: args})
+	s.initialize(nil)
+	cgroups := !strings.Contains(s.stderr.String(), "no cgroups") && !slices.Contains(args, "--no-cgroups")
+	if child.clearsEnv && way.perCommand && !cgroups {
+		t.Skip("without cgroups a descendant that clears its environment and leaves the group lives until the session ends")
+	}
+	mk := newMarker()
+	p := map[string]any{"argv": child.argv(mk), "env": mk.env(), "streamOutput": true}
+	if way.timeoutMs > 0 {
+		p["timeoutMs"] = way.timeoutMs
+	}
+	h := s.longRun(p)
+	s.awaitOutput(h.HandleID, "ready")
+	found := scanProcs(mk, "")
+	prefix := sessionPrefix(found)
+	if len(found) == 0 || prefix == "" {
+		t.Fatalf("the command's processes are not visible in /proc: %v", found)
+	}
+	way.end(t, s, h)
+	assertNoneLeft(t, mk, prefix, "after "+way.name)
 }
 
 // TestOrphansSIGKILLedServer documents what stays in reach when the server

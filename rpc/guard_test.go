@@ -38,6 +38,10 @@ func TestReplyKeys(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":3,"method":"window/workDoneProgress/create","params":{}}`, nil},
 		{`{"jsonrpc":"2.0","method":"toolResult","params":{}}`, nil},
 		{`[{"jsonrpc":"2.0","id":1,"result":1},{"jsonrpc":"2.0","id":"2","result":2}]`, []string{"n:1", "s:2"}},
+		{`{"jsonrpc":"2.0","id":-4,"result":null}`, []string{"n:-4"}},
+		{`{"jsonrpc":"2.0","id":"a\"b","result":null}`, []string{`s:a"b`}},
+		{`{"jsonrpc":"2.0","id":"abc","error":{}}`, []string{"s:abc"}},
+		{`{"id":5,"jsonrpc":"2.0","result":1}`, []string{"n:5"}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, replyKeys([]byte(tt.body))); diff != "" {

@@ -273,6 +273,43 @@ func encodeNotification(method string, params any) ([]byte, error) {
 	return jsonrpc2.AppendNotification(nil, method, p), nil
 }
 
+// libraryReplyKey reads the id key of a response in the exact shape the
+// library writes one, {"jsonrpc":"2.0","id":ID,"result":… or "error":…,
+// without a decoder: every response passes here. It reports false for any
+// other shape, which replyKeys then decodes.
+func libraryReplyKey(body []byte) (string, bool) {
+	const prefix = `{"jsonrpc":"2.0","id":`
+	rest, ok := bytes.CutPrefix(body, []byte(prefix))
+	if !ok || len(rest) == 0 {
+		return "", false
+	}
+	var idEnd int
+	switch c := rest[0]; {
+	case c == '"':
+		i := bytes.IndexByte(rest[1:], '"')
+		if i < 0 || bytes.IndexByte(rest[1:1+i], '\\') >= 0 {
+			return "", false // an escaped string id: let the decoder read it
+		}
+		idEnd = i + 2
+	case c == '-' || c >= '0' && c <= '9':
+		idEnd = 1
+		for idEnd < len(rest) && rest[idEnd] >= '0' && rest[idEnd] <= '9' {
+			idEnd++
+		}
+	default:
+		return "", false
+	}
+	after := rest[idEnd:]
+	if !bytes.HasPrefix(after, []byte(`,"result":`)) && !bytes.HasPrefix(after, []byte(`,"error":`)) {
+		return "", false
+	}
+	id, ok := idFromJSON(rest[:idEnd])
+	if !ok {
+		return "", false
+	}
+	return idKey(id), true
+}
+
 // sink is the writer behind the library's stream: every frame the library
 // writes (a response, a batch of responses, a call) is one Write of one
 // NDJSON line, queued in the outbox as a message that is never dropped.
@@ -308,6 +345,9 @@ func replyKeys(body []byte) []string {
 			keys = append(keys, replyKeys(m)...)
 		}
 		return keys
+	}
+	if key, ok := libraryReplyKey(body); ok {
+		return []string{key}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {

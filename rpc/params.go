@@ -29,6 +29,9 @@ func decodeParams(raw json.RawMessage, v any, strict bool) error {
 	if raw[0] != '{' {
 		return InvalidParams("", "params must be an object")
 	}
+	if bytes.Equal(raw, []byte("{}")) {
+		return nil // the cheapest requests: nothing to decode
+	}
 	if err := jsonv2.Unmarshal(raw, v, jsonv2.RejectUnknownMembers(strict)); err != nil {
 		return paramsError(err)
 	}

@@ -36,6 +36,9 @@ func wsError(err error) error {
 	case errors.Is(err, workspace.ErrNotRegular), errors.Is(err, workspace.ErrInvalid):
 		code = rpc.CodeInvalidParams
 		data.Field = "path"
+		if pe != nil && pe.Field != "" {
+			data.Field = pe.Field // bad content or expectedSha256, not the path
+		}
 	}
 	return rpc.NewError(code, data, "%v", err)
 }

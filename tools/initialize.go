@@ -85,6 +85,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 		MaxProcesses:      t.cfg.MaxProcesses,
 		EnvAllow:          allow,
 		BaseEnv:           t.cfg.Env,
+		DisableCgroups:    t.cfg.DisableCgroups,
 		Logger:            t.log,
 	})
 	if err != nil {

@@ -34,6 +34,8 @@ type Config struct {
 	MaxProcesses int
 	// DebugMethods serves the debug methods (for tests).
 	DebugMethods bool
+	// DisableCgroups keeps commands out of cgroups of their own.
+	DisableCgroups bool
 	// Env is the server's environment, which children inherit only through
 	// the allowlist.
 	Env    []string

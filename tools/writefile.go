@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
@@ -30,20 +29,7 @@ func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, raw json.RawMessa
 	ws, _ := t.state()
 	r, err := ws.WriteFile(o)
 	if err != nil {
-		return nil, writeError(err)
+		return nil, wsError(err)
 	}
 	return rpc.WriteFileResult{Path: r.Path, Size: r.Size, Sha256: r.Sha256}, nil
-}
-
-// writeError is wsError with data.field naming the option at fault when the
-// workspace says it is not the path (bad base64 content, a malformed
-// expectedSha256), so that a client is not told to fix a path that is fine.
-func writeError(err error) error {
-	werr := wsError(err)
-	var pe *workspace.PathError
-	var re *rpc.Error
-	if errors.As(err, &pe) && pe.Field != "" && errors.As(werr, &re) && re.Data != nil {
-		re.Data.Field = pe.Field
-	}
-	return werr
 }
