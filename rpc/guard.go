@@ -43,7 +43,6 @@ type guard struct {
 	max     int64  // the largest frame accepted
 	out     *outbox
 	log     *slog.Logger
-	buf     bytes.Buffer // reused compaction buffer
 }
 
 // detectFraming reads past leading white space and decides the framing from
@@ -294,81 +293,86 @@ func (g *guard) tooLarge(prefix []byte, size int64) {
 		"message of %d bytes exceeds the limit of %d bytes", size, g.max)
 }
 
-// envelope is the shape of a JSON-RPC message, for validation.
-type envelope struct {
-	JSONRPC *string          `json:"jsonrpc"`
-	ID      *json.RawMessage `json:"id"`
-	Method  *json.RawMessage `json:"method"`
-	Params  *json.RawMessage `json:"params"`
-	Result  *json.RawMessage `json:"result"`
-	Error   *json.RawMessage `json:"error"`
+// member records that a member of a message is present (null included:
+// "result": null is a result) and the first byte of its value, without
+// copying the value: params may be megabytes.
+type member struct {
+	set   bool
+	first byte
 }
 
-// check validates one frame. It returns the message compacted to one line,
-// whether it holds a request, and true; or it answers the frame and
-// returns false.
+// UnmarshalJSON is called for every value, null included.
+func (m *member) UnmarshalJSON(b []byte) error {
+	m.set, m.first = true, b[0]
+	return nil
+}
+
+// rawMember is a member whose value is kept (an id: small).
+type rawMember struct {
+	set bool
+	raw json.RawMessage
+}
+
+func (m *rawMember) UnmarshalJSON(b []byte) error {
+	m.set, m.raw = true, append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// envelope is the shape of a JSON-RPC message, for validation.
+type envelope struct {
+	JSONRPC *string   `json:"jsonrpc"`
+	ID      rawMember `json:"id"`
+	Method  member    `json:"method"`
+	Params  member    `json:"params"`
+	Result  member    `json:"result"`
+	Error   member    `json:"error"`
+}
+
+// check validates one frame. It returns the frame, whether it holds a
+// request, and true; or it answers the frame and returns false.
 func (g *guard) check(frame []byte) (msg []byte, call, ok bool) {
 	frame = bytes.TrimSpace(frame)
-	if !json.Valid(frame) {
-		g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON")
-		return nil, false, false
-	}
 	call = true // a batch counts as a request
 	switch frame[0] {
+	case '{':
+		// Decoding the envelope also checks the whole frame is JSON.
+		if call, ok = g.checkObject(frame); !ok {
+			return nil, false, false
+		}
+		return frame, call, true
 	case '[':
+		if !json.Valid(frame) {
+			g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON")
+			return nil, false, false
+		}
 		// The library answers an empty batch and each bad member itself,
 		// but it takes a member that is not an object for a parse error:
 		// such a member becomes {}, which it answers with -32600 as JSON-RPC
 		// asks.
-		frame = objectMembers(frame)
-	case '{':
-		if call, ok = g.checkObject(frame); !ok {
-			return nil, false, false
-		}
-	default:
-		g.reply(jsonrpc2.ID{}, CodeInvalidRequest, &ErrorData{Reason: "a message must be an object or a batch array"}, "invalid request: not an object")
+		return objectMembers(frame), true, true
+	}
+	if !json.Valid(frame) {
+		g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON")
 		return nil, false, false
 	}
-	g.buf.Reset()
-	if err := json.Compact(&g.buf, frame); err != nil {
-		g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: err.Error()}, "parse error")
-		return nil, false, false
-	}
-	g.buf.WriteByte('\n')
-	return g.buf.Bytes(), call, true
-}
-
-// objectMembers returns a batch with every member that is not an object
-// replaced by {}.
-func objectMembers(batch []byte) []byte {
-	var members []json.RawMessage
-	if json.Unmarshal(batch, &members) != nil {
-		return batch
-	}
-	changed := false
-	for i, m := range members {
-		if m = bytes.TrimSpace(m); len(m) == 0 || m[0] != '{' {
-			members[i] = json.RawMessage("{}")
-			changed = true
-		}
-	}
-	if !changed {
-		return batch
-	}
-	out, err := json.Marshal(members)
-	if err != nil {
-		return batch
-	}
-	return out
+	g.reply(jsonrpc2.ID{}, CodeInvalidRequest, &ErrorData{Reason: "a message must be an object or a batch array"}, "invalid request: not an object")
+	return nil, false, false
 }
 
 // checkObject validates a single message object and answers it when it is
-// not a valid request, notification or response. It reports whether the
-// message is a request (a call with an id).
+// not JSON or not a valid request, notification or response. It reports
+// whether the message is a request (a call with an id).
 func (g *guard) checkObject(frame []byte) (call, ok bool) {
 	var env envelope
 	if err := json.Unmarshal(frame, &env); err != nil {
-		g.reply(jsonrpc2.ID{}, CodeInvalidRequest, &ErrorData{Reason: err.Error()}, "invalid request")
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: "malformed JSON: " + err.Error()}, "parse error: malformed JSON")
+			return false, false
+		}
+		// A member of the wrong JSON type ("jsonrpc": 2).
+		id, _ := parseID(env.ID)
+		g.reply(id, CodeInvalidRequest, &ErrorData{Reason: err.Error()}, "invalid request")
 		return false, false
 	}
 	id, idOK := parseID(env.ID)
@@ -382,43 +386,33 @@ func (g *guard) checkObject(frame []byte) (call, ok bool) {
 	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
 		return bad(`"jsonrpc" must be "2.0"`)
 	}
-	if env.Method == nil {
-		// A response to a call the server made. "result": null is a
-		// result (LSP answers window/workDoneProgress/create so), but it
-		// decodes to a nil pointer: look for the members by name.
-		var members map[string]json.RawMessage
-		json.Unmarshal(frame, &members)
-		_, hasResult := members["result"]
-		_, hasError := members["error"]
-		if env.ID == nil || hasResult == hasError {
+	if !env.Method.set {
+		// A response to a call the server made.
+		if !env.ID.set || env.Result.set == env.Error.set {
 			g.log.Warn("dropping a malformed response from the client", "frame", clip(string(frame), 200))
 			return false, false
 		}
 		return false, true
 	}
-	var method string
-	if err := json.Unmarshal(*env.Method, &method); err != nil {
+	if env.Method.first != '"' {
 		return bad(`"method" must be a string`)
 	}
-	if env.ID != nil && !idOK {
+	if env.ID.set && !idOK {
 		return bad(`"id" must be a string or an integer`)
 	}
-	if env.Params != nil {
-		p := bytes.TrimSpace(*env.Params)
-		if len(p) > 0 && p[0] != '{' && p[0] != '[' && !bytes.Equal(p, []byte("null")) {
-			return bad(`"params" must be an object or an array`)
-		}
+	if p := env.Params; p.set && p.first != '{' && p.first != '[' && p.first != 'n' {
+		return bad(`"params" must be an object or an array`)
 	}
-	return env.ID != nil, true
+	return env.ID.set, true
 }
 
-// parseID parses a request id: a string or an integer. A missing id is not
-// valid (the message is a notification).
-func parseID(raw *json.RawMessage) (jsonrpc2.ID, bool) {
-	if raw == nil {
+// parseID parses a request id: a string or an integer. A missing or null
+// id is not valid.
+func parseID(m rawMember) (jsonrpc2.ID, bool) {
+	if !m.set {
 		return jsonrpc2.ID{}, false
 	}
-	return idFromJSON(*raw)
+	return idFromJSON(m.raw)
 }
 
 // idFromJSON parses a JSON string or integer as an id.
@@ -486,4 +480,28 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// objectMembers returns a batch with every member that is not an object
+// replaced by {}.
+func objectMembers(batch []byte) []byte {
+	var members []json.RawMessage
+	if json.Unmarshal(batch, &members) != nil {
+		return batch
+	}
+	changed := false
+	for i, m := range members {
+		if m = bytes.TrimSpace(m); len(m) == 0 || m[0] != '{' {
+			members[i] = json.RawMessage("{}")
+			changed = true
+		}
+	}
+	if !changed {
+		return batch
+	}
+	out, err := json.Marshal(members)
+	if err != nil {
+		return batch
+	}
+	return out
 }

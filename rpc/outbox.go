@@ -310,26 +310,6 @@ func libraryReplyKey(body []byte) (string, bool) {
 	return idKey(id), true
 }
 
-// sink is the writer behind the library's stream: every frame the library
-// writes (a response, a batch of responses, a call) is one Write of one
-// NDJSON line, queued in the outbox as a message that is never dropped.
-// Write never blocks on the client, so the library's write lock is never
-// held while the client is slow. Once a response is queued the server is
-// told (Server.replied): the request is no longer in flight and the
-// callbacks waiting for its reply run.
-type sink struct{ srv *Server }
-
-func (s sink) Write(p []byte) (int, error) {
-	body := p
-	if n := len(body); n > 0 && body[n-1] == '\n' {
-		body = body[:n-1]
-	}
-	body = append([]byte(nil), body...)
-	s.srv.out.send(body, false)
-	s.srv.replied(replyKeys(body))
-	return len(p), nil
-}
-
 // replyKeys returns the id keys of the responses in body: one for a
 // response, one per member for a batch of responses, none for a call the
 // server makes. It reads a response only up to its "result" or "error"

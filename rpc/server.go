@@ -76,10 +76,9 @@ type Server struct {
 	log     *slog.Logger
 	session *Session
 
-	framing string         // decided once the first byte is read
-	out     *outbox        // the one outbound writer
-	conn    jsonrpc2.Conn  // the library's connection
-	pipe    *io.PipeWriter // validated messages to the library
+	framing string        // decided once the first byte is read
+	out     *outbox       // the one outbound writer
+	conn    jsonrpc2.Conn // the library's connection
 
 	root    context.Context // parent of every request context
 	endRoot context.CancelCauseFunc
@@ -176,46 +175,21 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 	s.out.onDrain = s.signalRoom
 	go s.out.run() // owned by Serve: end flushes it and waits for it
 
-	pr, pw := io.Pipe()
-	s.pipe = pw
-	stream := jsonrpc2.NewNDJSONStream(pipeConn{pr, sink{s}})
-	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithPreempter(s))
-	s.conn.Go(s.root, s.handle)
-
 	g := &guard{in: br, framing: s.framing, max: s.opts.MaxMessageBytes, out: s.out, log: s.log}
-	go s.readLoop(g) // owned by Serve; it ends at the input's end, or with the process
+	s.conn = jsonrpc2.NewConn(&guardStream{srv: s, g: g}, jsonrpc2.WithPreempter(s))
+	s.conn.Go(s.root, s.handle)
 	<-s.ended
 	return s.exitCode
 }
 
-// pipeConn joins the pipe of validated messages and the outbox sink into
-// the connection the library's stream reads and writes.
-type pipeConn struct {
-	r *io.PipeReader
-	w io.Writer
-}
-
-func (c pipeConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
-func (c pipeConn) Write(p []byte) (int, error) { return c.w.Write(p) }
-func (c pipeConn) Close() error                { return c.r.Close() }
-
-// readLoop forwards validated messages to the library until the input ends,
-// then lets requests in flight finish (within EOFGrace) and ends the
-// session. The library drops replies still in flight when its input ends,
-// which is why the end of input is held back here.
-func (s *Server) readLoop(g *guard) {
-	for {
-		msg, call, err := g.next()
-		if err != nil {
-			if err != io.EOF {
-				s.log.Warn("input failed", "err", err)
-			}
-			break
-		}
-		s.waitRoom(call)
-		if _, err := s.pipe.Write(msg); err != nil {
-			return // the session ended
-		}
+// inputEnded is called by the library's read loop, through the guard, when
+// the input ends: requests in flight get EOFGrace to finish, then the
+// session ends. The library drops replies still in flight once its read
+// loop ends, which is why the read loop is held here until the end is
+// done.
+func (s *Server) inputEnded(err error) {
+	if err != io.EOF {
+		s.log.Warn("input failed", "err", err)
 	}
 	s.log.Info("input closed; waiting for requests in flight", "grace", s.opts.EOFGrace)
 	s.waitIdle(s.opts.EOFGrace)
@@ -322,9 +296,6 @@ func (s *Server) End(reason string) {
 			if n := s.out.dropped.Load(); n > 0 {
 				s.log.Warn("notifications dropped while the client read too slowly", "count", n)
 			}
-		}
-		if s.pipe != nil {
-			s.pipe.Close()
 		}
 		s.exitCode = code
 		close(s.ended)
