@@ -102,7 +102,7 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 	if whole && st.Size() > maxBytes {
 		return nil, tooLarge(st.Size())
 	}
-	pg, err := scan(f, start, o.Limit, maxBytes, whole)
+	pg, err := scan(f, st.Size(), start, o.Limit, maxBytes, whole)
 	if err != nil {
 		return nil, osErr(op, o.Path, err)
 	}
@@ -138,13 +138,26 @@ type page struct {
 	seen       int64 // bytes read before scan stopped
 }
 
+// Bounds of scan's read buffer.
+const (
+	minScanBuf = 512
+	maxScanBuf = 64 << 10
+)
+
 // scan reads r once, keeping lines start..start+limit-1 (limit 0: to the end)
 // within maxBytes and counting every line. Memory is bounded by maxBytes plus
-// one buffer.
-func scan(r io.Reader, start, limit int, maxBytes int64, whole bool) (page, error) {
-	const bufSize = 64 << 10
+// one buffer. size is the file's size when it was opened: it sizes the buffer
+// (a small file is read in one read(2) without a 64 KiB allocation) and, when
+// the whole file is asked for, the content; a file that grows meanwhile is
+// still read to its end.
+func scan(r io.Reader, size int64, start, limit int, maxBytes int64, whole bool) (page, error) {
+	// size+1 lets the first read see EOF.
+	bufSize := int(min(max(size+1, minScanBuf), maxScanBuf))
 	br := bufio.NewReaderSize(r, bufSize)
 	pg := page{start: start, end: start - 1}
+	if whole && size > 0 {
+		pg.content = make([]byte, 0, min(size, maxBytes))
+	}
 	lineNo := 0     // lines begun so far
 	atStart := true // the next byte begins a line
 	lineOff := 0    // offset in content where line lineNo began

@@ -296,3 +296,34 @@ func readString(t testing.TB, p string) string {
 	}
 	return string(b)
 }
+
+// BenchmarkReadFile4K reads a 4 KiB file of 64 lines whole, as the bench
+// program's readFile figure does, so the in-process share of that figure
+// can be compared with os.ReadFile:
+//
+//	go test ./workspace -run '^$' -bench 'ReadFile|OSReadFile'
+func BenchmarkReadFile4K(b *testing.B) {
+	fx := newFixture(b)
+	mustWrite(b, filepath.Join(fx.root, "4k.txt"), strings.Repeat(strings.Repeat("y", 63)+"\n", 64))
+	for b.Loop() {
+		res, err := fx.w.ReadFile(ReadOptions{Path: "4k.txt"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Content) != 4096 {
+			b.Fatalf("read %d bytes", len(res.Content))
+		}
+	}
+}
+
+// BenchmarkOSReadFile4K is BenchmarkReadFile4K's baseline.
+func BenchmarkOSReadFile4K(b *testing.B) {
+	fx := newFixture(b)
+	p := filepath.Join(fx.root, "4k.txt")
+	mustWrite(b, p, strings.Repeat(strings.Repeat("y", 63)+"\n", 64))
+	for b.Loop() {
+		if _, err := os.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
