@@ -430,3 +430,22 @@ func TestManyPipelinedRequests(t *testing.T) {
 		s.shutdown()
 	})
 }
+
+// TestWarningsReachTheClient checks a warning of the session's work, here
+// artifacts evicted over the cap, reaches the client as window/logMessage.
+func TestWarningsReachTheClient(t *testing.T) {
+	s := start(t, options{args: []string{"--artifacts-cap-bytes", "4096"}})
+	s.initialize(nil)
+	print := map[string]any{"argv": []string{"head", "-c", "3000", "/dev/zero"}}
+	s.mustCall("runCommand", print, nil)
+	s.mustCall("runCommand", print, nil)
+	var lm struct {
+		Type    int
+		Message string
+	}
+	s.notification("window/logMessage", 1, nil, &lm)
+	if lm.Type != 2 || !strings.Contains(lm.Message, "evicted command artifacts") || !strings.Contains(lm.Message, "cmd-1") {
+		t.Errorf("window/logMessage = %+v, want a warning naming cmd-1's evicted artifacts", lm)
+	}
+	s.shutdown()
+}

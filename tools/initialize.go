@@ -86,7 +86,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 		EnvAllow:          allow,
 		BaseEnv:           t.cfg.Env,
 		DisableCgroups:    t.cfg.DisableCgroups,
-		Logger:            t.log,
+		Logger:            newClientLog(t.log, s),
 	})
 	if err != nil {
 		ws.Close()
