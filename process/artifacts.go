@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultArtifactsCap is the cap on a session's total artifact bytes when
@@ -39,6 +40,12 @@ type Artifacts struct {
 	dir      string // absolute, symlinks resolved; immutable
 	capBytes int64  // immutable
 	logger   *slog.Logger
+
+	// total is the sum of fileBytes over the Captures in entries: a Capture
+	// adds what it writes (addFileBytes), an eviction subtracts what it
+	// removes, RemoveAll zeroes it. Updated without mu, so reading it is
+	// O(1) however many commands the session ran.
+	total atomic.Int64
 
 	// mu guards the fields below. It is a leaf lock: nothing else is locked
 	// while it is held (a Capture's file byte count is read atomically), so
@@ -172,17 +179,7 @@ func (a *Artifacts) Finished(commandID string) {
 
 // TotalBytes returns the bytes currently held in artifact files.
 func (a *Artifacts) TotalBytes() int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.totalLocked()
-}
-
-func (a *Artifacts) totalLocked() int64 {
-	var total int64
-	for _, e := range a.entries {
-		total += e.capture.fileBytes.Load()
-	}
-	return total
+	return a.total.Load()
 }
 
 // checkCap evicts if the cap is exceeded; Captures call it as they grow.
@@ -209,7 +206,7 @@ func (a *Artifacts) evictLocked(keep string) {
 	if a.removed {
 		return
 	}
-	total := a.totalLocked()
+	total := a.total.Load()
 	if total <= a.capBytes {
 		return
 	}
@@ -232,7 +229,7 @@ func (a *Artifacts) evictLocked(keep string) {
 			continue
 		}
 		delete(a.entries, e.id)
-		total -= n
+		total = a.total.Add(-n)
 		a.logger.Warn("evicted command artifacts: total over cap",
 			"commandId", e.id, "dir", e.dir, "bytes", n, "totalBytes", total, "capBytes", a.capBytes)
 	}
@@ -246,6 +243,7 @@ func (a *Artifacts) RemoveAll() error {
 	defer a.mu.Unlock()
 	a.removed = true
 	clear(a.entries)
+	a.total.Store(0)
 	if err := os.RemoveAll(a.dir); err != nil {
 		return fmt.Errorf("remove artifacts: %w", err)
 	}

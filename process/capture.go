@@ -104,7 +104,7 @@ type Capture struct {
 	// visible counts user-visible bytes (stdout, and stderr without markers).
 	visible atomic.Int64
 	// fileBytes counts bytes written to the three files, for the artifacts
-	// cap.
+	// cap; every addition is also added to arts.total.
 	fileBytes atomic.Int64
 	// closed is set once Close has closed the files.
 	closed atomic.Bool
@@ -472,6 +472,7 @@ func (c *Capture) addFileBytes(n int) {
 		return
 	}
 	now := c.fileBytes.Add(int64(n))
+	c.arts.total.Add(int64(n))
 	if (now-int64(n))/evictCheckEvery != now/evictCheckEvery {
 		c.arts.checkCap()
 	}

@@ -114,3 +114,31 @@ func BenchmarkFileWrite(b *testing.B) {
 func BenchmarkCaptureStderr(b *testing.B) {
 	benchCapture(b, (*Capture).Stderr)
 }
+
+// BenchmarkCapCheck2000 measures the artifacts-cap check that every
+// NewCapture, Finished and 8 MiB of output run, in a session that has run
+// 2000 commands: it must not grow with the commands the session ran.
+func BenchmarkCapCheck2000(b *testing.B) {
+	a, err := NewArtifacts(b.TempDir(), 1<<40, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.RemoveAll()
+	for i := range 2000 {
+		id := "cmd-" + strconv.Itoa(i)
+		c, err := a.NewCapture(id, CaptureOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Stdout().Write([]byte("x\n")); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+		a.Finished(id)
+	}
+	for b.Loop() {
+		a.checkCap()
+	}
+}
