@@ -338,7 +338,7 @@ func TestRunResultFields(t *testing.T) {
 		StdoutTruncated bool
 	}
 	want := fields{Status: "completed", ExitCode: intp(3), Stdout: "out\n", Stderr: "err\n"}
-	got := fields{res.Status, res.Success, res.ExitCode, res.Signal, res.Stdout, res.Stderr, res.StdoutTruncated}
+	got := fields{string(res.Status), res.Success, res.ExitCode, res.Signal, res.Stdout, res.Stderr, res.StdoutTruncated}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("result mismatch (-want +got):\n%s", diff)
 	}

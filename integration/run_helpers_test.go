@@ -13,57 +13,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/rpc"
 )
 
-// toolResultWire is a ToolResult as the client decodes it.
-type toolResultWire struct {
-	CommandID       string          `json:"commandId"`
-	HandleID        string          `json:"handleId"`
-	Status          string          `json:"status"`
-	Success         bool            `json:"success"`
-	ExitCode        *int            `json:"exitCode"`
-	Signal          *string         `json:"signal"`
-	StartedAt       time.Time       `json:"startedAt"`
-	EndedAt         time.Time       `json:"endedAt"`
-	DurationMs      int64           `json:"durationMs"`
-	Stdout          string          `json:"stdout"`
-	Stderr          string          `json:"stderr"`
-	StdoutTruncated bool            `json:"stdoutTruncated"`
-	StderrTruncated bool            `json:"stderrTruncated"`
-	Artifacts       artifactsWire   `json:"artifacts"`
-	Steps           json.RawMessage `json:"steps"`
-}
-
-// artifactsWire is a ToolResult's artifacts.
-type artifactsWire struct {
-	StdoutPath string `json:"stdoutPath"`
-	StderrPath string `json:"stderrPath"`
-	OutputPath string `json:"outputPath"`
-	ByteCount  int64  `json:"byteCount"`
-	LineCount  int64  `json:"lineCount"`
-	Sha256     string `json:"sha256"`
-}
-
-// handleWire is a longRunning result.
-type handleWire struct {
-	HandleID       string    `json:"handleId"`
-	CommandID      string    `json:"commandId"`
-	PID            int       `json:"pid"`
-	ProcessGroupID int       `json:"processGroupId"`
-	StartedAt      time.Time `json:"startedAt"`
-	Command        string    `json:"command"`
-}
-
-// errorDataWire is the data of a toolhost error.
-type errorDataWire struct {
-	Field    string          `json:"field"`
-	Path     string          `json:"path"`
-	Reason   string          `json:"reason"`
-	Method   string          `json:"method"`
-	Argv0    string          `json:"argv0"`
-	HandleID string          `json:"handleId"`
-	Partial  *toolResultWire `json:"partial"`
-}
+// The wire types the tests decode, from the protocol's one source of truth.
+type (
+	toolResultWire = rpc.ToolResult
+	artifactsWire  = rpc.Artifacts
+	handleWire     = rpc.LongRunningResult
+	errorDataWire  = rpc.ErrorData
+)
 
 // errData decodes an error's data.
 func errData(t testing.TB, e *wireError) errorDataWire {

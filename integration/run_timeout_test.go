@@ -18,7 +18,7 @@ type ending struct {
 }
 
 func endingOf(r toolResultWire) ending {
-	return ending{Status: r.Status, Success: r.Success, ExitCode: r.ExitCode, Signal: r.Signal}
+	return ending{Status: string(r.Status), Success: r.Success, ExitCode: r.ExitCode, Signal: r.Signal}
 }
 
 // TestRunTimeout checks timeoutMs and --default-timeout: status timedOut
