@@ -9,8 +9,13 @@ import (
 
 // Timings of the kill ladder that are not configurable.
 const (
-	// killPoll is how often a ladder looks whether the tree is gone.
+	// killPoll is how often a ladder looks whether the tree is gone, once
+	// the first looks (killFirstPoll, doubling) have found it still there.
 	killPoll = 10 * time.Millisecond
+	// killFirstPoll is the ladder's first wait after a signal: most trees
+	// end within a millisecond or two of TERM or KILL, so the waits start
+	// short and double up to killPoll.
+	killFirstPoll = time.Millisecond
 	// rescanEvery is how many polls pass between walks for new descendants
 	// during the grace.
 	rescanEvery = 5
@@ -49,7 +54,40 @@ type killTarget struct {
 	// cg, if not nil, holds every process of the target: it is alive while
 	// populated, and SIGKILL goes to it whole through cgroup.kill.
 	cg *cgroup
+	// exited, if not nil, receives a value when one of the target's main
+	// processes has been waited for: the ladder looks at once instead of
+	// at its next poll.
+	exited <-chan struct{}
 }
+
+// backoff is a ladder's poll timer: its waits start at killFirstPoll and
+// double up to killPoll.
+type backoff struct {
+	t    *time.Timer
+	next time.Duration
+}
+
+func newBackoff() *backoff {
+	return &backoff{t: time.NewTimer(killFirstPoll), next: 2 * killFirstPoll}
+}
+
+// C fires when the current wait is over.
+func (b *backoff) C() <-chan time.Time { return b.t.C }
+
+// again starts the next wait (the timer has fired, or a wake-up cut the
+// wait short: Reset discards a pending fire since Go 1.23).
+func (b *backoff) again() {
+	b.t.Reset(b.next)
+	b.next = min(2*b.next, killPoll)
+}
+
+// restart starts the waits over from killFirstPoll, as after a new signal.
+func (b *backoff) restart() {
+	b.next = killFirstPoll
+	b.again()
+}
+
+func (b *backoff) stop() { b.t.Stop() }
 
 // alive reports whether anything of t runs, given the latest pids.
 func (t killTarget) alive(pids []int) bool {
@@ -88,7 +126,9 @@ func (t killTarget) send(pids []int, sig unix.Signal) {
 
 // killLadder ends t: with term, SIGTERM to everything, then up to grace for
 // it to go (cut short when urgent is closed); then SIGKILL to whatever is
-// left, repeated until it is gone or killWait passes. It reaps re-parented
+// left, repeated until it is gone or killWait passes. It looks whether the
+// tree is gone after 1, 2, 4 and 8 ms, then every killPoll, and at once
+// when t.exited says a main process ended. It reaps re-parented
 // zombies as it goes and reports whether everything is gone.
 func killLadder(t killTarget, grace time.Duration, term bool, urgent <-chan struct{}) bool {
 	reapOrphans()
@@ -96,20 +136,22 @@ func killLadder(t killTarget, grace time.Duration, term bool, urgent <-chan stru
 	if !t.alive(pids) {
 		return true
 	}
-	tick := time.NewTicker(killPoll)
-	defer tick.Stop()
+	poll := newBackoff()
+	defer poll.stop()
 	if term && grace > 0 {
 		t.send(pids, unix.SIGTERM)
 		deadline := time.NewTimer(grace)
 		defer deadline.Stop()
 		for n := 1; ; n++ {
 			select {
-			case <-tick.C:
+			case <-poll.C():
+			case <-t.exited:
 			case <-deadline.C:
 				goto kill
 			case <-urgent:
 				goto kill
 			}
+			poll.again()
 			reapOrphans()
 			if n%rescanEvery == 0 {
 				fresh := t.find()
@@ -124,6 +166,7 @@ func killLadder(t killTarget, grace time.Duration, term bool, urgent <-chan stru
 kill:
 	limit := time.NewTimer(killWait)
 	defer limit.Stop()
+	poll.restart()
 	for {
 		if t.cg != nil {
 			t.cg.kill()
@@ -135,10 +178,12 @@ kill:
 			return true
 		}
 		select {
-		case <-tick.C:
+		case <-poll.C():
+		case <-t.exited:
 		case <-limit.C:
 			return false
 		}
+		poll.again()
 	}
 }
 

@@ -43,6 +43,9 @@ type Command struct {
 	// done is closed exactly once, by the supervisor, after the Result is
 	// final (see supervise).
 	done chan struct{}
+	// exitKick (buffered, 1) gets a value, without blocking, each time a
+	// step's main process has been waited for: it wakes a kill ladder.
+	exitKick chan struct{}
 
 	mu sync.Mutex // guards everything below
 	// stopReason and stopGrace are set once, by the first stop request.
@@ -81,17 +84,18 @@ type Command struct {
 
 func newCommand(m *Manager, seq uint64, spec Spec, steps []Step, obs Observer) *Command {
 	c := &Command{
-		m:       m,
-		seq:     seq,
-		id:      fmt.Sprintf("cmd-%d", seq),
-		spec:    spec,
-		steps:   steps,
-		recipe:  len(spec.Steps) > 0,
-		obs:     obs,
-		stopCh:  make(chan struct{}),
-		done:    make(chan struct{}),
-		mains:   make(map[int]struct{}),
-		settled: make(map[int]struct{}),
+		m:        m,
+		seq:      seq,
+		id:       fmt.Sprintf("cmd-%d", seq),
+		spec:     spec,
+		steps:    steps,
+		recipe:   len(spec.Steps) > 0,
+		obs:      obs,
+		stopCh:   make(chan struct{}),
+		done:     make(chan struct{}),
+		exitKick: make(chan struct{}, 1),
+		mains:    make(map[int]struct{}),
+		settled:  make(map[int]struct{}),
 	}
 	if spec.Handle {
 		c.handleID = fmt.Sprintf("h-%d", seq)
@@ -213,6 +217,10 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 			c.mu.Lock()
 			delete(c.mains, p.pid)
 			c.mu.Unlock()
+			select {
+			case c.exitKick <- struct{}{}:
+			default:
+			}
 		},
 		cg:     c.cg,
 		logger: c.m.log,
@@ -348,8 +356,9 @@ func (c *Command) killTarget() killTarget {
 			c.pgids = live
 			return slices.Clone(live)
 		},
-		find: c.findTree,
-		cg:   c.cg,
+		find:   c.findTree,
+		cg:     c.cg,
+		exited: c.exitKick,
 	}
 }
 
