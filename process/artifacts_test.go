@@ -22,7 +22,7 @@ func TestArtifactsNewCaptureLayout(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewArtifacts(link, 0, nil)
+	a, err := newTestArtifacts(t, link, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +62,11 @@ func TestArtifactsNewCaptureLayout(t *testing.T) {
 }
 
 func TestArtifactsRejectsBadCommandIDs(t *testing.T) {
-	a, err := NewArtifacts(t.TempDir(), 0, nil)
+	a, err := newTestArtifacts(t, t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"", ".", "..", "a/b", "../x", "x/..", "a..b", "/abs", `a\b`, "nul\x00", strings.Repeat("x", 201)} {
+	for _, id := range []string{"", ".", "..", ".spares", ".x", "a/b", "../x", "x/..", "a..b", "/abs", `a\b`, "nul\x00", strings.Repeat("x", 201)} {
 		if _, err := a.NewCapture(id, CaptureOptions{}); !errors.Is(err, ErrBadCommandID) {
 			t.Errorf("NewCapture(%q) error = %v, want ErrBadCommandID", id, err)
 		}
@@ -86,7 +86,7 @@ func TestArtifactsRejectsBadCommandIDs(t *testing.T) {
 // TestArtifactsRefusesSymlinks checks that a name planted in the artifacts
 // directory is never followed.
 func TestArtifactsRefusesSymlinks(t *testing.T) {
-	a, err := NewArtifacts(t.TempDir(), 0, nil)
+	a, err := newTestArtifacts(t, t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,9 @@ func present(t *testing.T, a *Artifacts) []string {
 	}
 	var names []string
 	for _, e := range entries {
-		names = append(names, e.Name())
+		if e.Name() != spareDirName {
+			names = append(names, e.Name())
+		}
 	}
 	sort.Strings(names)
 	return names
@@ -174,7 +176,7 @@ func present(t *testing.T, a *Artifacts) []string {
 func TestArtifactsEviction(t *testing.T) {
 	logs := &logRecords{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	a, err := NewArtifacts(t.TempDir(), 1000, logger)
+	a, err := newTestArtifacts(t, t.TempDir(), 1000, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +232,7 @@ func TestArtifactsEviction(t *testing.T) {
 // TestArtifactsEvictionWhileWriting checks that a command that writes a lot
 // evicts finished commands as it goes, without waiting for Finished.
 func TestArtifactsEvictionWhileWriting(t *testing.T) {
-	a, err := NewArtifacts(t.TempDir(), 4<<20, nil)
+	a, err := newTestArtifacts(t, t.TempDir(), 4<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +259,7 @@ func TestArtifactsRemoveAll(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewArtifacts(dir, 0, nil)
+	a, err := newTestArtifacts(t, dir, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +301,7 @@ func TestNewArtifactsErrors(t *testing.T) {
 // files are over the cap keeps them when it finishes (its result names
 // them), and that the next command's capture evicts them first.
 func TestArtifactsFinishingCommandIsSpared(t *testing.T) {
-	a, err := NewArtifacts(t.TempDir(), 1000, nil)
+	a, err := newTestArtifacts(t, t.TempDir(), 1000, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,5 +316,123 @@ func TestArtifactsFinishingCommandIsSpared(t *testing.T) {
 	writeCommand(t, a, "next", 10)
 	if diff := cmp.Diff([]string{"next"}, present(t, a)); diff != "" {
 		t.Errorf("after the next capture (-want +got):\n%s", diff)
+	}
+}
+
+// newTestArtifacts is NewArtifacts with a Close at the end of the test, so
+// the goroutine making spares is done before the directory is removed.
+func newTestArtifacts(tb testing.TB, dir string, capBytes int64, logger *slog.Logger) (*Artifacts, error) {
+	a, err := NewArtifacts(dir, capBytes, logger)
+	if err == nil {
+		tb.Cleanup(a.Close)
+	}
+	return a, err
+}
+
+// TestArtifactsSpares checks the directories prepared ahead of need: a
+// capture made from a spare has the layout and modes of a fresh one, its
+// files start empty and are written where its paths say, and Close removes
+// the spares and the staging directory, leaving only the commands'.
+func TestArtifactsSpares(t *testing.T) {
+	a, err := NewArtifacts(t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.NewCapture("cmd-1", CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The first capture started the refill; wait for it to finish.
+	a.prep.Wait()
+	a.mu.Lock()
+	spares := len(a.spares)
+	a.mu.Unlock()
+	if spares != spareCount {
+		t.Fatalf("%d spares after the refill, want %d", spares, spareCount)
+	}
+	c, err := a.NewCapture("cmd-2", CaptureOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, c.Stdout(), "out\n")
+	mustWrite(t, c.Stderr(), "err\n")
+	o, err := c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdDir := filepath.Join(a.Dir(), "cmd-2")
+	type file struct {
+		Mode    fs.FileMode
+		Content string
+	}
+	got := map[string]file{}
+	for _, p := range []string{cmdDir, o.StdoutPath, o.StderrPath, o.OutputPath} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := file{Mode: fi.Mode()}
+		if !fi.IsDir() {
+			f.Content = readFile(t, p)
+		}
+		got[p] = f
+	}
+	want := map[string]file{
+		cmdDir:                              {fs.ModeDir | 0o700, ""},
+		filepath.Join(cmdDir, "stdout.log"): {0o600, "out\n"},
+		filepath.Join(cmdDir, "stderr.log"): {0o600, "err\n"},
+		filepath.Join(cmdDir, "output.log"): {0o600, "out\nerr\n"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a capture from a spare (-want +got):\n%s", diff)
+	}
+	a.Close()
+	entries, err := os.ReadDir(a.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{"cmd-1", "cmd-2"}, names); diff != "" {
+		t.Errorf("after Close (-want +got):\n%s", diff)
+	}
+	if _, err := a.NewCapture("cmd-3", CaptureOptions{}); !errors.Is(err, ErrArtifactsClosed) {
+		t.Errorf("NewCapture after Close: error = %v, want ErrArtifactsClosed", err)
+	}
+}
+
+// TestArtifactsSpareRefusesPlantedName checks that a spare is never renamed
+// over a name already in the artifacts directory, a symlink included.
+func TestArtifactsSpareRefusesPlantedName(t *testing.T) {
+	a, err := newTestArtifacts(t, t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.NewCapture("cmd-1", CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.prep.Wait()
+	outside := t.TempDir()
+	for _, planted := range []string{"link", "dir"} {
+		p := filepath.Join(a.Dir(), planted)
+		var err error
+		if planted == "link" {
+			err = os.Symlink(outside, p)
+		} else {
+			err = os.Mkdir(p, 0o700)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.NewCapture(planted, CaptureOptions{}); err == nil {
+			t.Errorf("NewCapture over a planted %s succeeded", planted)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("the symlink's target got %d entries", len(entries))
+	}
+	if entries, _ := os.ReadDir(filepath.Join(a.Dir(), "dir")); len(entries) != 0 {
+		t.Errorf("the planted directory got %d entries", len(entries))
 	}
 }

@@ -162,6 +162,23 @@ type eventsStream struct {
 
 // newCapture opens the files in dir, which the caller has just created.
 func newCapture(a *Artifacts, id, dir string, o CaptureOptions) (*Capture, error) {
+	var files [3]*os.File
+	for i, name := range artifactFileNames {
+		f, err := openArtifactFile(filepath.Join(dir, name))
+		if err != nil {
+			for _, opened := range files[:i] {
+				_ = opened.Close()
+			}
+			return nil, err
+		}
+		files[i] = f
+	}
+	return captureOn(a, id, dir, o, files), nil
+}
+
+// captureOn returns the Capture writing files (stdout.log, stderr.log and
+// output.log, open and empty) in dir.
+func captureOn(a *Artifacts, id, dir string, o CaptureOptions, files [3]*os.File) *Capture {
 	limit := o.InlineLimit
 	if limit <= 0 {
 		limit = DefaultInlineLimit
@@ -179,21 +196,8 @@ func newCapture(a *Artifacts, id, dir string, o CaptureOptions) (*Capture, error
 	c.stdout = captureStream{c: c, name: "stdout", path: filepath.Join(dir, StdoutFile), inline: newHeadTail(limit)}
 	c.stderr = captureStream{c: c, name: "stderr", markers: true, path: filepath.Join(dir, StderrFile), inline: newHeadTail(limit)}
 	c.events = eventsStream{c: c}
-	var err error
-	var files []*os.File
-	for _, f := range []struct {
-		path string
-		dst  **os.File
-	}{{c.stdout.path, &c.stdout.file}, {c.stderr.path, &c.stderr.file}, {c.outPath, &c.outFile}} {
-		if *f.dst, err = openArtifactFile(f.path); err != nil {
-			for _, opened := range files {
-				opened.Close()
-			}
-			return nil, err
-		}
-		files = append(files, *f.dst)
-	}
-	return c, nil
+	c.stdout.file, c.stderr.file, c.outFile = files[0], files[1], files[2]
+	return c
 }
 
 // CommandID returns the command ID the Capture was made for.

@@ -30,7 +30,7 @@ func benchData() []byte {
 // benchCapture writes chunk b.N times to the stream pick chooses.
 func benchCapture(b *testing.B, pick func(*Capture) io.Writer) {
 	chunk := benchData()
-	a, err := NewArtifacts(b.TempDir(), 1<<40, nil)
+	a, err := newTestArtifacts(b, b.TempDir(), 1<<40, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func BenchmarkCaptureStderr(b *testing.B) {
 // NewCapture, Finished and 8 MiB of output run, in a session that has run
 // 2000 commands: it must not grow with the commands the session ran.
 func BenchmarkCapCheck2000(b *testing.B) {
-	a, err := NewArtifacts(b.TempDir(), 1<<40, nil)
+	a, err := newTestArtifacts(b, b.TempDir(), 1<<40, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,5 +140,27 @@ func BenchmarkCapCheck2000(b *testing.B) {
 	}
 	for b.Loop() {
 		a.checkCap()
+	}
+}
+
+// BenchmarkNewCapture measures what a command's start pays for its
+// artifacts: NewCapture, then Close and Finished, one command after
+// another.
+func BenchmarkNewCapture(b *testing.B) {
+	a, err := newTestArtifacts(b, b.TempDir(), 1<<40, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.RemoveAll()
+	for i := 0; b.Loop(); i++ {
+		id := "cmd-" + strconv.Itoa(i)
+		c, err := a.NewCapture(id, CaptureOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+		a.Finished(id)
 	}
 }

@@ -60,7 +60,7 @@ func (r *captureRecorder) steps() []string {
 
 func newTestCapture(t testing.TB, limit int) (*Capture, *captureRecorder) {
 	t.Helper()
-	a, err := NewArtifacts(t.TempDir(), 0, nil)
+	a, err := newTestArtifacts(t, t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestCaptureMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 512 MiB of files")
 	}
-	a, err := NewArtifacts(t.TempDir(), 0, nil)
+	a, err := newTestArtifacts(t, t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestCaptureMemoryBounded(t *testing.T) {
 
 func TestCaptureSplitMatchesWhole(t *testing.T) {
 	stream := []byte("a\r\n[STEP 00/??] x\n  ✓ x (1s)\nplain [STEP]\n\xff✓ bad\n⚠️ w\n{\"type\":\"heartbeat\"}\nend")
-	a, err := NewArtifacts(t.TempDir(), 0, nil)
+	a, err := newTestArtifacts(t, t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +564,7 @@ func FuzzCaptureSplit(f *testing.F) {
 	f.Add([]byte("a\n✓ b\n[STEP 01/02] c\r\nd"), []byte{1, 2, 3})
 	f.Add([]byte(`{"type":"step_transition","step":"b","status":"done"}`+"\n  ⊘ s (2s)\n"), []byte{0})
 	f.Add([]byte("[HEARTBEAT] h — 1s elapsed\n\xe2\x9c\n\xe2\x9c\x93 x"), []byte{2, 0, 7})
-	a, err := NewArtifacts(f.TempDir(), 0, nil)
+	a, err := newTestArtifacts(f, f.TempDir(), 0, nil)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -600,6 +600,7 @@ func (m *Manager) shutdown(ctx context.Context) error {
 	if rec := m.wg.WaitAndRecover(); rec != nil {
 		errs = append(errs, fmt.Errorf("goroutine panicked: %v", rec.Value))
 	}
+	m.artifacts.Close() // the spares go, and the goroutine making them
 	if !m.cfg.KeepArtifacts {
 		if err := m.artifacts.RemoveAll(); err != nil {
 			errs = append(errs, fmt.Errorf("remove artifacts: %w", err))

@@ -557,6 +557,19 @@ func TestShutdownKeepArtifacts(t *testing.T) {
 	if err != nil || string(b) != "kept\n" {
 		t.Errorf("kept output: %q, %v", b, err)
 	}
+	// Only the command's directory is kept: the spares prepared for the
+	// next commands are gone.
+	entries, err := os.ReadDir(arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{filepath.Base(filepath.Dir(r.Output.OutputPath))}, names); diff != "" {
+		t.Errorf("kept artifacts dir (-want +got):\n%s", diff)
+	}
 }
 
 // TestShutdownContextExpired: a context that ends during the grace cuts
