@@ -17,8 +17,10 @@ import (
 	"github.com/sourcegraph/conc/panics"
 )
 
-// pumpBufSize is the read size of an output pump.
-const pumpBufSize = 32 << 10
+// pumpBufSize is the read size of an output pump: large enough that a
+// child printing fast is drained in few reads, each written to the files in
+// one write(2) and hashed in one call.
+const pumpBufSize = 256 << 10
 
 // proc is one spawned process (a plain command, or one recipe step) with
 // its output pumps and its waiter.
@@ -83,6 +85,7 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 			return nil, false, &SpawnError{Argv0: req.argv[0], Reason: "pipe: " + err.Error(), Err: err}
 		}
 		files = append(files, r, w)
+		growPipe(r)
 		readers = append(readers, r)
 		writers = append(writers, w)
 	}

@@ -2,7 +2,26 @@
 
 package process
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// pipeSize is what growPipe asks for: a child printing fast writes this
+// much before it waits for a pump. Beyond /proc/sys/fs/pipe-max-size (1 MiB
+// by default) the kernel refuses, and the pipe keeps its 64 KiB.
+const pipeSize = 1 << 20
+
+// growPipe enlarges the pipe of r to pipeSize where the kernel allows it.
+func growPipe(r *os.File) {
+	if sc, err := r.SyscallConn(); err == nil {
+		_ = sc.Control(func(fd uintptr) {
+			_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize)
+		})
+	}
+}
 
 // sysProcAttr puts the child in a process group of its own, led by itself,
 // and asks the kernel to SIGKILL it if its parent dies.
