@@ -17,10 +17,14 @@ import (
 	"github.com/sourcegraph/conc/panics"
 )
 
-// pumpBufSize is the read size of an output pump: large enough that a
-// child printing fast is drained in few reads, each written to the files in
-// one write(2) and hashed in one call.
-const pumpBufSize = 256 << 10
+// Read sizes of an output pump: it starts small (a thousand idle commands
+// hold three pumps each) and grows to pumpBufSize once a read fills its
+// buffer, so a child printing fast is drained in few reads, each written
+// to the files in one write(2) and hashed in one call.
+const (
+	pumpFirstBufSize = 32 << 10
+	pumpBufSize      = 256 << 10
+)
 
 // proc is one spawned process (a plain command, or one recipe step) with
 // its output pumps and its waiter.
@@ -210,7 +214,7 @@ func (p *proc) pump(r *os.File, w io.Writer, logger *slog.Logger) {
 			close(p.eof)
 		}
 	}()
-	buf := make([]byte, pumpBufSize)
+	buf := make([]byte, pumpFirstBufSize)
 	var broken bool
 	for {
 		n, err := r.Read(buf)
@@ -224,6 +228,9 @@ func (p *proc) pump(r *os.File, w io.Writer, logger *slog.Logger) {
 		}
 		if err != nil {
 			return
+		}
+		if n == len(buf) && len(buf) < pumpBufSize {
+			buf = make([]byte, pumpBufSize) // the writers do not retain buf
 		}
 	}
 }
