@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The two benchmarks below write the same 32 KiB chunks, one through a
+// The two benchmarks below write the same 256 KiB chunks (a pump's reads), one through a
 // Capture (stdout.log + output.log + sha256 + inline tail) and one straight
 // to a file, so that their MB/s can be compared:
 //
@@ -19,8 +19,8 @@ import (
 // bounded however large b.N grows.
 
 const (
-	benchChunk   = 32 << 10
-	rotateChunks = 4096 // 128 MiB
+	benchChunk   = 256 << 10
+	rotateChunks = 512 // 128 MiB
 )
 
 func benchData() []byte {
