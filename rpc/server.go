@@ -417,7 +417,9 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 		delete(s.inflight, key)
 		s.mu.Unlock()
 	}()
-	jsonrpc2.Async(ctx)
+	if !s.opts.Table.inline[method] {
+		jsonrpc2.Async(ctx)
+	}
 	return s.call(rctx, method, h, params)
 }
 

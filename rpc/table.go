@@ -19,17 +19,27 @@ type NotificationHandler func(ctx context.Context, s *Session, params json.RawMe
 // server starts; it is read-only afterwards.
 type Table struct {
 	methods       map[string]Handler
+	inline        map[string]bool // methods that never block: served on the read loop
 	notifications map[string]NotificationHandler
 	sends         []string
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{methods: make(map[string]Handler), notifications: make(map[string]NotificationHandler)}
+	return &Table{methods: make(map[string]Handler), inline: make(map[string]bool), notifications: make(map[string]NotificationHandler)}
 }
 
 // Handle registers the handler of a request method.
 func (t *Table) Handle(method string, h Handler) { t.methods[method] = h }
+
+// HandleInline registers the handler of a request method that never
+// blocks and answers in microseconds (a snapshot under a lock): it runs on
+// the read loop, without the goroutine handoff a concurrent request costs,
+// so requests after it wait that long.
+func (t *Table) HandleInline(method string, h Handler) {
+	t.methods[method] = h
+	t.inline[method] = true
+}
 
 // HandleNotification registers the handler of a client notification.
 func (t *Table) HandleNotification(method string, h NotificationHandler) {

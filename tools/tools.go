@@ -100,7 +100,7 @@ func (t *Tools) Register(tab *rpc.Table) {
 	tab.Handle(rpc.MethodCancel, t.cancel)
 	tab.Handle(rpc.MethodReadFile, t.readFile)
 	tab.Handle(rpc.MethodWriteFile, t.writeFile)
-	tab.Handle(rpc.MethodProgress, t.progress)
+	tab.HandleInline(rpc.MethodProgress, t.progress) // a snapshot under a lock
 	tab.HandleNotification(rpc.NotifyWorkDoneProgressCancel, t.workDoneProgressCancel)
 	tab.Sends(rpc.NotifyToolResult, rpc.NotifyStepTransition, rpc.NotifyHeartbeat, rpc.NotifyOutput,
 		rpc.NotifyProgress, rpc.NotifyLogMessage, rpc.MethodWorkDoneProgressCreate)
