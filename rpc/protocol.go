@@ -172,6 +172,10 @@ type ServerCapabilities struct {
 	Methods []string `json:"methods"`
 	// Notifications are the notifications this build may send.
 	Notifications []string `json:"notifications"`
+	// ServerRequests are the requests this build may send the client
+	// (window/workDoneProgress/create, when the client advertised
+	// window.workDoneProgress).
+	ServerRequests []string `json:"serverRequests"`
 	// Framing is the framing the session uses: "header" or "ndjson".
 	Framing string `json:"framing"`
 	// OutputLimitBytes is the default inline output kept per stream.

@@ -594,6 +594,7 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 	res.ServerInfo = ServerInfo{Name: "toolhost", Version: s.opts.Version}
 	res.Capabilities.Methods = s.opts.Table.methodNames()
 	res.Capabilities.Notifications = s.opts.Table.sentNames()
+	res.Capabilities.ServerRequests = append([]string{}, s.opts.Table.requests...)
 	res.Capabilities.Framing = s.framing
 	res.Capabilities.MaxMessageBytes = s.opts.MaxMessageBytes
 	if res.Workspace.ReadRoots == nil {

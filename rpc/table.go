@@ -21,7 +21,8 @@ type Table struct {
 	methods       map[string]Handler
 	inline        map[string]bool // methods that never block: served on the read loop
 	notifications map[string]NotificationHandler
-	sends         []string
+	sends         []string // notifications the tools may send
+	requests      []string // requests the tools may send the client
 }
 
 // NewTable returns an empty table.
@@ -51,6 +52,16 @@ func (t *Table) Sends(methods ...string) {
 	for _, m := range methods {
 		if !slices.Contains(t.sends, m) {
 			t.sends = append(t.sends, m)
+		}
+	}
+}
+
+// SendsRequests records requests the tools may send the client, for
+// capabilities.
+func (t *Table) SendsRequests(methods ...string) {
+	for _, m := range methods {
+		if !slices.Contains(t.requests, m) {
+			t.requests = append(t.requests, m)
 		}
 	}
 }

@@ -103,7 +103,8 @@ func (t *Tools) Register(tab *rpc.Table) {
 	tab.HandleInline(rpc.MethodProgress, t.progress) // a snapshot under a lock
 	tab.HandleNotification(rpc.NotifyWorkDoneProgressCancel, t.workDoneProgressCancel)
 	tab.Sends(rpc.NotifyToolResult, rpc.NotifyStepTransition, rpc.NotifyHeartbeat, rpc.NotifyOutput,
-		rpc.NotifyProgress, rpc.NotifyLogMessage, rpc.MethodWorkDoneProgressCreate)
+		rpc.NotifyProgress, rpc.NotifyLogMessage)
+	tab.SendsRequests(rpc.MethodWorkDoneProgressCreate)
 }
 
 // state returns the workspace and the process manager, set by Initialize.

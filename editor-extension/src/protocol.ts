@@ -158,6 +158,12 @@ export interface ServerCapabilities {
   methods: string[];
   /** Notifications are the notifications this build may send. */
   notifications: string[];
+  /**
+   * ServerRequests are the requests this build may send the client
+   * (window/workDoneProgress/create, when the client advertised
+   * window.workDoneProgress).
+   */
+  serverRequests: string[];
   /** Framing is the framing the session uses: "header" or "ndjson". */
   framing: string;
   /** OutputLimitBytes is the default inline output kept per stream. */
