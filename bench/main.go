@@ -134,6 +134,9 @@ func (b *bench) iters(n, min int) int {
 // row is one line of the report's table.
 type row struct {
 	Figure, Value, Baseline, Ratio, Target, Met string
+	// Why says what stands in the way of the target, from profiling; the
+	// report gives it only when this run missed the target.
+	Why string
 }
 
 // add appends a row.
@@ -186,6 +189,18 @@ func (b *bench) report(m machine, date time.Time, took time.Duration) string {
 	p("| figure | value | baseline | ratio | target | met? |\n|---|---|---|---|---|---|\n")
 	for _, r := range b.rows {
 		p("| %s | %s | %s | %s | %s | %s |\n", r.Figure, r.Value, r.Baseline, r.Ratio, r.Target, r.Met)
+	}
+	var missed []row
+	for _, r := range b.rows {
+		if r.Met == met(false) && r.Why != "" {
+			missed = append(missed, r)
+		}
+	}
+	if len(missed) > 0 {
+		p("\n## Targets missed in this run, and what stands in the way\n\n")
+		for _, r := range missed {
+			p("- **%s** (%s, target %s): %s\n", r.Figure, r.Value, r.Target, r.Why)
+		}
 	}
 	p("\n## How each figure is measured\n\n")
 	for _, n := range b.notes {
