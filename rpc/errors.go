@@ -71,11 +71,24 @@ func InvalidParams(field, format string, args ...any) *Error {
 	return &Error{Code: CodeInvalidParams, Message: msg, Data: &ErrorData{Field: field, Reason: reason}}
 }
 
-// Sentinels to match with errors.Is.
+// Sentinels to match with errors.Is: an *Error is one of these when its
+// code is the sentinel's, whatever its message and data.
 var (
+	ErrParse                = &Error{Code: CodeParseError, Message: "parse error"}
+	ErrInvalidRequest       = &Error{Code: CodeInvalidRequest, Message: "invalid request"}
+	ErrMethodNotFound       = &Error{Code: CodeMethodNotFound, Message: "method not found"}
+	ErrInvalidParams        = &Error{Code: CodeInvalidParams, Message: "invalid params"}
+	ErrInternal             = &Error{Code: CodeInternalError, Message: "internal error"}
 	ErrServerNotInitialized = &Error{Code: CodeServerNotInitialized, Message: "server not initialized"}
 	ErrRequestCancelled     = &Error{Code: CodeRequestCancelled, Message: "request cancelled"}
-	ErrInvalidRequest       = &Error{Code: CodeInvalidRequest, Message: "invalid request"}
+	ErrPathOutsideWorkspace = &Error{Code: CodePathOutsideWorkspace, Message: "path outside workspace"}
+	ErrNotFound             = &Error{Code: CodeNotFound, Message: "not found"}
+	ErrHandleNotFound       = &Error{Code: CodeHandleNotFound, Message: "handle not found"}
+	ErrSpawnFailed          = &Error{Code: CodeSpawnFailed, Message: "spawn failed"}
+	ErrTooLarge             = &Error{Code: CodeTooLarge, Message: "too large"}
+	ErrBusy                 = &Error{Code: CodeBusy, Message: "busy"}
+	ErrReadOnlyRoot         = &Error{Code: CodeReadOnlyRoot, Message: "read-only root"}
+	ErrConflict             = &Error{Code: CodeConflict, Message: "conflict"}
 )
 
 // toWire turns any error a handler returns into the coded error the library
