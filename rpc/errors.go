@@ -91,17 +91,13 @@ var (
 	ErrConflict             = &Error{Code: CodeConflict, Message: "conflict"}
 )
 
-// toWire turns any error a handler returns into the coded error the library
-// sends: an *Error keeps its code and data; anything else is -32603 with the
-// method named, so that no error ever goes out with code 0.
-func toWire(method string, err error) *jsonrpc2.Error {
+// toError turns any error a handler returns into the coded error sent: an
+// *Error keeps its code and data; anything else is -32603 with the method
+// named, so that no error ever goes out with code 0.
+func toError(method string, err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
-		return e.wire()
+		return e
 	}
-	var w *jsonrpc2.Error
-	if errors.As(err, &w) && w.Code != 0 {
-		return w
-	}
-	return (&Error{Code: CodeInternalError, Message: err.Error(), Data: &ErrorData{Method: method, Reason: err.Error()}}).wire()
+	return &Error{Code: CodeInternalError, Message: err.Error(), Data: &ErrorData{Method: method, Reason: err.Error()}}
 }

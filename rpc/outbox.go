@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,8 +44,8 @@ type outItem struct {
 }
 
 // outbox is the one outbound writer of a session. Every message the server
-// sends goes through it, in the order it was queued: the library's responses
-// (through its stream, see sink), notifications, and server-to-client calls.
+// sends goes through it, in the order it was queued: responses,
+// notifications, and the server's requests to the client.
 // The writer goroutine (run) is the only one that writes to the output.
 //
 // Invariants: a response or a critical notification, once queued, is written
@@ -54,8 +53,7 @@ type outItem struct {
 // reading; a coalesced notification keeps its first place in the queue and
 // absorbs later updates until written.
 type outbox struct {
-	framing string
-	log     *slog.Logger
+	log *slog.Logger
 
 	mu sync.Mutex
 	// queue, pending, queued, closed and broken are guarded by mu.
@@ -86,7 +84,6 @@ func newOutbox(out io.Writer, framing string, log *slog.Logger) *outbox {
 		stream = jsonrpc2.NewNDJSONStream(rwc)
 	}
 	o := &outbox{
-		framing: framing,
 		log:     log,
 		pending: make(map[string]*outItem),
 		wake:    make(chan struct{}, 1),
@@ -271,90 +268,4 @@ func encodeNotification(method string, params any) ([]byte, error) {
 		return nil, err
 	}
 	return jsonrpc2.AppendNotification(nil, method, p), nil
-}
-
-// libraryReplyKey reads the id key of a response in the exact shape the
-// library writes one, {"jsonrpc":"2.0","id":ID,"result":… or "error":…,
-// without a decoder: every response passes here. It reports false for any
-// other shape, which replyKeys then decodes.
-func libraryReplyKey(body []byte) (string, bool) {
-	const prefix = `{"jsonrpc":"2.0","id":`
-	rest, ok := bytes.CutPrefix(body, []byte(prefix))
-	if !ok || len(rest) == 0 {
-		return "", false
-	}
-	var idEnd int
-	switch c := rest[0]; {
-	case c == '"':
-		i := bytes.IndexByte(rest[1:], '"')
-		if i < 0 || bytes.IndexByte(rest[1:1+i], '\\') >= 0 {
-			return "", false // an escaped string id: let the decoder read it
-		}
-		idEnd = i + 2
-	case c == '-' || c >= '0' && c <= '9':
-		idEnd = 1
-		for idEnd < len(rest) && rest[idEnd] >= '0' && rest[idEnd] <= '9' {
-			idEnd++
-		}
-	default:
-		return "", false
-	}
-	after := rest[idEnd:]
-	if !bytes.HasPrefix(after, []byte(`,"result":`)) && !bytes.HasPrefix(after, []byte(`,"error":`)) {
-		return "", false
-	}
-	id, ok := idFromJSON(rest[:idEnd])
-	if !ok {
-		return "", false
-	}
-	return idKey(id), true
-}
-
-// replyKeys returns the id keys of the responses in body: one for a
-// response, one per member for a batch of responses, none for a call the
-// server makes. It reads a response only up to its "result" or "error"
-// member, so a large result costs nothing.
-func replyKeys(body []byte) []string {
-	if len(body) > 0 && body[0] == '[' {
-		var members []json.RawMessage
-		if json.Unmarshal(body, &members) != nil {
-			return nil
-		}
-		var keys []string
-		for _, m := range members {
-			keys = append(keys, replyKeys(m)...)
-		}
-		return keys
-	}
-	if key, ok := libraryReplyKey(body); ok {
-		return []string{key}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
-	var id json.RawMessage
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		switch k {
-		case "method":
-			return nil // a call the server makes, not a response
-		case "result", "error":
-			if parsed, ok := idFromJSON(id); ok {
-				return []string{idKey(parsed)}
-			}
-			return nil
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil
-		}
-		if k == "id" {
-			id = v
-		}
-	}
-	return nil
 }

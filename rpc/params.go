@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,17 +10,12 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 )
 
-// DecodeParams decodes a request's params into v strictly: member names
-// match exactly (case-sensitively), a member v does not have or a value of
-// the wrong type is an InvalidParams error whose data names the field
-// ("steps[0].argv"). Absent or null params decode as {}.
-func DecodeParams(raw json.RawMessage, v any) error {
-	return decodeParams(raw, v, true)
-}
-
-// decodeParams is DecodeParams with the unknown-member check optional, for
-// the LSP messages whose clients add members of their own.
-func decodeParams(raw json.RawMessage, v any, strict bool) error {
+// decodeParams decodes a message's params into v: member names match
+// exactly (case-sensitively), a value of the wrong type, or with strict a
+// member v does not have, is an InvalidParams error whose data names the
+// field ("steps[0].argv"). Absent or null params decode as {}. strict is
+// off for the LSP messages whose clients add members of their own.
+func decodeParams(raw []byte, v any, strict bool) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}")

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-
-	"go.lsp.dev/jsonrpc2"
 )
 
 // Session is what a tool sees of the connection it serves: the client's
@@ -59,7 +57,7 @@ func (s *Session) LogMessage(typ MessageType, format string, args ...any) {
 // reach the client before the response that names it. fn runs exactly
 // once: after the response, or at the session's end at the latest.
 func (s *Session) AfterReply(ctx context.Context, fn func()) {
-	s.srv.afterReplyFor(ctx, fn)
+	s.srv.afterReply(ctx, fn)
 }
 
 // Detach tells the server that the request ctx serves will take long but
@@ -71,14 +69,10 @@ func (s *Session) Detach(ctx context.Context) {
 }
 
 // Call sends a request to the client and decodes its result into result
-// (which may be nil).
+// (which may be nil). The client's error answer comes back as an *Error.
 func (s *Session) Call(ctx context.Context, method string, params, result any) error {
-	p, err := json.Marshal(params)
+	raw, err := s.srv.callClient(ctx, method, params)
 	if err != nil {
-		return err
-	}
-	var raw jsonrpc2.RawMessage
-	if _, err := s.srv.conn.Call(ctx, method, jsonrpc2.RawMessage(p), &raw); err != nil {
 		return err
 	}
 	if result != nil && len(raw) > 0 {

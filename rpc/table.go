@@ -6,45 +6,78 @@ import (
 	"slices"
 )
 
-// Handler serves one request. It returns the result to send, or an error:
-// an *Error goes out with its code and data, anything else as -32603. ctx is
-// cancelled by $/cancelRequest and at the session's end.
-type Handler func(ctx context.Context, s *Session, params json.RawMessage) (any, error)
+// method is one request method of the table.
+type method struct {
+	// serve decodes the params, runs the handler and encodes its result.
+	serve func(ctx context.Context, s *Session, params []byte) ([]byte, error)
+	// inline methods never block: they run on the read loop.
+	inline bool
+}
 
-// NotificationHandler handles one notification from the client.
-type NotificationHandler func(ctx context.Context, s *Session, params json.RawMessage)
+// notificationHandler decodes a notification's params and handles it.
+type notificationHandler func(ctx context.Context, s *Session, params []byte) error
 
-// Table is the method table: the requests and notifications the tools serve,
-// and the notifications they may send. Tools register into it before the
-// server starts; it is read-only afterwards.
+// Table is the method table: the requests and notifications the tools
+// serve, with their types, and the notifications and requests they may
+// send. Tools register into it before the server starts; it is read-only
+// afterwards.
 type Table struct {
-	methods       map[string]Handler
-	inline        map[string]bool // methods that never block: served on the read loop
-	notifications map[string]NotificationHandler
+	methods       map[string]*method
+	notifications map[string]notificationHandler
 	sends         []string // notifications the tools may send
 	requests      []string // requests the tools may send the client
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{methods: make(map[string]Handler), inline: make(map[string]bool), notifications: make(map[string]NotificationHandler)}
+	return &Table{methods: make(map[string]*method), notifications: make(map[string]notificationHandler)}
 }
 
-// Handle registers the handler of a request method.
-func (t *Table) Handle(method string, h Handler) { t.methods[method] = h }
-
-// HandleInline registers the handler of a request method that never
-// blocks and answers in microseconds (a snapshot under a lock): it runs on
-// the read loop, without the goroutine handoff a concurrent request costs,
-// so requests after it wait that long.
-func (t *Table) HandleInline(method string, h Handler) {
-	t.methods[method] = h
-	t.inline[method] = true
+// Handle registers the handler of a request. The params are decoded
+// strictly into P before h runs (an unknown member or a value of the wrong
+// type is -32602 naming the field); the result is encoded with
+// encoding/json. h's ctx is cancelled by $/cancelRequest and at the
+// session's end. An *Error h returns goes out with its code and data,
+// anything else as -32603.
+func Handle[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.Context, s *Session, p *P) (*R, error)) {
+	t.methods[rt.Method()] = &method{serve: typed(h)}
 }
 
-// HandleNotification registers the handler of a client notification.
-func (t *Table) HandleNotification(method string, h NotificationHandler) {
-	t.notifications[method] = h
+// HandleInline is Handle for a request that never blocks and answers in
+// microseconds (a snapshot under a lock): it runs on the read loop,
+// without the goroutine a concurrent request costs, so the requests after
+// it wait that long.
+func HandleInline[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.Context, s *Session, p *P) (*R, error)) {
+	t.methods[rt.Method()] = &method{serve: typed(h), inline: true}
+}
+
+// typed wraps a typed handler in the decoding and encoding of its types.
+func typed[P, R any](h func(ctx context.Context, s *Session, p *P) (*R, error)) func(context.Context, *Session, []byte) ([]byte, error) {
+	return func(ctx context.Context, s *Session, params []byte) ([]byte, error) {
+		var p P
+		if err := decodeParams(params, &p, true); err != nil {
+			return nil, err
+		}
+		r, err := h(ctx, s, &p)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(r)
+	}
+}
+
+// HandleNotification registers the handler of a client notification. Its
+// params are decoded leniently (LSP clients add members of their own); a
+// notification whose params do not decode is logged and dropped.
+func HandleNotification[P any](t *Table, nt NotificationType[P], h func(ctx context.Context, s *Session, p *P)) {
+	t.notifications[nt.Method()] = func(ctx context.Context, s *Session, params []byte) error {
+		var p P
+		if err := decodeParams(params, &p, false); err != nil {
+			return err
+		}
+		h(ctx, s, &p)
+		return nil
+	}
 }
 
 // Sends records notifications the tools may send, for capabilities.

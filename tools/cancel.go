@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/toolhost/toolhost/rpc"
@@ -11,11 +10,7 @@ import (
 // cancel stops a handle's processes (TERM to the group, the grace, then
 // KILL) and answers with its final ToolResult once they are gone. A handle
 // that already ended answers its final result again.
-func (t *Tools) cancel(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
-	var p rpc.CancelParams
-	if err := rpc.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *rpc.CancelParams) (*rpc.ToolResult, error) {
 	if p.HandleID == "" {
 		return nil, rpc.InvalidParams("handleId", "required")
 	}
@@ -42,7 +37,8 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, raw json.RawMessage)
 		return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodCancel, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
 			"request cancelled before the handle's processes were gone")
 	}
-	return toolResult(cmd.Result()), nil
+	res := toolResult(cmd.Result())
+	return &res, nil
 }
 
 // handleNotFound is the error for an unknown handle.

@@ -2,39 +2,42 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/toolhost/toolhost/rpc"
 )
 
+// DebugSleepParams are the params of debug/sleep.
+type DebugSleepParams struct {
+	Ms int64 `json:"ms"`
+}
+
+// DebugSleepResult is the result of debug/sleep.
+type DebugSleepResult struct {
+	Slept int64 `json:"slept"`
+}
+
 // Debug methods, served only with --debug-methods: they let the tests drive
 // what no real method should do through the real binary.
-const (
-	// MethodDebugPanic panics in its handler.
-	MethodDebugPanic = "debug/panic"
-	// MethodDebugSleep waits for ms milliseconds or until it is cancelled.
-	MethodDebugSleep = "debug/sleep"
+var (
+	// DebugPanicRequest panics in its handler.
+	DebugPanicRequest = rpc.RequestType[rpc.Null, rpc.Null]("debug/panic")
+	// DebugSleepRequest waits for ms milliseconds or until it is cancelled.
+	DebugSleepRequest = rpc.RequestType[DebugSleepParams, DebugSleepResult]("debug/sleep")
 )
 
 // RegisterDebug puts the debug methods into the table.
 func (t *Tools) RegisterDebug(tab *rpc.Table) {
-	tab.Handle(MethodDebugPanic, func(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
+	rpc.Handle(tab, DebugPanicRequest, func(ctx context.Context, s *rpc.Session, _ *rpc.Null) (*rpc.Null, error) {
 		panic("debug/panic was called")
 	})
-	tab.Handle(MethodDebugSleep, func(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
-		var p struct {
-			Ms int64 `json:"ms"`
-		}
-		if err := rpc.DecodeParams(raw, &p); err != nil {
-			return nil, err
-		}
+	rpc.Handle(tab, DebugSleepRequest, func(ctx context.Context, s *rpc.Session, p *DebugSleepParams) (*DebugSleepResult, error) {
 		s.Detach(ctx)
 		timer := time.NewTimer(time.Duration(p.Ms) * time.Millisecond)
 		defer timer.Stop()
 		select {
 		case <-timer.C:
-			return map[string]int64{"slept": p.Ms}, nil
+			return &DebugSleepResult{Slept: p.Ms}, nil
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,19 +31,15 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 		return nil, err
 	}
 
-	artifactsDir, tempDir, err := t.artifactsDir(opts.ArtifactsDir)
+	artifacts, err := openArtifactsDir(t.cfg.ArtifactsDir, opts.ArtifactsDir)
 	if err != nil {
 		return nil, err
 	}
-	cleanup := func() {
-		if tempDir != "" {
-			os.RemoveAll(tempDir)
-		}
-	}
-	ws, err := workspace.Open(workspace.Config{Root: root, ReadRoots: readRoots, ArtifactsDir: artifactsDir})
+	cleanup := func() { artifacts.remove(false) }
+	ws, err := workspace.Open(workspace.Config{Root: root, ReadRoots: readRoots, ArtifactsDir: artifacts.path})
 	if err != nil {
 		cleanup()
-		return nil, initError(err)
+		return nil, initError("rootUri", err)
 	}
 
 	killGrace := t.cfg.KillGrace
@@ -101,7 +96,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 	t.ws, t.mgr = ws, mgr
 	t.outputLimit = outputLimit
 	t.killGrace = killGrace
-	t.tempDir = tempDir
+	t.artifacts = artifacts
 	t.mu.Unlock()
 	t.log.Info("workspace ready", "root", ws.Root(), "readRoots", ws.ReadRoots(), "artifactsDir", ws.ArtifactsDir())
 
@@ -141,15 +136,15 @@ func (t *Tools) chooseRoot(p *rpc.InitializeParams) (string, error) {
 	if client == "" {
 		return t.cfg.Root, nil
 	}
-	inside, err := within(client, []string{t.cfg.Root})
-	if err != nil {
-		return "", initError(err)
+	if !filepath.IsAbs(client) {
+		return "", rpc.InvalidParams(field, "must be an absolute path, not %q", client)
 	}
-	if !inside {
+	dir, err := narrow(workspace.Config{Root: t.cfg.Root}, field, client)
+	if errors.Is(err, workspace.ErrOutside) {
 		return "", rpc.NewError(rpc.CodePathOutsideWorkspace, &rpc.ErrorData{Field: field, Path: client, Reason: "the client may narrow --root, never widen it"},
 			"%s %q is outside the server's --root %q", field, client, t.cfg.Root)
 	}
-	return client, nil
+	return dir, err
 }
 
 // chooseReadRoots returns the read roots: the command line's, narrowed by
@@ -177,62 +172,42 @@ func (t *Tools) chooseReadRoots(root string, client []string) ([]string, error) 
 	if t.cfg.Root == "" && len(t.cfg.ReadRoots) == 0 {
 		return paths, nil
 	}
-	allowed := append([]string{root}, t.cfg.ReadRoots...)
+	bounds := workspace.Config{Root: root, ReadRoots: t.cfg.ReadRoots}
 	for i, path := range paths {
-		inside, err := within(path, allowed)
-		if err != nil {
-			return nil, initError(err)
-		}
-		if !inside {
+		field := fmt.Sprintf("initializationOptions.readRoots[%d]", i)
+		dir, err := narrow(bounds, field, path)
+		if errors.Is(err, workspace.ErrOutside) {
 			return nil, rpc.NewError(rpc.CodePathOutsideWorkspace,
-				&rpc.ErrorData{Field: fmt.Sprintf("initializationOptions.readRoots[%d]", i), Path: path, Reason: "the client may narrow the command line's roots, never widen them"},
+				&rpc.ErrorData{Field: field, Path: path, Reason: "the client may narrow the command line's roots, never widen them"},
 				"read root %q is outside the server's --root and --read-root", path)
 		}
+		if err != nil {
+			return nil, err
+		}
+		paths[i] = dir
 	}
 	return paths, nil
 }
 
-// artifactsDir returns the artifacts directory: --artifacts-dir, else the
-// client's, else a new private temporary one (returned as tempDir too, to
-// remove at the end).
-func (t *Tools) artifactsDir(client string) (dir, tempDir string, err error) {
-	dir = t.cfg.ArtifactsDir
-	if dir == "" {
-		dir = client
-	}
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "toolhost-artifacts-")
-		if err != nil {
-			return "", "", fmt.Errorf("cannot create the artifacts directory: %w", err)
-		}
-		return tmp, tmp, nil
-	}
-	if !filepath.IsAbs(dir) {
-		return "", "", rpc.InvalidParams("initializationOptions.artifactsDir", "must be an absolute path, not %q", dir)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", "", rpc.NewError(rpc.CodeNotFound, &rpc.ErrorData{Path: dir, Reason: err.Error()}, "cannot create the artifacts directory %q", dir)
-	}
-	return dir, "", nil
-}
-
-// within reports whether path, resolved, lies inside one of roots,
-// resolved, on path-component boundaries.
-func within(path string, roots []string) (bool, error) {
-	real, err := filepath.EvalSymlinks(path)
+// narrow resolves a directory the client names, field, through a
+// workspace opened on bounds: the same os.Root handles and rules as every
+// file request, so a symlink that leads out of bounds is refused, not
+// followed. It returns the directory's real path; a path out of bounds is
+// an error matching workspace.ErrOutside.
+func narrow(bounds workspace.Config, field, path string) (string, error) {
+	ws, err := workspace.Open(bounds)
 	if err != nil {
-		return false, fmt.Errorf("%w: %s: %v", workspace.ErrNotFound, path, err)
+		return "", initError(field, err)
 	}
-	for _, r := range roots {
-		rr, err := filepath.EvalSymlinks(r)
-		if err != nil {
-			continue
+	defer ws.Close()
+	dir, err := ws.Dir(path)
+	if err != nil {
+		if errors.Is(err, workspace.ErrOutside) {
+			return "", err
 		}
-		if real == rr || strings.HasPrefix(real, strings.TrimSuffix(rr, "/")+"/") {
-			return true, nil
-		}
+		return "", initError(field, err)
 	}
-	return false, nil
+	return dir, nil
 }
 
 // uriPath returns the path of a file URI.
@@ -250,8 +225,9 @@ func uriPath(uri string) (string, error) {
 	return u.Path, nil
 }
 
-// initError maps a workspace error from initialize to a wire error.
-func initError(err error) error {
+// initError maps a workspace error about a root the client's field names
+// to a wire error.
+func initError(field string, err error) error {
 	var pe *workspace.PathError
 	path := ""
 	if errors.As(err, &pe) {
@@ -261,7 +237,7 @@ func initError(err error) error {
 	case errors.Is(err, workspace.ErrNotFound):
 		return rpc.NewError(rpc.CodeNotFound, &rpc.ErrorData{Path: path, Reason: "the root does not exist"}, "%v", err)
 	case errors.Is(err, workspace.ErrNotRegular):
-		return rpc.NewError(rpc.CodeInvalidParams, &rpc.ErrorData{Field: "rootUri", Path: path, Reason: "the root is not a directory"}, "%v", err)
+		return rpc.NewError(rpc.CodeInvalidParams, &rpc.ErrorData{Field: field, Path: path, Reason: "the root is not a directory"}, "%v", err)
 	}
 	return wsError(err)
 }
@@ -271,7 +247,7 @@ func initError(err error) error {
 // ctx ends). The first call also removes the artifacts, unless kept.
 func (t *Tools) Shutdown(ctx context.Context) {
 	t.mu.Lock()
-	mgr, ws, tempDir := t.mgr, t.ws, t.tempDir
+	mgr, artifacts := t.mgr, t.artifacts
 	first := !t.shutdown
 	t.shutdown = true
 	t.mu.Unlock()
@@ -292,9 +268,9 @@ func (t *Tools) Shutdown(ctx context.Context) {
 	case <-ctx.Done():
 		t.log.Warn("toolResult senders still running at shutdown")
 	}
-	if first && ws != nil && tempDir != "" && !t.cfg.KeepArtifacts {
-		// The manager removed the artifacts' contents; the temporary
-		// directory itself is ours.
-		os.RemoveAll(tempDir)
+	if first {
+		// The manager removed the artifacts' contents; the directory
+		// itself is ours.
+		artifacts.remove(t.cfg.KeepArtifacts)
 	}
 }

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -12,11 +11,7 @@ import (
 
 // longRunning starts a command, or a recipe of steps, behind a handle and
 // answers at once. The handle ends in exactly one toolResult notification.
-func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
-	var p rpc.LongRunningParams
-	if err := rpc.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunningParams) (*rpc.LongRunningResult, error) {
 	ws, mgr := t.state()
 	spec, err := t.commandSpec(ws, &p.RunCommandParams, len(p.Steps) > 0)
 	if err != nil {
@@ -71,7 +66,7 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, raw json.RawMes
 		s.NotifyCritical(rpc.NotifyToolResult, res)
 	})
 
-	return rpc.LongRunningResult{
+	return &rpc.LongRunningResult{
 		HandleID:       cmd.HandleID(),
 		CommandID:      cmd.ID(),
 		PID:            cmd.PID(),
@@ -122,12 +117,7 @@ func (t *Tools) untrackToken(tok rpc.ProgressToken) {
 }
 
 // workDoneProgressCancel cancels the command behind a progress token.
-func (t *Tools) workDoneProgressCancel(_ context.Context, s *rpc.Session, raw json.RawMessage) {
-	var p rpc.WorkDoneProgressCancelParams
-	if err := json.Unmarshal(raw, &p); err != nil {
-		t.log.Warn("malformed window/workDoneProgress/cancel", "err", err)
-		return
-	}
+func (t *Tools) workDoneProgressCancel(_ context.Context, s *rpc.Session, p *rpc.WorkDoneProgressCancelParams) {
 	t.mu.Lock()
 	cmd := t.tokens[p.Token.String()]
 	t.mu.Unlock()

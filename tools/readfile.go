@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
@@ -14,11 +13,7 @@ const maxReadBytes = 64 << 20
 
 // readFile reads a file, or a range of its lines, inside the root, a read
 // root or the artifacts directory.
-func (t *Tools) readFile(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
-	var p rpc.ReadFileParams
-	if err := rpc.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *rpc.ReadFileParams) (*rpc.ReadFileResult, error) {
 	switch {
 	case p.Path == "":
 		return nil, rpc.InvalidParams("path", "required")
@@ -36,7 +31,7 @@ func (t *Tools) readFile(ctx context.Context, s *rpc.Session, raw json.RawMessag
 	if err != nil {
 		return nil, wsError(err)
 	}
-	return rpc.ReadFileResult{
+	return &rpc.ReadFileResult{
 		Path:       r.Path,
 		Content:    r.Content,
 		Encoding:   rpc.Encoding(r.Encoding),

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/toolhost/toolhost/rpc"
 )
@@ -10,13 +9,9 @@ import (
 // runCommand runs a command to completion and answers with its ToolResult.
 // $/cancelRequest stops the command's whole process group and answers
 // -32800 with the partial result in error.data.partial.
-func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
-	var p rpc.RunCommandParams
-	if err := rpc.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunCommandParams) (*rpc.ToolResult, error) {
 	ws, mgr := t.state()
-	spec, err := t.commandSpec(ws, &p, false)
+	spec, err := t.commandSpec(ws, p, false)
 	if err != nil {
 		return nil, err
 	}
@@ -45,5 +40,5 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, raw json.RawMess
 	}
 	res := toolResult(cmd.Result())
 	w.finish(res)
-	return res, nil
+	return &res, nil
 }

@@ -58,7 +58,7 @@ type Tools struct {
 	mgr         *process.Manager
 	outputLimit int64
 	killGrace   time.Duration
-	tempDir     string                      // a temporary artifacts dir to remove at the end
+	artifacts   *artifactsDir               // created by Initialize, removed by Shutdown
 	tokens      map[string]*process.Command // commands behind $/progress tokens, for window/workDoneProgress/cancel
 	shutdown    bool
 
@@ -95,13 +95,13 @@ func NewServer(cfg Config, opts rpc.Options) *rpc.Server {
 
 // Register puts the tools' methods into the table.
 func (t *Tools) Register(tab *rpc.Table) {
-	tab.Handle(rpc.MethodRunCommand, t.runCommand)
-	tab.Handle(rpc.MethodLongRunning, t.longRunning)
-	tab.Handle(rpc.MethodCancel, t.cancel)
-	tab.Handle(rpc.MethodReadFile, t.readFile)
-	tab.Handle(rpc.MethodWriteFile, t.writeFile)
-	tab.HandleInline(rpc.MethodProgress, t.progress) // a snapshot under a lock
-	tab.HandleNotification(rpc.NotifyWorkDoneProgressCancel, t.workDoneProgressCancel)
+	rpc.Handle(tab, rpc.RunCommandRequest, t.runCommand)
+	rpc.Handle(tab, rpc.LongRunningRequest, t.longRunning)
+	rpc.Handle(tab, rpc.CancelRequest, t.cancel)
+	rpc.Handle(tab, rpc.ReadFileRequest, t.readFile)
+	rpc.Handle(tab, rpc.WriteFileRequest, t.writeFile)
+	rpc.HandleInline(tab, rpc.ProgressRequest, t.progress) // a snapshot under a lock
+	rpc.HandleNotification(tab, rpc.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
 	tab.Sends(rpc.NotifyToolResult, rpc.NotifyStepTransition, rpc.NotifyHeartbeat, rpc.NotifyOutput,
 		rpc.NotifyProgress, rpc.NotifyLogMessage)
 	tab.SendsRequests(rpc.MethodWorkDoneProgressCreate)

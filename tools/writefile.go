@@ -2,18 +2,13 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
 )
 
 // writeFile writes a file atomically inside the root.
-func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, raw json.RawMessage) (any, error) {
-	var p rpc.WriteFileParams
-	if err := rpc.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, p *rpc.WriteFileParams) (*rpc.WriteFileResult, error) {
 	if p.Path == "" {
 		return nil, rpc.InvalidParams("path", "required")
 	}
@@ -31,5 +26,5 @@ func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, raw json.RawMessa
 	if err != nil {
 		return nil, wsError(err)
 	}
-	return rpc.WriteFileResult{Path: r.Path, Size: r.Size, Sha256: r.Sha256}, nil
+	return &rpc.WriteFileResult{Path: r.Path, Size: r.Size, Sha256: r.Sha256}, nil
 }

@@ -1,0 +1,864 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// Lifecycle is what the tools do at the edges of a session.
+type Lifecycle interface {
+	// Initialize sets the session up from the client's params. It returns
+	// the result with Workspace and Capabilities.OutputLimitBytes filled;
+	// the server fills the rest.
+	Initialize(ctx context.Context, s *Session, p *InitializeParams) (*InitializeResult, error)
+	// Shutdown ends all work the session started: every command is
+	// cancelled, its processes are gone and its result is sent before it
+	// returns, or ctx ends. It may be called more than once.
+	Shutdown(ctx context.Context)
+}
+
+// Options configure a Server.
+type Options struct {
+	// Framing is FramingAuto (the default), FramingHeader or FramingNDJSON.
+	Framing string
+	// MaxMessageBytes is the largest message read (default 16 MiB).
+	MaxMessageBytes int64
+	// EOFGrace is how long requests in flight when the input ends may take
+	// to finish before they are cancelled (default 30 s).
+	EOFGrace time.Duration
+	// EndTimeout bounds the session's end: stopping work, answering
+	// requests and flushing output (default 30 s).
+	EndTimeout time.Duration
+	// Version is the server version for serverInfo.
+	Version string
+	// Logger receives logs; never stdout.
+	Logger *slog.Logger
+	// Table holds the methods served.
+	Table *Table
+	// Lifecycle is told when the session starts and ends.
+	Lifecycle Lifecycle
+}
+
+// lifecycleState is where a session is in its lifecycle.
+type lifecycleState int
+
+const (
+	stateNew         lifecycleState = iota // before initialize
+	stateInitialized                       // serving
+	stateShutdown                          // after shutdown: only exit is valid
+	stateEnding                            // the session is ending
+)
+
+// Causes of a request's cancellation.
+var (
+	errCancelRequested = errors.New("cancelled by $/cancelRequest")
+	errShuttingDown    = errors.New("the server is shutting down")
+	errSessionEnded    = errors.New("the session is ending")
+)
+
+// maxBusy is how many requests may compute at once; see Server.busy.
+const maxBusy = 32
+
+// Server serves one session of JSON-RPC over a byte stream. It owns its
+// dispatch: one read loop (Serve's) reads and decodes each message once,
+// one table of requests in flight knows which request every answer belongs
+// to, and one writer (the outbox) sends everything.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	session *Session
+
+	framing string  // decided once the first byte is read
+	out     *outbox // the one outbound writer
+
+	root    context.Context // parent of every request context
+	endRoot context.CancelCauseFunc
+
+	// handlers counts the goroutines that run concurrent handlers; End
+	// waits for them (within EndTimeout).
+	handlers sync.WaitGroup
+
+	mu sync.Mutex
+	// state and shutdownSeen are guarded by mu.
+	state        lifecycleState
+	shutdownSeen bool
+	// inflight is the table of requests in flight, by id, guarded by mu. A
+	// request enters when it is read and leaves when its response is
+	// queued (a batch member: when the batch's answer is queued), never
+	// merely when its handler returns, so that nothing waiting on it (EOF,
+	// the session's end, AfterReply) runs before the client can have the
+	// answer.
+	inflight map[jsonrpc2.ID]*request
+	// busy counts the requests in inflight that still compute: not
+	// detached (Session.Detach). The read loop reads no new request while
+	// busy is at maxBusy, so a burst of requests whose answers the client
+	// does not read cannot pile up in memory. Guarded by mu.
+	busy int
+	idle *sync.Cond // broadcast when inflight empties, and at the end
+	// calls are the server's own requests to the client that await an
+	// answer, by id; nextCall numbers them. Guarded by mu.
+	calls    map[jsonrpc2.ID]chan callAnswer
+	nextCall int64
+
+	// room is signalled (capacity 1) when the outbox drains or a busy
+	// request ends; the read loop waits on it for room to go on.
+	room chan struct{}
+
+	endOnce  sync.Once
+	ended    chan struct{} // closed when the session has ended
+	exitCode int           // set before ended is closed
+}
+
+// request is one request in flight.
+type request struct {
+	id     jsonrpc2.ID
+	method string
+	cancel context.CancelCauseFunc
+	batch  *batch // the batch it came in, or nil
+	// detached and afterReply are guarded by Server.mu. afterReply runs
+	// once the response is queued, or at the session's end; either way
+	// exactly once, since it is taken from the request under the lock.
+	detached   bool
+	afterReply []func()
+}
+
+// batch collects the answers to the requests of one batch; the answer
+// array is queued when the last of them is done.
+type batch struct {
+	mu      sync.Mutex
+	answers [][]byte   // encoded responses, in the order they finished; guarded by mu
+	members []*request // the requests answered, to retire once queued; guarded by mu
+	pending int        // requests still computing; guarded by mu
+}
+
+// callAnswer is a client's answer to a request the server sent.
+type callAnswer struct {
+	result json.RawMessage
+	err    *Error
+}
+
+// NewServer returns a server for one session.
+func NewServer(opts Options) *Server {
+	if opts.Framing == "" {
+		opts.Framing = FramingAuto
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = 16 << 20
+	}
+	if opts.EOFGrace <= 0 {
+		opts.EOFGrace = 30 * time.Second
+	}
+	if opts.EndTimeout <= 0 {
+		opts.EndTimeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Table == nil {
+		opts.Table = NewTable()
+	}
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger,
+		inflight: make(map[jsonrpc2.ID]*request),
+		calls:    make(map[jsonrpc2.ID]chan callAnswer),
+		room:     make(chan struct{}, 1),
+		ended:    make(chan struct{}),
+	}
+	s.idle = sync.NewCond(&s.mu)
+	s.session = &Session{srv: s}
+	s.root, s.endRoot = context.WithCancelCause(context.Background())
+	return s
+}
+
+// Serve serves the session on in and out until it ends, and returns the
+// process exit code: 0 if shutdown came before the end, else 1.
+//
+// The read loop runs on a goroutine of its own, so that exit or a signal
+// can end the session while it blocks in a read. Serve waits for it when
+// the input ends; when the session ends otherwise, a read of a real stdin
+// cannot be interrupted, and the loop is left blocked in it for the
+// process's exit to end (it handles nothing more: the session has ended).
+func (s *Server) Serve(in io.Reader, out io.Writer) int {
+	br := bufio.NewReaderSize(in, 64<<10)
+	s.framing = s.opts.Framing
+	if s.framing == FramingAuto {
+		f, err := detectFraming(br)
+		if err != nil {
+			s.log.Info("input ended before any message", "err", err)
+			f = FramingNDJSON
+		}
+		s.framing = f
+	}
+	s.log.Debug("serving", "framing", s.framing)
+	s.out = newOutbox(out, s.framing, s.log)
+	s.out.onDrain = s.signalRoom
+	go s.out.run() // owned by Serve: End flushes it and waits for it
+
+	fr := &frameReader{in: br, framing: s.framing, max: s.opts.MaxMessageBytes, log: s.log,
+		answer: func(b []byte) { s.out.send(b, false) }}
+	go s.readLoop(fr) // owned by Serve; see above
+	<-s.ended
+	return s.exitCode
+}
+
+// readLoop reads and dispatches messages until the input ends, then gives
+// the requests in flight EOFGrace to finish and ends the session.
+func (s *Server) readLoop(fr *frameReader) {
+	for {
+		frame, err := fr.next()
+		if err != nil {
+			if err != io.EOF {
+				s.log.Warn("input failed", "err", err)
+			}
+			break
+		}
+		s.dispatch(frame)
+	}
+	s.log.Info("input closed; waiting for requests in flight", "grace", s.opts.EOFGrace)
+	s.waitIdle(s.opts.EOFGrace)
+	s.End("input closed")
+}
+
+// dispatch handles one frame, which it owns: a message, or a batch of them.
+func (s *Server) dispatch(frame []byte) {
+	frame = bytes.TrimSpace(frame)
+	switch frame[0] {
+	case '{':
+		m, ok := s.parse(frame)
+		if !ok {
+			return
+		}
+		s.waitRoom(m.kind == jsonrpc2.MessageViewCall)
+		s.handle(m, nil)
+	case '[':
+		s.dispatchBatch(frame)
+	default:
+		if !json.Valid(frame) {
+			s.answerError(jsonrpc2.ID{}, NewError(CodeParseError, &ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON"))
+			return
+		}
+		s.answerError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a message must be an object or a batch array"}, "invalid request: not an object"))
+	}
+}
+
+// dispatchBatch handles a batch: each member as a message of its own, the
+// answers to its requests sent together in one array.
+func (s *Server) dispatchBatch(frame []byte) {
+	var members []json.RawMessage
+	if err := json.Unmarshal(frame, &members); err != nil {
+		s.answerError(jsonrpc2.ID{}, NewError(CodeParseError, &ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON"))
+		return
+	}
+	if len(members) == 0 {
+		s.answerError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a batch must not be empty"}, "invalid request: empty batch"))
+		return
+	}
+	s.waitRoom(true)
+	b := &batch{pending: 1} // held until every member is dispatched
+	for _, raw := range members {
+		if raw = bytes.TrimSpace(raw); raw[0] != '{' {
+			b.add(nil, encodeError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a batch member must be an object"}, "invalid request: not an object")))
+			continue
+		}
+		m, ok := s.parseMember(raw, b)
+		if !ok {
+			continue
+		}
+		if m.kind == jsonrpc2.MessageViewCall {
+			b.mu.Lock()
+			b.pending++
+			b.mu.Unlock()
+		}
+		s.handle(m, b)
+	}
+	s.finishBatchMember(b, nil, nil)
+}
+
+// message is one inbound message. Its method is a copy; params and result
+// borrow the frame, which the message's handler then owns.
+type message struct {
+	kind   jsonrpc2.MessageViewKind
+	id     jsonrpc2.ID
+	method string
+	params []byte
+	result []byte
+	err    *Error // a response's error
+}
+
+// parse decodes one message of a frame. An invalid one is answered (under
+// its id when it has a valid one) and parse reports false.
+func (s *Server) parse(frame []byte) (message, bool) {
+	m, id, e := decodeMessage(frame)
+	if e != nil {
+		s.answerInvalid(frame, id, e)
+		return message{}, false
+	}
+	return m, true
+}
+
+// parseMember is parse for a member of batch b: its error answer joins
+// the batch's.
+func (s *Server) parseMember(frame []byte, b *batch) (message, bool) {
+	m, id, e := decodeMessage(frame)
+	if e != nil {
+		if e.Code != 0 {
+			b.add(nil, encodeError(id, e))
+		} else {
+			s.log.Warn("dropping a malformed response from the client", "frame", clip(string(frame), 200))
+		}
+		return message{}, false
+	}
+	return m, true
+}
+
+// answerInvalid answers an invalid message; a malformed response (code 0)
+// is dropped with a warning, since nothing answers a response.
+func (s *Server) answerInvalid(frame []byte, id jsonrpc2.ID, e *Error) {
+	if e.Code == 0 {
+		s.log.Warn("dropping a malformed response from the client", "frame", clip(string(frame), 200))
+		return
+	}
+	s.answerError(id, e)
+}
+
+// handle serves one decoded message; b is its batch, or nil.
+func (s *Server) handle(m message, b *batch) {
+	switch m.kind {
+	case jsonrpc2.MessageViewNotification:
+		s.notification(m.method, m.params)
+	case jsonrpc2.MessageViewResponseResult, jsonrpc2.MessageViewResponseError:
+		s.deliver(m)
+	case jsonrpc2.MessageViewCall:
+		s.call(m, b)
+	}
+}
+
+// call serves a request: lifecycle methods and inline methods on the read
+// loop, in wire order; every other method on a goroutine of its own, so
+// that a slow request never delays the next.
+func (s *Server) call(m message, b *batch) {
+	ctx, cancel := context.WithCancelCause(s.root)
+	req := &request{id: m.id, method: m.method, cancel: cancel, batch: b}
+	ctx = context.WithValue(ctx, requestKey{}, req)
+
+	s.mu.Lock()
+	state := s.state
+	_, dup := s.inflight[m.id]
+	if !dup {
+		s.inflight[m.id] = req
+		s.busy++
+	}
+	s.mu.Unlock()
+	if dup {
+		// Not entered: answered without touching the one in flight.
+		cancel(nil)
+		e := NewError(CodeInvalidRequest, &ErrorData{Method: m.method, Reason: fmt.Sprintf("id %v is already in flight", m.id)}, "invalid request: id already in flight")
+		if b != nil {
+			s.finishBatchMember(b, nil, encodeError(m.id, e))
+		} else {
+			s.answerError(m.id, e)
+		}
+		return
+	}
+
+	switch m.method {
+	case MethodInitialize:
+		res, e := s.initialize(ctx, m.params)
+		s.reply(req, res, e)
+		return
+	case MethodShutdown:
+		res, e := s.shutdown()
+		s.reply(req, res, e)
+		return
+	}
+	var refuse *Error
+	switch state {
+	case stateNew:
+		refuse = NewError(CodeServerNotInitialized, &ErrorData{Method: m.method, Reason: "send initialize first"}, "server not initialized")
+	case stateShutdown:
+		refuse = NewError(CodeInvalidRequest, &ErrorData{Method: m.method, Reason: "the server is shutting down; only exit is accepted"}, "invalid request: server is shutting down")
+	case stateEnding:
+		refuse = NewError(CodeInvalidRequest, &ErrorData{Method: m.method, Reason: "the session is ending"}, "invalid request: session is ending")
+	}
+	if refuse != nil {
+		s.reply(req, nil, refuse)
+		return
+	}
+	h, ok := s.opts.Table.methods[m.method]
+	if !ok {
+		s.reply(req, nil, NewError(CodeMethodNotFound, &ErrorData{Method: m.method, Reason: "no such method"}, "method not found: %s", m.method))
+		return
+	}
+	if h.inline {
+		res, e := s.run(ctx, m.method, h, m.params)
+		s.reply(req, res, e)
+		return
+	}
+	s.handlers.Add(1)
+	go func() { // owned by Server: End waits on handlers
+		defer s.handlers.Done()
+		res, e := s.run(ctx, m.method, h, m.params)
+		s.reply(req, res, e)
+	}()
+}
+
+// requestKey is the context key of the *request a handler serves.
+type requestKey struct{}
+
+// run runs a handler, turning a panic into -32603 and an error returned
+// once the request was cancelled into -32800.
+func (s *Server) run(ctx context.Context, method string, h *method, params []byte) (res []byte, err *Error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
+			res, err = nil, NewError(CodeInternalError, &ErrorData{Method: method, Reason: fmt.Sprint(r)}, "internal error: %s failed", method)
+		}
+	}()
+	start := time.Now()
+	out, herr := h.serve(ctx, s.session, params)
+	s.log.Debug("request", "method", method, "duration", time.Since(start), "err", herr)
+	if herr != nil {
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && !errors.Is(herr, ErrRequestCancelled) {
+			herr = NewError(CodeRequestCancelled, &ErrorData{Method: method, Reason: cause.Error()}, "request cancelled: %v", cause)
+		}
+		return nil, toError(method, herr)
+	}
+	return out, nil
+}
+
+// reply queues the answer to req, a result (JSON) or an error, and retires
+// req. It is the only way a request leaves the table, so every request is
+// answered exactly once.
+func (s *Server) reply(req *request, result []byte, e *Error) {
+	req.cancel(nil)
+	var body []byte
+	if e != nil {
+		body = encodeError(req.id, e)
+	} else {
+		body = encodeResult(req.id, result)
+	}
+	if req.batch != nil {
+		s.finishBatchMember(req.batch, req, body)
+		return
+	}
+	s.out.send(body, false)
+	s.retire(req)
+}
+
+// add records one answer of the batch, and the request it answers.
+func (b *batch) add(req *request, answer []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if answer != nil {
+		b.answers = append(b.answers, answer)
+	}
+	if req != nil {
+		b.members = append(b.members, req)
+	}
+}
+
+// finishBatchMember records a member's answer (if any); once no member
+// computes, it queues the batch's answer array (none if no member was a
+// request) and retires its requests.
+func (s *Server) finishBatchMember(b *batch, req *request, answer []byte) {
+	b.mu.Lock()
+	if answer != nil {
+		b.answers = append(b.answers, answer)
+	}
+	if req != nil {
+		b.members = append(b.members, req)
+	}
+	b.pending--
+	done := b.pending == 0
+	answers, members := b.answers, b.members
+	b.mu.Unlock()
+	if !done {
+		return
+	}
+	if len(answers) > 0 {
+		s.out.send(encodeBatch(answers), false)
+	}
+	for _, r := range members {
+		s.retire(r)
+	}
+}
+
+// retire removes a request whose answer is queued from the table and runs
+// what waited for the answer.
+func (s *Server) retire(req *request) {
+	s.mu.Lock()
+	if s.inflight[req.id] == req {
+		delete(s.inflight, req.id)
+		if !req.detached {
+			s.busy--
+		}
+	}
+	fns := req.afterReply
+	req.afterReply = nil
+	if len(s.inflight) == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+	s.signalRoom()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// afterReply registers fn to run once the answer to the request ctx serves
+// is queued; without a request in flight, fn runs at once.
+func (s *Server) afterReply(ctx context.Context, fn func()) {
+	req, _ := ctx.Value(requestKey{}).(*request)
+	s.mu.Lock()
+	if req != nil && s.inflight[req.id] == req {
+		req.afterReply = append(req.afterReply, fn)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	fn()
+}
+
+// detach marks the request ctx serves as no longer computing.
+func (s *Server) detach(ctx context.Context) {
+	req, _ := ctx.Value(requestKey{}).(*request)
+	if req == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.inflight[req.id] == req && !req.detached {
+		req.detached = true
+		s.busy--
+	}
+	s.mu.Unlock()
+	s.signalRoom()
+}
+
+// signalRoom wakes the read loop if it waits for room.
+func (s *Server) signalRoom() {
+	select {
+	case s.room <- struct{}{}:
+	default:
+	}
+}
+
+// waitRoom waits until a message may be handled: while the outbox is over
+// its high-water mark, nothing is; while maxBusy requests compute, no
+// further request is (notifications, $/cancelRequest among them, still
+// are).
+func (s *Server) waitRoom(call bool) {
+	for {
+		s.mu.Lock()
+		ok := s.state == stateEnding || !call || s.busy < maxBusy
+		s.mu.Unlock()
+		if ok && s.out.hasRoom() {
+			return
+		}
+		<-s.room
+	}
+}
+
+// waitIdle waits until no request is in flight, the session ends, or d
+// passes.
+func (s *Server) waitIdle(d time.Duration) {
+	done := make(chan struct{})
+	go func() { // owned by waitIdle's caller through done; it ends when the table empties or at the end
+		s.mu.Lock()
+		for len(s.inflight) > 0 && s.state != stateEnding {
+			s.idle.Wait()
+		}
+		s.mu.Unlock()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// End ends the session, for the given reason: it cancels every request and
+// all work, answers what is in flight, flushes the output and then lets
+// Serve return. It is idempotent and may be called from any goroutine (a
+// signal handler, exit, the end of input).
+func (s *Server) End(reason string) {
+	s.endOnce.Do(func() {
+		s.mu.Lock()
+		code := 1
+		if s.shutdownSeen {
+			code = 0
+		}
+		s.state = stateEnding
+		// No answer that is still due may hold work back.
+		var fns []func()
+		for _, req := range s.inflight {
+			fns = append(fns, req.afterReply...)
+			req.afterReply = nil
+		}
+		s.idle.Broadcast()
+		s.mu.Unlock()
+		s.signalRoom()
+		s.log.Info("session ending", "reason", reason, "exitCode", code)
+
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.EndTimeout)
+		defer cancel()
+		s.endRoot(errSessionEnded)
+		for _, fn := range fns {
+			fn()
+		}
+		if s.opts.Lifecycle != nil {
+			s.opts.Lifecycle.Shutdown(ctx)
+		}
+		// Handlers answer once their contexts are cancelled; wait for them
+		// (within the bound) so that their answers are queued.
+		handlersDone := make(chan struct{})
+		go func() { // owned by End through handlersDone
+			s.handlers.Wait()
+			close(handlersDone)
+		}()
+		select {
+		case <-handlersDone:
+		case <-ctx.Done():
+			s.log.Warn("handlers still running at the end of the session")
+		}
+		if s.out != nil {
+			if err := s.out.flush(ctx); err != nil {
+				s.log.Warn("output not flushed", "err", err)
+			}
+			if n := s.out.dropped.Load(); n > 0 {
+				s.log.Warn("notifications dropped while the client read too slowly", "count", n)
+			}
+		}
+		s.exitCode = code
+		close(s.ended)
+	})
+}
+
+// notification handles a client notification on the read loop. Unknown
+// ones are ignored, as are all but exit and $/cancelRequest before
+// initialize.
+func (s *Server) notification(method string, params []byte) {
+	switch method {
+	case NotifyExit:
+		go s.End("exit") // owned by Serve through ended; End waits for handlers, and this is the read loop
+		return
+	case MethodCancelRequest:
+		s.cancelRequest(params)
+		return
+	case NotifyInitialized:
+		return
+	}
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	if state != stateInitialized {
+		return
+	}
+	h, ok := s.opts.Table.notifications[method]
+	if !ok {
+		s.log.Debug("ignoring unknown notification", "method", method)
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("notification handler panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	if err := h(s.root, s.session, params); err != nil {
+		s.log.Warn("bad notification", "method", method, "err", err)
+	}
+}
+
+// cancelRequest cancels the request in flight that $/cancelRequest names.
+func (s *Server) cancelRequest(params []byte) {
+	var p CancelRequestParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		s.log.Warn("malformed $/cancelRequest", "err", err)
+		return
+	}
+	id, ok := idFromJSON(p.ID)
+	if !ok {
+		s.log.Warn("$/cancelRequest without a valid id")
+		return
+	}
+	s.mu.Lock()
+	req := s.inflight[id]
+	s.mu.Unlock()
+	if req != nil {
+		req.cancel(errCancelRequested)
+	}
+}
+
+// initialize answers initialize, once.
+func (s *Server) initialize(ctx context.Context, raw []byte) ([]byte, *Error) {
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	if state != stateNew {
+		return nil, NewError(CodeInvalidRequest, &ErrorData{Method: MethodInitialize, Reason: "initialize may be sent once"}, "invalid request: already initialized")
+	}
+	var p InitializeParams
+	if err := decodeParams(raw, &p, false); err != nil {
+		return nil, toError(MethodInitialize, err)
+	}
+	if p.Capabilities != nil {
+		s.session.mu.Lock()
+		s.session.caps = *p.Capabilities
+		s.session.mu.Unlock()
+	}
+	res := &InitializeResult{}
+	if s.opts.Lifecycle != nil {
+		r, err := s.opts.Lifecycle.Initialize(ctx, s.session, &p)
+		if err != nil {
+			return nil, toError(MethodInitialize, err)
+		}
+		res = r
+	}
+	res.ServerInfo = ServerInfo{Name: "toolhost", Version: s.opts.Version}
+	res.Capabilities.Methods = s.opts.Table.methodNames()
+	res.Capabilities.Notifications = s.opts.Table.sentNames()
+	res.Capabilities.ServerRequests = append([]string{}, s.opts.Table.requests...)
+	res.Capabilities.Framing = s.framing
+	res.Capabilities.MaxMessageBytes = s.opts.MaxMessageBytes
+	if res.Workspace.ReadRoots == nil {
+		res.Workspace.ReadRoots = []string{}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, toError(MethodInitialize, err)
+	}
+	s.mu.Lock()
+	if s.state == stateNew {
+		s.state = stateInitialized
+	}
+	s.mu.Unlock()
+	return b, nil
+}
+
+// shutdown answers shutdown: requests in flight are cancelled and all work
+// ends before the answer; afterwards only exit is accepted.
+func (s *Server) shutdown() ([]byte, *Error) {
+	s.mu.Lock()
+	switch s.state {
+	case stateNew:
+		s.mu.Unlock()
+		return nil, NewError(CodeServerNotInitialized, &ErrorData{Method: MethodShutdown, Reason: "send initialize first"}, "server not initialized")
+	case stateShutdown, stateEnding:
+		s.mu.Unlock()
+		return nil, NewError(CodeInvalidRequest, &ErrorData{Method: MethodShutdown, Reason: "shutdown was already received"}, "invalid request: already shut down")
+	}
+	s.state = stateShutdown
+	s.shutdownSeen = true
+	for _, req := range s.inflight {
+		if req.method != MethodShutdown {
+			req.cancel(errShuttingDown)
+		}
+	}
+	s.mu.Unlock()
+	if s.opts.Lifecycle != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.EndTimeout)
+		defer cancel()
+		s.opts.Lifecycle.Shutdown(ctx)
+	}
+	return []byte("null"), nil
+}
+
+// callClient sends a request to the client and waits for its answer or
+// ctx's end.
+func (s *Server) callClient(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan callAnswer, 1)
+	s.mu.Lock()
+	s.nextCall++
+	id := jsonrpc2.NewNumberID(s.nextCall)
+	s.calls[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.calls, id)
+		s.mu.Unlock()
+	}()
+	s.out.send(jsonrpc2.AppendCall(nil, id, method, p), false)
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return nil, a.err
+		}
+		return a.result, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// deliver hands a client's response to the call that awaits it.
+func (s *Server) deliver(m message) {
+	s.mu.Lock()
+	ch := s.calls[m.id]
+	s.mu.Unlock()
+	if ch == nil {
+		s.log.Warn("dropping a response to no request of the server's", "id", m.id)
+		return
+	}
+	ch <- callAnswer{result: m.result, err: m.err} // capacity 1, one answer per id
+}
+
+// answerError queues an error answer that no request in flight owns (a bad
+// frame or message).
+func (s *Server) answerError(id jsonrpc2.ID, e *Error) {
+	s.out.send(encodeError(id, e), false)
+}
+
+// decodeMessage decodes one message object. It scans it without copying
+// (the library's zero-copy view); only a message the scan refuses is
+// decoded again, to say why. An invalid message comes back as an error to
+// answer under id; a malformed response as an error with code 0.
+func decodeMessage(frame []byte) (message, jsonrpc2.ID, *Error) {
+	v, err := jsonrpc2.ScanMessageView(frame)
+	if err == nil {
+		switch v.Kind {
+		case jsonrpc2.MessageViewCall, jsonrpc2.MessageViewNotification:
+			method, ok := v.MethodString()
+			idOK := v.IDRaw == nil || v.Kind == jsonrpc2.MessageViewCall // "id": null is not an id
+			paramsOK := len(v.Params) == 0 || v.Params[0] == '{' || v.Params[0] == '['
+			if ok && idOK && paramsOK {
+				id, _ := v.ID.ID()
+				return message{kind: v.Kind, id: id, method: strings.Clone(method), params: v.Params}, id, nil
+			}
+		case jsonrpc2.MessageViewResponseResult:
+			if id, ok := v.ID.ID(); ok {
+				return message{kind: v.Kind, id: id, result: v.Result}, id, nil
+			}
+		case jsonrpc2.MessageViewResponseError:
+			if id, ok := v.ID.ID(); ok {
+				e := &Error{Code: int(v.Error.Code)}
+				e.Message, _ = v.Error.MessageString()
+				if v.Error.Data != nil {
+					e.Data = new(ErrorData)
+					if json.Unmarshal(v.Error.Data, e.Data) != nil {
+						e.Data = nil
+					}
+				}
+				return message{kind: v.Kind, id: id, err: e}, id, nil
+			}
+		}
+	}
+	id, e := whyInvalid(frame)
+	return message{}, id, e
+}
