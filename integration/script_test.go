@@ -35,8 +35,10 @@ import (
 //	              "init ok" in the answer's place instead of the answer,
 //	              followed by the result's FIELDs (dotted paths such as
 //	              workspace.root), if named, as one JSON object. Only
-//	              lifecycle_initialize_answer spells out the whole answer;
-//	              scripts that test initialize itself send it with send.
+//	              lifecycle_initialize_answer may spell out the whole
+//	              answer (the test fails any other that does); scripts
+//	              that test initialize itself send it with send. For
+//	              example: init {"rootPath":"$ROOT/sub"} workspace.root
 //	send JSON     frame and send a message; wait for the response to a
 //	              request, or for the batch answer to a batch with a request
 //	notify JSON   frame and send a message; wait for nothing
@@ -75,6 +77,9 @@ func TestScripts(t *testing.T) {
 					t.Errorf("%s framing differs from %s: mismatch (-%s +%s):\n%s", fr, sc.framings[0], sc.framings[0], fr, cmp.Diff(got, out))
 				}
 			}
+			if name != answerScript && spellsOutInitialize(got) {
+				t.Errorf("the transcript holds a whole initialize answer; only %s may, the others start with init", answerScript)
+			}
 			if *update {
 				setSection(ar, "server", got)
 				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
@@ -87,6 +92,27 @@ func TestScripts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answerScript is the one script whose transcript spells out the whole
+// initialize answer, so that a change to the answer changes one file.
+const answerScript = "lifecycle_initialize_answer"
+
+// spellsOutInitialize reports whether a transcript holds a successful
+// initialize answer, recognised by its capabilities and serverInfo.
+func spellsOutInitialize(transcript string) bool {
+	for _, line := range strings.Split(transcript, "\n") {
+		var m struct {
+			Result struct {
+				Capabilities json.RawMessage `json:"capabilities"`
+				ServerInfo   json.RawMessage `json:"serverInfo"`
+			} `json:"result"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Result.Capabilities != nil && m.Result.ServerInfo != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // script is a parsed txtar script.
