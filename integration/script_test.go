@@ -27,6 +27,18 @@ import (
 //
 // Its -- client -- section is a list of directives, one a line:
 //
+//	init [PARAMS] [FIELD ...]
+//	              the handshake: send initialize with the params object
+//	              PARAMS (default {}) and id "init", wait for its answer,
+//	              fail the script unless it is a success, then send the
+//	              initialized notification. The transcript holds the line
+//	              "init ok" in the answer's place instead of the answer,
+//	              followed by the result's FIELDs (dotted paths such as
+//	              workspace.root), if named, as one JSON object. Only
+//	              lifecycle_initialize_answer may spell out the whole
+//	              answer (the test fails any other that does); scripts
+//	              that test initialize itself send it with send. For
+//	              example: init {"rootPath":"$ROOT/sub"} workspace.root
 //	send JSON     frame and send a message; wait for the response to a
 //	              request, or for the batch answer to a batch with a request
 //	notify JSON   frame and send a message; wait for nothing
@@ -65,6 +77,9 @@ func TestScripts(t *testing.T) {
 					t.Errorf("%s framing differs from %s: mismatch (-%s +%s):\n%s", fr, sc.framings[0], sc.framings[0], fr, cmp.Diff(got, out))
 				}
 			}
+			if name != answerScript && spellsOutInitialize(got) {
+				t.Errorf("the transcript holds a whole initialize answer; only %s may, the others start with init", answerScript)
+			}
 			if *update {
 				setSection(ar, "server", got)
 				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
@@ -77,6 +92,27 @@ func TestScripts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answerScript is the one script whose transcript spells out the whole
+// initialize answer, so that a change to the answer changes one file.
+const answerScript = "lifecycle_initialize_answer"
+
+// spellsOutInitialize reports whether a transcript holds a successful
+// initialize answer, recognised by its capabilities and serverInfo.
+func spellsOutInitialize(transcript string) bool {
+	for _, line := range strings.Split(transcript, "\n") {
+		var m struct {
+			Result struct {
+				Capabilities json.RawMessage `json:"capabilities"`
+				ServerInfo   json.RawMessage `json:"serverInfo"`
+			} `json:"result"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Result.Capabilities != nil && m.Result.ServerInfo != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // script is a parsed txtar script.
@@ -161,9 +197,13 @@ func runScript(t *testing.T, sc script, framing string) string {
 	}
 	s := start(t, options{framing: framing, root: root, args: args})
 
+	norm := strings.NewReplacer(artifacts, "$ARTIFACTS", root, "$ROOT", outside, "$OUTSIDE").Replace
 	awaited := map[string]int{}
 	nulls := 0
 	closed := false
+	// shortcut holds the transcript line that stands for each answer to
+	// an init directive, by the answer's index among the messages.
+	shortcut := map[int]string{}
 	waitNull := func() {
 		nulls++
 		n := 0
@@ -178,6 +218,9 @@ func runScript(t *testing.T, sc script, framing string) string {
 		verb, arg, _ := strings.Cut(line, " ")
 		arg = expand(arg)
 		switch verb {
+		case "init":
+			i, line := initialize(t, s, arg, norm)
+			shortcut[i] = line
 		case "send":
 			from := s.count()
 			s.send([]byte(arg))
@@ -210,9 +253,13 @@ func runScript(t *testing.T, sc script, framing string) string {
 	s.mu.Lock()
 	msgs := append([]msg(nil), s.msgs...)
 	s.mu.Unlock()
-	norm := strings.NewReplacer(artifacts, "$ARTIFACTS", root, "$ROOT", outside, "$OUTSIDE").Replace
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if m.Method == "heartbeat" {
+			continue
+		}
+		if line, ok := shortcut[i]; ok {
+			b.WriteString(line)
+			b.WriteByte('\n')
 			continue
 		}
 		b.WriteString(normalize(t, m.raw, norm))
@@ -222,6 +269,81 @@ func runScript(t *testing.T, sc script, framing string) string {
 		fmt.Fprintf(&b, "exit %d\n", s.exit)
 	}
 	return b.String()
+}
+
+// initID is the request id of the init directive's initialize.
+const initID = `"init"`
+
+// initialize plays an init directive whose argument is arg: it sends
+// initialize, fails the test unless the answer is a success, and sends
+// initialized. It returns the answer's index among the messages and the
+// transcript line that stands for it: "init ok", then the result's named
+// fields as one normalised JSON object, if any were named.
+func initialize(t *testing.T, s *server, arg string, paths func(string) string) (int, string) {
+	t.Helper()
+	params := json.RawMessage(`{}`)
+	rest := strings.TrimSpace(arg)
+	if strings.HasPrefix(rest, "{") {
+		dec := json.NewDecoder(strings.NewReader(rest))
+		if err := dec.Decode(&params); err != nil {
+			t.Fatalf("init %s: params: %v", arg, err)
+		}
+		rest = rest[dec.InputOffset():]
+	}
+	fields := strings.Fields(rest)
+	s.send([]byte(`{"jsonrpc":"2.0","id":` + initID + `,"method":"initialize","params":` + string(params) + `}`))
+	answer, i := s.waitFor(0, "the answer to init", func(m msg) bool { return m.Method == "" && string(m.ID) == initID })
+	var reply struct {
+		Result map[string]any  `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(answer.raw, &reply); err != nil {
+		t.Fatalf("init: decoding the answer %s: %v", answer.raw, err)
+	}
+	if reply.Error != nil || reply.Result == nil {
+		t.Fatalf("init: initialize did not succeed: %s", answer.raw)
+	}
+	s.send([]byte(`{"jsonrpc":"2.0","method":"initialized","params":{}}`))
+	line := "init ok"
+	if len(fields) > 0 {
+		picked := map[string]any{}
+		for _, f := range fields {
+			pick(t, picked, reply.Result, f)
+		}
+		raw, err := json.Marshal(picked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line += " " + normalize(t, raw, paths)
+	}
+	return i, line
+}
+
+// pick copies the value at the dotted path from result into dst, under
+// the same path, and fails the test if result has no such value.
+func pick(t *testing.T, dst, result map[string]any, path string) {
+	t.Helper()
+	keys := strings.Split(path, ".")
+	from, to := result, dst
+	for n, k := range keys {
+		v, ok := from[k]
+		if !ok {
+			t.Fatalf("init: the answer has no field %s", path)
+		}
+		if n == len(keys)-1 {
+			to[k] = v
+			return
+		}
+		if from, ok = v.(map[string]any); !ok {
+			t.Fatalf("init: the answer's %s is not an object", strings.Join(keys[:n+1], "."))
+		}
+		next, _ := to[k].(map[string]any)
+		if next == nil {
+			next = map[string]any{}
+			to[k] = next
+		}
+		to = next
+	}
 }
 
 // waitAnswer waits for the answer to a message just sent: the response to
