@@ -1,8 +1,13 @@
 # The project's everyday commands. Each works from a fresh clone with Go on
 # the PATH; none needs anything make itself does not.
-.PHONY: test bench demo
+.PHONY: check test bench demo
 
-# test runs what CI runs for the Go code: vet, then the race-enabled suite.
+# check installs what the tests need and runs every test, Go and extension,
+# as CI does on a fresh machine (see scripts/check.sh).
+check:
+	scripts/check.sh
+
+# test runs the Go half of check: vet, then the race-enabled suite.
 test:
 	go vet ./...
 	go test -race ./...

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# check.sh runs every test of toolhost, Go and extension, the way CI does on a
+# fresh machine: it first installs what they need (Go modules; for the
+# extension, npm packages with npm ci, Node 24 for code-server, and Debian's
+# chromium and libkrb5-dev), then vets, tests and plays the demo. Any failure
+# fails the run. `make check` runs it; so does .ci/run.
+#
+#   TOOLHOST_SKIP_E2E=1 scripts/check.sh   # without code-server and Chromium
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$PATH:/usr/local/go/bin"
+t0=$SECONDS
+section() { echo; echo "=== $* ($((SECONDS - t0))s)"; }
+
+section "go: $(go version)"
+go mod download
+go mod verify
+
+section "go vet"
+go vet ./...
+GOOS=darwin go vet ./... # the Linux-only code stays behind build tags
+
+section "go test -race"
+go test -race -count=1 ./...
+
+section "benchmarks still build"
+go test -run '^$' -bench '^$' ./... >/dev/null
+
+section "demo"
+go run . demo --log-level warn >/dev/null
+
+section "editor extension"
+editor-extension/scripts/ci.sh
+
+section "all passed"
