@@ -270,7 +270,7 @@ func (s *Server) dispatchBatch(frame []byte) {
 	b := &batch{pending: 1} // held until every member is dispatched
 	for _, raw := range members {
 		if raw = bytes.TrimSpace(raw); raw[0] != '{' {
-			b.add(nil, encodeError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a batch member must be an object"}, "invalid request: not an object")))
+			b.answer(encodeError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a batch member must be an object"}, "invalid request: not an object")))
 			continue
 		}
 		m, ok := s.parseMember(raw, b)
@@ -315,7 +315,7 @@ func (s *Server) parseMember(frame []byte, b *batch) (message, bool) {
 	m, id, e := decodeMessage(frame)
 	if e != nil {
 		if e.Code != 0 {
-			b.add(nil, encodeError(id, e))
+			b.answer(encodeError(id, e))
 		} else {
 			s.log.Warn("dropping a malformed response from the client", "frame", clip(string(frame), 200))
 		}
@@ -407,7 +407,15 @@ func (s *Server) call(m message, b *batch) {
 		s.reply(req, res, e)
 		return
 	}
+	// Add under mu, before End can mark the session ending and wait.
+	s.mu.Lock()
+	if s.state == stateEnding {
+		s.mu.Unlock()
+		s.reply(req, nil, NewError(CodeInvalidRequest, &ErrorData{Method: m.method, Reason: "the session is ending"}, "invalid request: session is ending"))
+		return
+	}
 	s.handlers.Add(1)
+	s.mu.Unlock()
 	go func() { // owned by Server: End waits on handlers
 		defer s.handlers.Done()
 		res, e := s.run(ctx, m.method, h, m.params)
@@ -458,16 +466,12 @@ func (s *Server) reply(req *request, result []byte, e *Error) {
 	s.retire(req)
 }
 
-// add records one answer of the batch, and the request it answers.
-func (b *batch) add(req *request, answer []byte) {
+// answer records an answer of the batch that no request owns (an invalid
+// member).
+func (b *batch) answer(answer []byte) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if answer != nil {
-		b.answers = append(b.answers, answer)
-	}
-	if req != nil {
-		b.members = append(b.members, req)
-	}
+	b.answers = append(b.answers, answer)
+	b.mu.Unlock()
 }
 
 // finishBatchMember records a member's answer (if any); once no member
@@ -571,83 +575,6 @@ func (s *Server) waitRoom(call bool) {
 	}
 }
 
-// waitIdle waits until no request is in flight, the session ends, or d
-// passes.
-func (s *Server) waitIdle(d time.Duration) {
-	done := make(chan struct{})
-	go func() { // owned by waitIdle's caller through done; it ends when the table empties or at the end
-		s.mu.Lock()
-		for len(s.inflight) > 0 && s.state != stateEnding {
-			s.idle.Wait()
-		}
-		s.mu.Unlock()
-		close(done)
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
-
-// End ends the session, for the given reason: it cancels every request and
-// all work, answers what is in flight, flushes the output and then lets
-// Serve return. It is idempotent and may be called from any goroutine (a
-// signal handler, exit, the end of input).
-func (s *Server) End(reason string) {
-	s.endOnce.Do(func() {
-		s.mu.Lock()
-		code := 1
-		if s.shutdownSeen {
-			code = 0
-		}
-		s.state = stateEnding
-		// No answer that is still due may hold work back.
-		var fns []func()
-		for _, req := range s.inflight {
-			fns = append(fns, req.afterReply...)
-			req.afterReply = nil
-		}
-		s.idle.Broadcast()
-		s.mu.Unlock()
-		s.signalRoom()
-		s.log.Info("session ending", "reason", reason, "exitCode", code)
-
-		ctx, cancel := context.WithTimeout(context.Background(), s.opts.EndTimeout)
-		defer cancel()
-		s.endRoot(errSessionEnded)
-		for _, fn := range fns {
-			fn()
-		}
-		if s.opts.Lifecycle != nil {
-			s.opts.Lifecycle.Shutdown(ctx)
-		}
-		// Handlers answer once their contexts are cancelled; wait for them
-		// (within the bound) so that their answers are queued.
-		handlersDone := make(chan struct{})
-		go func() { // owned by End through handlersDone
-			s.handlers.Wait()
-			close(handlersDone)
-		}()
-		select {
-		case <-handlersDone:
-		case <-ctx.Done():
-			s.log.Warn("handlers still running at the end of the session")
-		}
-		if s.out != nil {
-			if err := s.out.flush(ctx); err != nil {
-				s.log.Warn("output not flushed", "err", err)
-			}
-			if n := s.out.dropped.Load(); n > 0 {
-				s.log.Warn("notifications dropped while the client read too slowly", "count", n)
-			}
-		}
-		s.exitCode = code
-		close(s.ended)
-	})
-}
-
 // notification handles a client notification on the read loop. Unknown
 // ones are ignored, as are all but exit and $/cancelRequest before
 // initialize.
@@ -703,80 +630,6 @@ func (s *Server) cancelRequest(params []byte) {
 	}
 }
 
-// initialize answers initialize, once.
-func (s *Server) initialize(ctx context.Context, raw []byte) ([]byte, *Error) {
-	s.mu.Lock()
-	state := s.state
-	s.mu.Unlock()
-	if state != stateNew {
-		return nil, NewError(CodeInvalidRequest, &ErrorData{Method: MethodInitialize, Reason: "initialize may be sent once"}, "invalid request: already initialized")
-	}
-	var p InitializeParams
-	if err := decodeParams(raw, &p, false); err != nil {
-		return nil, toError(MethodInitialize, err)
-	}
-	if p.Capabilities != nil {
-		s.session.mu.Lock()
-		s.session.caps = *p.Capabilities
-		s.session.mu.Unlock()
-	}
-	res := &InitializeResult{}
-	if s.opts.Lifecycle != nil {
-		r, err := s.opts.Lifecycle.Initialize(ctx, s.session, &p)
-		if err != nil {
-			return nil, toError(MethodInitialize, err)
-		}
-		res = r
-	}
-	res.ServerInfo = ServerInfo{Name: "toolhost", Version: s.opts.Version}
-	res.Capabilities.Methods = s.opts.Table.methodNames()
-	res.Capabilities.Notifications = s.opts.Table.sentNames()
-	res.Capabilities.ServerRequests = append([]string{}, s.opts.Table.requests...)
-	res.Capabilities.Framing = s.framing
-	res.Capabilities.MaxMessageBytes = s.opts.MaxMessageBytes
-	if res.Workspace.ReadRoots == nil {
-		res.Workspace.ReadRoots = []string{}
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, toError(MethodInitialize, err)
-	}
-	s.mu.Lock()
-	if s.state == stateNew {
-		s.state = stateInitialized
-	}
-	s.mu.Unlock()
-	return b, nil
-}
-
-// shutdown answers shutdown: requests in flight are cancelled and all work
-// ends before the answer; afterwards only exit is accepted.
-func (s *Server) shutdown() ([]byte, *Error) {
-	s.mu.Lock()
-	switch s.state {
-	case stateNew:
-		s.mu.Unlock()
-		return nil, NewError(CodeServerNotInitialized, &ErrorData{Method: MethodShutdown, Reason: "send initialize first"}, "server not initialized")
-	case stateShutdown, stateEnding:
-		s.mu.Unlock()
-		return nil, NewError(CodeInvalidRequest, &ErrorData{Method: MethodShutdown, Reason: "shutdown was already received"}, "invalid request: already shut down")
-	}
-	s.state = stateShutdown
-	s.shutdownSeen = true
-	for _, req := range s.inflight {
-		if req.method != MethodShutdown {
-			req.cancel(errShuttingDown)
-		}
-	}
-	s.mu.Unlock()
-	if s.opts.Lifecycle != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), s.opts.EndTimeout)
-		defer cancel()
-		s.opts.Lifecycle.Shutdown(ctx)
-	}
-	return []byte("null"), nil
-}
-
 // callClient sends a request to the client and waits for its answer or
 // ctx's end.
 func (s *Server) callClient(ctx context.Context, method string, params any) (json.RawMessage, error) {
@@ -816,7 +669,11 @@ func (s *Server) deliver(m message) {
 		s.log.Warn("dropping a response to no request of the server's", "id", m.id)
 		return
 	}
-	ch <- callAnswer{result: m.result, err: m.err} // capacity 1, one answer per id
+	select {
+	case ch <- callAnswer{result: m.result, err: m.err}: // capacity 1: the first answer
+	default:
+		s.log.Warn("dropping a second response to one request", "id", m.id)
+	}
 }
 
 // answerError queues an error answer that no request in flight owns (a bad
