@@ -237,7 +237,7 @@ func (s *Server) dispatch(frame []byte) {
 	frame = bytes.TrimSpace(frame)
 	switch frame[0] {
 	case '{':
-		m, ok := s.parse(frame)
+		m, ok := s.parse(frame, nil)
 		if !ok {
 			return
 		}
@@ -273,7 +273,7 @@ func (s *Server) dispatchBatch(frame []byte) {
 			b.answer(encodeError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a batch member must be an object"}, "invalid request: not an object")))
 			continue
 		}
-		m, ok := s.parseMember(raw, b)
+		m, ok := s.parse(raw, b)
 		if !ok {
 			continue
 		}
@@ -298,40 +298,23 @@ type message struct {
 	err    *Error // a response's error
 }
 
-// parse decodes one message of a frame. An invalid one is answered (under
-// its id when it has a valid one) and parse reports false.
-func (s *Server) parse(frame []byte) (message, bool) {
+// parse decodes one message object. An invalid one is answered, alone or
+// in its batch b, under its id when it has a valid one, and parse reports
+// false; a malformed response is dropped with a warning, since nothing
+// answers a response.
+func (s *Server) parse(frame []byte, b *batch) (message, bool) {
 	m, id, e := decodeMessage(frame)
-	if e != nil {
-		s.answerInvalid(frame, id, e)
-		return message{}, false
-	}
-	return m, true
-}
-
-// parseMember is parse for a member of batch b: its error answer joins
-// the batch's.
-func (s *Server) parseMember(frame []byte, b *batch) (message, bool) {
-	m, id, e := decodeMessage(frame)
-	if e != nil {
-		if e.Code != 0 {
-			b.answer(encodeError(id, e))
-		} else {
-			s.log.Warn("dropping a malformed response from the client", "frame", clip(string(frame), 200))
-		}
-		return message{}, false
-	}
-	return m, true
-}
-
-// answerInvalid answers an invalid message; a malformed response (code 0)
-// is dropped with a warning, since nothing answers a response.
-func (s *Server) answerInvalid(frame []byte, id jsonrpc2.ID, e *Error) {
-	if e.Code == 0 {
+	switch {
+	case e == nil:
+		return m, true
+	case e.Code == 0:
 		s.log.Warn("dropping a malformed response from the client", "frame", clip(string(frame), 200))
-		return
+	case b != nil:
+		b.answer(encodeError(id, e))
+	default:
+		s.answerError(id, e)
 	}
-	s.answerError(id, e)
+	return message{}, false
 }
 
 // handle serves one decoded message; b is its batch, or nil.
