@@ -42,6 +42,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -172,7 +173,9 @@ func newClient(r io.Reader, w io.Writer, opts *Options, proc *process) *Client {
 	if o.CancelWait == 0 {
 		o.CancelWait = 30 * time.Second
 	}
-	rwc := &duplex{r: r, w: w}
+	// The NDJSON stream reads lines through a 4 KiB buffer: a larger one
+	// below it turns a long line's many small reads into copies.
+	rwc := &duplex{r: bufio.NewReaderSize(r, 64<<10), w: w, closeR: r}
 	var stream jsonrpc2.Stream
 	switch o.Framing {
 	case FramingNDJSON:
@@ -214,6 +217,8 @@ func newClient(r io.Reader, w io.Writer, opts *Options, proc *process) *Client {
 type duplex struct {
 	r io.Reader
 	w io.Writer
+	// closeR is the reader given to New, which Close closes.
+	closeR io.Reader
 }
 
 func (d *duplex) Read(p []byte) (int, error)  { return d.r.Read(p) }
@@ -225,7 +230,7 @@ func (d *duplex) Close() error {
 	if c, ok := d.w.(io.Closer); ok {
 		errs = append(errs, c.Close())
 	}
-	if c, ok := d.r.(io.Closer); ok {
+	if c, ok := d.closeR.(io.Closer); ok {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
