@@ -497,8 +497,9 @@ func encodeParams(params any) (jsonrpc2.RawMessage, error) {
 // Send writes a request and returns it in flight, to wait for later: the
 // request is on the wire when Send returns, so requests sent one after the
 // other reach the server in that order. params is encoded with
-// encoding/json; nil sends none. ctx bounds the write only (see
-// Pending.Wait for cancelling the request).
+// encoding/json; nil sends none. ctx is checked before the write only (see
+// Pending.Wait for cancelling the request): a write blocks while the server
+// reads nothing, which is its backpressure.
 func (c *Client) Send(ctx context.Context, method string, params any) (*Pending, error) {
 	raw, err := encodeParams(params)
 	if err != nil {

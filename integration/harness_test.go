@@ -532,9 +532,6 @@ func (s *server) memory(field string) int64 {
 	return 0
 }
 
-// pid returns the server's process id.
-func (s *server) pid() int { return s.cmd.Process.Pid }
-
 // closeStdin closes the server's stdin.
 func (s *server) closeStdin() { s.stdin.Close() }
 
