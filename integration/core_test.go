@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // TestSlowRequestDoesNotDelayFastOne checks requests run concurrently: a
@@ -26,34 +29,23 @@ func TestSlowRequestDoesNotDelayFastOne(t *testing.T) {
 		slow := s.request("debug/sleep", map[string]any{"ms": 600000})
 		cmdSlow := s.request("runCommand", map[string]any{"argv": []string{"sleep", "600"}})
 		fast := s.request("progress", map[string]any{})
-		s.response(fast)
-		for _, id := range []int{slow, cmdSlow} {
-			if answered(s, id) {
-				t.Fatalf("request %d answered before it was cancelled", id)
+		if e := s.answer(fast, nil); e != nil {
+			t.Fatalf("progress: %v", e)
+		}
+		for _, p := range []*client.Pending{slow, cmdSlow} {
+			select {
+			case <-p.Done():
+				t.Fatalf("request %v answered before it was cancelled", p.ID())
+			default:
 			}
 		}
-		for _, id := range []int{slow, cmdSlow} {
-			s.notify("$/cancelRequest", map[string]any{"id": id})
-			m := s.response(id)
-			if m.Error == nil || m.Error.Code != -32800 {
-				t.Fatalf("cancelled request %d answered %s, want error -32800", id, m.raw)
+		for _, p := range []*client.Pending{slow, cmdSlow} {
+			if e := s.cancelRequest(p); e == nil || e.Code != -32800 {
+				t.Fatalf("cancelled request %v answered %v, want error -32800", p.ID(), e)
 			}
 		}
 		s.shutdown()
 	})
-}
-
-// answered reports whether the response to id has arrived.
-func answered(s *server, id int) bool {
-	want := fmt.Sprint(id)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, m := range s.msgs {
-		if m.Method == "" && string(m.ID) == want {
-			return true
-		}
-	}
-	return false
 }
 
 // TestCancelRequestWithStringID checks $/cancelRequest finds a request by a
@@ -69,7 +61,7 @@ func TestCancelRequestWithStringID(t *testing.T) {
 		t.Fatalf("got %s, want error -32800", m.raw)
 	}
 	var data map[string]any
-	json.Unmarshal(m.Error.Data, &data)
+	json.Unmarshal(wireErrorData(t, m), &data)
 	if diff := cmp.Diff(map[string]any{"method": "debug/sleep", "reason": "cancelled by $/cancelRequest"}, data); diff != "" {
 		t.Errorf("error data mismatch (-want +got):\n%s", diff)
 	}
@@ -82,8 +74,9 @@ func TestHandlerPanicIsInternalErrorAndSessionGoesOn(t *testing.T) {
 	forEachFraming(t, func(t *testing.T, framing string) {
 		s := start(t, options{framing: framing, args: []string{"--debug-methods"}})
 		s.initialize(nil)
-		err := s.call("debug/panic", map[string]any{}, nil)
-		if err == nil || err.Code != -32603 || !strings.Contains(string(err.Data), "debug/panic was called") {
+		p := s.request("debug/panic", map[string]any{})
+		err := s.answer(p, nil)
+		if err == nil || err.Code != -32603 || !strings.Contains(string(wireErrorData(t, s.response(wireID(p)))), "debug/panic was called") {
 			t.Fatalf("debug/panic answered %v, want -32603 naming the panic", err)
 		}
 		var list map[string]any
@@ -128,15 +121,17 @@ func TestOversizedFramesAreNotAllocated(t *testing.T) {
 			}
 			written <- err
 		}()
-		m := s.response(77)
+		m := s.response("77")
 		if err := <-written; err != nil {
 			t.Fatal(err)
 		}
 		if m.Error == nil || m.Error.Code != -32006 {
 			t.Fatalf("oversized frame answered %s, want -32006", m.raw)
 		}
-		var data struct{ Size, Limit int64 }
-		json.Unmarshal(m.Error.Data, &data)
+		var data rpc.ErrorData
+		if m.Error.Data != nil {
+			data = *m.Error.Data
+		}
 		if data.Size != size || data.Limit != 1<<20 {
 			t.Errorf("data = %+v, want size %d limit %d", data, size, 1<<20)
 		}
@@ -156,24 +151,19 @@ func TestStdinClosedWithWorkInFlight(t *testing.T) {
 	forEachFraming(t, func(t *testing.T, framing string) {
 		s := start(t, options{framing: framing, args: []string{"--kill-grace", "200ms"}})
 		s.initialize(nil)
-		token := fmt.Sprintf("eof-%s-%d", framing, time.Now().UnixNano())
-		var h struct{ HandleID string }
-		s.mustCall("longRunning", map[string]any{"argv": []string{"sh", "-c", "sleep 300; echo " + token}}, &h)
-		run := s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", "read x; echo got:$x; echo " + token}, "stdin": "hello\n"})
+		mk := newMarker()
+		var h rpc.LongRunningResult
+		s.mustCall("longRunning", map[string]any{"argv": []string{"sh", "-c", "sleep 300; echo " + mk.Sleep}, "env": mk.env()}, &h)
+		run := s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", "read x; echo got:$x; echo " + mk.Sleep}, "stdin": "hello\n", "env": mk.env()})
 		s.closeStdin()
-		m := s.response(run)
-		var res struct {
-			Stdout string
-			Status string
+		var res rpc.ToolResult
+		if e := s.answer(run, &res); e != nil {
+			t.Fatalf("runCommand in flight at EOF answered %v", e)
 		}
-		if m.Error != nil {
-			t.Fatalf("runCommand in flight at EOF answered %v", m.Error)
-		}
-		json.Unmarshal(m.Result, &res)
 		if res.Status != "completed" || !strings.HasPrefix(res.Stdout, "got:hello\n") {
 			t.Errorf("runCommand in flight at EOF = %+v", res)
 		}
-		var tr struct{ HandleID, Status string }
+		var tr rpc.ToolResult
 		s.notification("toolResult", 1, nil, &tr)
 		if tr.HandleID != h.HandleID || tr.Status != "cancelled" {
 			t.Errorf("toolResult at EOF = %+v, want handle %s cancelled", tr, h.HandleID)
@@ -181,28 +171,8 @@ func TestStdinClosedWithWorkInFlight(t *testing.T) {
 		if code := s.wait(); code != 1 {
 			t.Errorf("exit code %d, want 1 (no shutdown)", code)
 		}
-		if pids := processesWith(token); len(pids) > 0 {
-			t.Errorf("processes left behind: %v", pids)
-		}
+		assertNoneLeft(t, mk, "", "after the exit")
 	})
-}
-
-// processesWith returns the pids whose command line contains token.
-func processesWith(token string) []int {
-	var pids []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/cmdline")
-		if err != nil || !bytes.Contains(b, []byte(token)) {
-			continue
-		}
-		var pid int
-		fmt.Sscan(filepath.Base(d), &pid)
-		if pid != os.Getpid() {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // TestSlowClientDoesNotGrowServerMemory stops reading while the client
@@ -219,13 +189,13 @@ func TestSlowClientDoesNotGrowServerMemory(t *testing.T) {
 	base := s.memory("VmRSS")
 	s.pause()
 	const n = 256 // 256 answers of 256 KiB
-	sent := make(chan []int, 1)
+	sent := make(chan []*client.Pending, 1)
 	go func() { // owned by the test: it waits on sent
-		var ids []int
+		var ps []*client.Pending
 		for i := 0; i < n; i++ {
-			ids = append(ids, s.request("readFile", map[string]any{"path": "block.txt"}))
+			ps = append(ps, s.request("readFile", map[string]any{"path": "block.txt"}))
 		}
-		sent <- ids
+		sent <- ps
 	}()
 	// While paused, the server can only grow until it stops reading; its
 	// outbox holds at most a few MiB. Wait until it has answered into the
@@ -236,10 +206,9 @@ func TestSlowClientDoesNotGrowServerMemory(t *testing.T) {
 		t.Errorf("server memory grew by %d MiB while the client did not read", grew>>20)
 	}
 	s.resume()
-	ids := <-sent
-	for _, id := range ids {
-		if m := s.response(id); m.Error != nil {
-			t.Fatalf("readFile %d: %v", id, m.Error)
+	for _, p := range <-sent {
+		if e := s.answer(p, nil); e != nil {
+			t.Fatalf("readFile %v: %v", p.ID(), e)
 		}
 	}
 	s.shutdown()
@@ -278,10 +247,10 @@ func TestSignalsEndTheSession(t *testing.T) {
 			t.Parallel()
 			s := start(t, options{args: []string{"--kill-grace", "200ms"}})
 			s.initialize(nil)
-			var h struct{ HandleID string }
+			var h rpc.LongRunningResult
 			s.mustCall("longRunning", map[string]any{"argv": []string{"sleep", "300"}}, &h)
 			s.cmd.Process.Signal(sig)
-			var tr struct{ HandleID, Status string }
+			var tr rpc.ToolResult
 			s.notification("toolResult", 1, nil, &tr)
 			if tr.Status != "cancelled" {
 				t.Errorf("toolResult status %q, want cancelled", tr.Status)
@@ -295,7 +264,11 @@ func TestSignalsEndTheSession(t *testing.T) {
 		t.Parallel()
 		s := start(t, options{})
 		s.initialize(nil)
-		s.mustCall("shutdown", nil, nil)
+		ctx, cancel := limit()
+		defer cancel()
+		if err := s.c.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		if code := s.wait(); code != 0 {
 			t.Errorf("exit code %d after shutdown and SIGTERM, want 0", code)
@@ -374,7 +347,7 @@ func TestInitializeErrors(t *testing.T) {
 			t.Errorf("initialize %v = %v, want code %d", c.params, err, c.code)
 		}
 	}
-	var res struct{ Workspace struct{ Root string } }
+	var res rpc.InitializeResult
 	s.mustCall("initialize", map[string]any{"rootUri": "file://" + dir}, &res)
 	real, _ := filepath.EvalSymlinks(dir)
 	if res.Workspace.Root != real {
@@ -439,10 +412,7 @@ func TestWarningsReachTheClient(t *testing.T) {
 	print := map[string]any{"argv": []string{"head", "-c", "3000", "/dev/zero"}}
 	s.mustCall("runCommand", print, nil)
 	s.mustCall("runCommand", print, nil)
-	var lm struct {
-		Type    int
-		Message string
-	}
+	var lm rpc.LogMessageParams
 	s.notification("window/logMessage", 1, nil, &lm)
 	if lm.Type != 2 || !strings.Contains(lm.Message, "evicted command artifacts") || !strings.Contains(lm.Message, "cmd-1") {
 		t.Errorf("window/logMessage = %+v, want a warning naming cmd-1's evicted artifacts", lm)

@@ -1,11 +1,14 @@
 // Package integration builds the toolhost binary once and drives it over
-// real pipes, in both framings, the way an editor or an agent does.
+// real pipes, in both framings, the way an editor or an agent does: with
+// the Go client of package client, and with raw bytes where a test is about
+// the wire itself.
 package integration
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +20,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // binary is the toolhost binary under test, built once by TestMain, with
@@ -62,62 +70,86 @@ var framings = []string{"header", "ndjson"}
 // test instead of hanging it.
 const waitLimit = 60 * time.Second
 
-// msg is one message from the server, decoded.
+// msg is one message from the server as it was on the wire, for the tests
+// that look at the wire itself: transcripts, the order of messages, the
+// names of fields.
 type msg struct {
 	raw    json.RawMessage
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
-	Error  *wireError      `json:"error"`
+	Error  *rpc.Error      `json:"error"`
 	batch  []msg
 }
 
-// wireError is a JSON-RPC error object.
-type wireError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-}
-
-func (e *wireError) Error() string { return fmt.Sprintf("%d %s %s", e.Code, e.Message, e.Data) }
-
-// server is a running toolhost with a client on its pipes.
+// server is a running toolhost with a client on its pipes. The client
+// (package client) makes the requests and answers the server's; every frame
+// it reads is also recorded in msgs, in wire order, for the tests that look
+// at the wire, and raw bytes can be written beside the client's messages.
 type server struct {
 	t       testing.TB
+	c       *client.Client
 	cmd     *exec.Cmd
 	framing string
 	root    string // the workspace root (real path)
-	stdin   io.WriteCloser
-	stderr  *lockedBuffer
+	// stdin is shared by the client and the raw writes, one frame a write.
+	stdin *lockedWriter
+	// frames frames raw bodies in the server's framing, onto stdin.
+	frames frameWriter
+	stderr *lockedBuffer
 
 	mu      sync.Mutex
 	cond    *sync.Cond
 	msgs    []msg // every message received, in order; guarded by mu
-	paused  bool  // the reader stops reading stdout; guarded by mu
-	readErr error // why the reader stopped; guarded by mu
-	nextID  int
+	paused  bool  // the client's read loop stops before the next message; guarded by mu
+	readErr error // why no more messages come; guarded by mu
 
 	exited chan struct{} // closed when the process has exited
 	exit   int           // the exit code, set before exited is closed
 }
 
-// lockedBuffer is a goroutine-safe buffer for stderr.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// lockedWriter serialises writes to w. On the server's stdin it keeps the
+// client's frames and a test's raw writes whole: a pipe write over
+// PIPE_BUF is not atomic.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer // guarded by mu
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Read has nothing to read: the stream that frames raw writes only writes.
+func (l *lockedWriter) Read([]byte) (int, error) { return 0, io.EOF }
+
+// Close closes w.
+func (l *lockedWriter) Close() error { return l.w.(io.Closer).Close() }
+
+// lockedBuffer is a goroutine-safe buffer for stderr.
+type lockedBuffer struct {
+	lockedWriter
+	buf bytes.Buffer // guarded by mu
+}
+
+func newLockedBuffer() *lockedBuffer {
+	b := &lockedBuffer{}
+	b.w = &b.buf
+	return b
 }
 
 func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// frameWriter is the part of the library's streams that frames given bytes.
+type frameWriter interface {
+	WriteFrame(ctx context.Context, data []byte) (int64, error)
 }
 
 // options configure start.
@@ -130,7 +162,7 @@ type options struct {
 	plain   bool     // run the binary built without -race (for memory figures)
 }
 
-// start starts toolhost and a reader of its stdout. The process is killed
+// start starts toolhost and a client on its pipes. The process is killed
 // at the test's end if it is still running.
 func start(t testing.TB, o options) *server {
 	t.Helper()
@@ -159,12 +191,14 @@ func start(t testing.TB, o options) *server {
 	} else {
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
 	}
-	s := &server{t: t, cmd: cmd, framing: o.framing, root: root, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	s := &server{t: t, cmd: cmd, framing: o.framing, root: root, stderr: newLockedBuffer(), exited: make(chan struct{})}
 	s.cond = sync.NewCond(&s.mu)
 	cmd.Stderr = s.stderr
-	if s.stdin, err = cmd.StdinPipe(); err != nil {
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
+	s.stdin = &lockedWriter{w: stdin}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -172,10 +206,18 @@ func start(t testing.TB, o options) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go s.read(stdout) // owned by the server: it ends when stdout closes, before exited
+	stream := jsonrpc2.NewHeaderStream(s.stdin)
+	if o.framing == "ndjson" {
+		stream = jsonrpc2.NewNDJSONStream(s.stdin)
+	}
+	s.frames = stream.(frameWriter)
+	s.c = client.New(stdout, s.stdin, &client.Options{Framing: client.Framing(o.framing), OnRead: s.record, CancelWait: waitLimit})
+	go s.reap() // owned by the server: the cleanup waits on exited
 	t.Cleanup(func() {
+		s.resume() // a paused client would never see the end
 		s.cmd.Process.Kill()
 		<-s.exited
+		s.c.Close()
 		if t.Failed() {
 			t.Logf("server stderr:\n%s", tail(s.stderr.String(), 8000))
 		}
@@ -191,74 +233,42 @@ func tail(s string, n int) string {
 	return s
 }
 
-// read reads the server's messages in its framing until stdout closes,
-// then waits for the process.
-func (s *server) read(stdout io.Reader) {
-	br := bufio.NewReaderSize(stdout, 64<<10)
-	var err error
-	for {
-		s.mu.Lock()
-		for s.paused {
-			s.cond.Wait()
-		}
-		s.mu.Unlock()
-		var body []byte
-		body, err = readFrame(br, s.framing)
-		if err != nil {
-			break
-		}
-		m, derr := decodeMsg(body)
-		if derr != nil {
-			err = fmt.Errorf("undecodable message from the server: %v: %q", derr, body)
-			break
-		}
-		s.mu.Lock()
-		s.msgs = append(s.msgs, m)
-		s.cond.Broadcast()
-		s.mu.Unlock()
+// record keeps a frame the client read, on the client's read loop: while
+// the server is paused it waits there, so the client reads no further.
+func (s *server) record(frame []byte) {
+	m, err := decodeMsg(frame)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.paused {
+		s.cond.Wait()
 	}
+	if err != nil {
+		if s.readErr == nil {
+			s.readErr = fmt.Errorf("undecodable message from the server: %v: %q", err, frame)
+		}
+	} else {
+		s.msgs = append(s.msgs, m)
+	}
+	s.cond.Broadcast()
+}
+
+// reap waits for the client to see the end of the server's output, then
+// for the process.
+func (s *server) reap() {
+	<-s.c.Done()
 	werr := s.cmd.Wait()
 	code := 0
 	if ee, ok := werr.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
 	s.mu.Lock()
-	s.readErr = err
+	if s.readErr == nil {
+		s.readErr = s.c.Err()
+	}
 	s.exit = code
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	close(s.exited)
-}
-
-// readFrame reads one message body in a framing.
-func readFrame(br *bufio.Reader, framing string) ([]byte, error) {
-	if framing == "ndjson" {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			return nil, err
-		}
-		return bytes.TrimSpace(line), nil
-	}
-	length := -1
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			break
-		}
-		if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
-			length, _ = strconv.Atoi(v)
-		}
-	}
-	if length < 0 {
-		return nil, fmt.Errorf("a frame without Content-Length")
-	}
-	body := make([]byte, length)
-	_, err := io.ReadFull(br, body)
-	return body, err
 }
 
 // decodeMsg decodes a message or a batch of them.
@@ -283,15 +293,7 @@ func decodeMsg(body []byte) (msg, error) {
 	return m, err
 }
 
-// frame wraps a body in the server's framing.
-func (s *server) frame(body []byte) []byte {
-	if s.framing == "ndjson" {
-		return append(append([]byte(nil), body...), '\n')
-	}
-	return append([]byte(fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body))), body...)
-}
-
-// write writes bytes to the server's stdin.
+// write writes bytes to the server's stdin as they are.
 func (s *server) write(b []byte) {
 	s.t.Helper()
 	if _, err := s.stdin.Write(b); err != nil {
@@ -299,34 +301,88 @@ func (s *server) write(b []byte) {
 	}
 }
 
-// send frames and writes a message body.
-func (s *server) send(body []byte) { s.t.Helper(); s.write(s.frame(body)) }
-
-// request sends a request and returns its id.
-func (s *server) request(method string, params any) int {
+// send frames a message body in the server's framing and writes it.
+func (s *server) send(body []byte) {
 	s.t.Helper()
-	s.mu.Lock()
-	s.nextID++
-	id := s.nextID
-	s.mu.Unlock()
-	s.send(encode(s.t, map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-	return id
+	if _, err := s.frames.WriteFrame(context.Background(), body); err != nil {
+		s.t.Fatalf("writing to the server: %v", err)
+	}
 }
 
-// notify sends a notification.
+// limit returns a context that ends after waitLimit, and its cancel.
+func limit() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), waitLimit)
+}
+
+// request sends a request through the client and returns it in flight.
+func (s *server) request(method string, params any) *client.Pending {
+	s.t.Helper()
+	ctx, cancel := limit()
+	defer cancel()
+	p, err := s.c.Send(ctx, method, params)
+	if err != nil {
+		s.t.Fatalf("%s: %v", method, err)
+	}
+	return p
+}
+
+// answer waits for a request's answer, decodes its result into out (if not
+// nil) and returns the error answer, if any. Anything else fails the test.
+func (s *server) answer(p *client.Pending, out any) *rpc.Error {
+	s.t.Helper()
+	ctx, cancel := limit()
+	defer cancel()
+	return s.rpcError(p.Wait(ctx, out))
+}
+
+// rpcError returns err as an error answer; any other error fails the test.
+func (s *server) rpcError(err error) *rpc.Error {
+	s.t.Helper()
+	var e *rpc.Error
+	if err == nil || errors.As(err, &e) {
+		return e
+	}
+	s.t.Fatalf("%v", err)
+	return nil
+}
+
+// call sends a request and waits for its answer, as answer does.
+func (s *server) call(method string, params, out any) *rpc.Error {
+	s.t.Helper()
+	return s.answer(s.request(method, params), out)
+}
+
+// mustCall is call that fails the test on an error answer.
+func (s *server) mustCall(method string, params, out any) {
+	s.t.Helper()
+	if err := s.call(method, params, out); err != nil {
+		s.t.Fatalf("%s: %v (data %+v)", method, err, err.Data)
+	}
+}
+
+// notify sends a notification through the client.
 func (s *server) notify(method string, params any) {
 	s.t.Helper()
-	s.send(encode(s.t, map[string]any{"jsonrpc": "2.0", "method": method, "params": params}))
+	ctx, cancel := limit()
+	defer cancel()
+	if err := s.c.Notify(ctx, method, params); err != nil {
+		s.t.Fatalf("%s: %v", method, err)
+	}
 }
 
-// encode marshals v.
-func encode(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
+// initialize runs the initialize handshake (nil params: none).
+func (s *server) initialize(params *rpc.InitializeParams) rpc.InitializeResult {
+	s.t.Helper()
+	ctx, cancel := limit()
+	defer cancel()
+	res, err := s.c.Initialize(ctx, params)
 	if err != nil {
-		t.Fatal(err)
+		s.t.Fatalf("initialize: %v", err)
 	}
-	return b
+	if err := s.c.Initialized(ctx); err != nil {
+		s.t.Fatalf("initialized: %v", err)
+	}
+	return *res
 }
 
 // waitFor waits until a message received at or after index from matches,
@@ -358,49 +414,46 @@ func (s *server) waitFor(from int, what string, match func(msg) bool) (msg, int)
 	}
 }
 
-// response waits for the response to id.
-func (s *server) response(id int) msg {
+// response waits for the answer with the raw id (its JSON text) on the
+// wire.
+func (s *server) response(id string) msg {
 	s.t.Helper()
-	want := strconv.Itoa(id)
-	m, _ := s.waitFor(0, "the response to "+want, func(m msg) bool { return m.Method == "" && string(m.ID) == want })
+	m, _ := s.responseAt(id)
 	return m
 }
 
-// call sends a request and waits for its result, decoded into out (if not
-// nil). It returns the error response, if any.
-func (s *server) call(method string, params, out any) *wireError {
+// responseAt waits for the answer with the raw id on the wire and returns
+// it and its index.
+func (s *server) responseAt(id string) (msg, int) {
 	s.t.Helper()
-	m := s.response(s.request(method, params))
-	if m.Error != nil {
-		return m.Error
-	}
-	if out != nil {
-		if err := json.Unmarshal(m.Result, out); err != nil {
-			s.t.Fatalf("%s: decoding %s: %v", method, m.Result, err)
-		}
-	}
-	return nil
+	return s.waitFor(0, "the response to "+id, func(m msg) bool { return m.Method == "" && string(m.ID) == id })
 }
 
-// mustCall is call that fails the test on an error response.
-func (s *server) mustCall(method string, params, out any) {
-	s.t.Helper()
-	if err := s.call(method, params, out); err != nil {
-		s.t.Fatalf("%s: %v", method, err)
+// wireErrorData returns the data of an error answer as it was on the wire.
+func wireErrorData(t testing.TB, m msg) json.RawMessage {
+	t.Helper()
+	var w struct {
+		Error *struct {
+			Data json.RawMessage `json:"data"`
+		} `json:"error"`
 	}
+	if err := json.Unmarshal(m.raw, &w); err != nil || w.Error == nil {
+		t.Fatalf("%s is no error answer (%v)", m.raw, err)
+	}
+	return w.Error.Data
 }
 
-// initialize runs the initialize handshake.
-func (s *server) initialize(params map[string]any) map[string]any {
+// cancelRequest cancels a request through its context, so that the client
+// sends $/cancelRequest, and returns the answer, which must be an error.
+func (s *server) cancelRequest(p *client.Pending) *rpc.Error {
 	s.t.Helper()
-	if params == nil {
-		params = map[string]any{}
-	}
-	var res map[string]any
-	s.mustCall("initialize", params, &res)
-	s.notify("initialized", map[string]any{})
-	return res
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return s.rpcError(p.Wait(ctx, nil))
 }
+
+// wireID returns the raw id of a request the client sent.
+func wireID(p *client.Pending) string { return fmt.Sprint(p.ID()) }
 
 // notification waits for the n-th (1-based) notification with method whose
 // params satisfy match (nil matches all), and decodes its params into out.
@@ -479,9 +532,6 @@ func (s *server) memory(field string) int64 {
 	return 0
 }
 
-// pid returns the server's process id.
-func (s *server) pid() int { return s.cmd.Process.Pid }
-
 // closeStdin closes the server's stdin.
 func (s *server) closeStdin() { s.stdin.Close() }
 
@@ -500,8 +550,14 @@ func (s *server) wait() int {
 // shutdown runs shutdown and exit and waits for exit code 0.
 func (s *server) shutdown() {
 	s.t.Helper()
-	s.mustCall("shutdown", nil, nil)
-	s.notify("exit", nil)
+	ctx, cancel := limit()
+	defer cancel()
+	if err := s.c.Shutdown(ctx); err != nil {
+		s.t.Fatalf("shutdown: %v", err)
+	}
+	if err := s.c.Exit(ctx); err != nil {
+		s.t.Fatalf("exit: %v", err)
+	}
 	if code := s.wait(); code != 0 {
 		s.t.Fatalf("exit code %d after shutdown, want 0", code)
 	}

@@ -1,9 +1,11 @@
 package integration
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // collectToolResults waits for n toolResult notifications and returns how
@@ -13,7 +15,7 @@ func collectToolResults(s *server, n int) map[string]int {
 	s.notification("toolResult", n, nil, nil)
 	seen := map[string]int{}
 	for _, p := range s.notifications("toolResult") {
-		seen[handleOf(p)]++
+		seen[idsOf(p).HandleID]++
 	}
 	return seen
 }
@@ -47,26 +49,22 @@ func TestLoad500Handles(t *testing.T) {
 	s := start(t, options{args: []string{"--max-processes", "600", "--kill-grace", "2s"}})
 	s.initialize(nil)
 	mk := newMarker()
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = s.request("longRunning", map[string]any{"argv": []string{"sleep", mk.Sleep}, "env": mk.env()})
+	starts := make([]*client.Pending, n)
+	for i := range starts {
+		starts[i] = s.request("longRunning", map[string]any{"argv": []string{"sleep", mk.Sleep}, "env": mk.env()})
 	}
 	handles := make([]string, n)
-	for i, id := range ids {
-		m := s.response(id)
-		if m.Error != nil {
-			t.Fatalf("longRunning #%d: %v", i, m.Error)
-		}
-		var h handleWire
-		if err := json.Unmarshal(m.Result, &h); err != nil {
-			t.Fatal(err)
+	for i, p := range starts {
+		var h rpc.LongRunningResult
+		if e := s.answer(p, &h); e != nil {
+			t.Fatalf("longRunning #%d: %v", i, e)
 		}
 		handles[i] = h.HandleID
 	}
-	var all json.RawMessage
+	var all rpc.ProgressList
 	s.mustCall("progress", map[string]any{}, &all)
 	running := 0
-	for _, p := range decodeHandles(t, all) {
+	for _, p := range all.Handles {
 		if p.Status == "running" {
 			running++
 		}
@@ -74,18 +72,14 @@ func TestLoad500Handles(t *testing.T) {
 	if running != n {
 		t.Errorf("progress lists %d running handles, want %d", running, n)
 	}
-	cancels := make([]int, n)
+	cancels := make([]*client.Pending, n)
 	for i, h := range handles {
 		cancels[i] = s.request("cancel", map[string]any{"handleId": h})
 	}
-	for i, id := range cancels {
-		m := s.response(id)
-		if m.Error != nil {
-			t.Fatalf("cancel %s: %v", handles[i], m.Error)
-		}
-		var r toolResultWire
-		if err := json.Unmarshal(m.Result, &r); err != nil {
-			t.Fatal(err)
+	for i, p := range cancels {
+		var r rpc.ToolResult
+		if e := s.answer(p, &r); e != nil {
+			t.Fatalf("cancel %s: %v", handles[i], e)
 		}
 		if r.HandleID != handles[i] || r.Status != "cancelled" {
 			t.Errorf("cancel %s answered %s %s", handles[i], r.HandleID, r.Status)
@@ -107,7 +101,7 @@ func TestLoad500Handles(t *testing.T) {
 		}
 	}
 	s.mustCall("progress", map[string]any{}, &all)
-	if kept := len(decodeHandles(t, all)); kept >= n || kept == 0 {
+	if kept := len(all.Handles); kept >= n || kept == 0 {
 		t.Errorf("progress lists %d finished handles of %d: want a bound", kept, n)
 	}
 	s.shutdown()
@@ -139,7 +133,7 @@ func TestSlowClientGetsEveryToolResult(t *testing.T) {
 	s.pause()
 	t.Cleanup(s.resume) // a failure while paused must not block the harness's cleanup
 	from := s.count()
-	cancels := make([]int, n)
+	cancels := make([]*client.Pending, n)
 	for i, h := range handles {
 		cancels[i] = s.request("cancel", map[string]any{"handleId": h})
 	}
@@ -172,9 +166,9 @@ func TestSlowClientGetsEveryToolResult(t *testing.T) {
 		t.Errorf("server RSS grew by %d MiB while the client was paused", growth>>20)
 	}
 	s.resume()
-	for i, id := range cancels {
-		if m := s.response(id); m.Error != nil {
-			t.Errorf("cancel %s: %v", handles[i], m.Error)
+	for i, p := range cancels {
+		if e := s.answer(p, nil); e != nil {
+			t.Errorf("cancel %s: %v", handles[i], e)
 		}
 	}
 	for _, h := range noisy {

@@ -57,8 +57,8 @@ func TestMarkersEveryFormFromStderr(t *testing.T) {
 		pieces, plain := markerPieces()
 		progWriteFile(t, s.root, "markers.sh", []byte(progShellScript(2, pieces)))
 
-		h := progStart(s, map[string]any{"argv": []string{"sh", "markers.sh"}, "outputLimitBytes": 1 << 20})
-		res := progResult(s, h.HandleID)
+		h := s.longRun(map[string]any{"argv": []string{"sh", "markers.sh"}, "outputLimitBytes": 1 << 20})
+		res := s.toolResultOf(h.HandleID)
 		if !res.Success {
 			t.Fatalf("the child failed: %+v", res)
 		}
@@ -75,11 +75,11 @@ func TestMarkersEveryFormFromStderr(t *testing.T) {
 			{"bad\uFFFDname", "start", 8, 22}, {"bad\uFFFDname", "done", 8, 22},
 			{longStep, "start", 9, 22}, {longStep, "done", 9, 22}, // closed as done at exit 0
 		}
-		if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+		if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 			t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 		}
 
-		all := progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", progForHandle(h.HandleID))
+		all := progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID))
 		byKey := map[string]rpc.StepTransitionParams{}
 		for _, st := range all {
 			if st.CommandID != h.CommandID {
@@ -103,7 +103,7 @@ func TestMarkersEveryFormFromStderr(t *testing.T) {
 		}
 
 		var hb rpc.HeartbeatParams
-		s.notification("heartbeat", 1, progForHandle(h.HandleID), &hb)
+		s.notification("heartbeat", 1, forHandle(h.HandleID), &hb)
 		if diff := cmp.Diff(rpc.HeartbeatParams{HandleID: h.HandleID, CommandID: h.CommandID, Step: "compile", ElapsedMs: 10000}, hb); diff != "" {
 			t.Errorf("heartbeat mismatch (-want +got):\n%s", diff)
 		}
@@ -140,17 +140,17 @@ echo 'not a marker, dropped' >&$TOOLHOST_EVENTS_FD
 echo '{"type":"step_transition","step":"build","status":"done","elapsedMs":3000}' >&$TOOLHOST_EVENTS_FD
 echo 'plain stdout'
 `
-	h := progStart(s, map[string]any{"argv": []string{"sh", "-c", script}})
-	res := progResult(s, h.HandleID)
+	h := s.longRun(map[string]any{"argv": []string{"sh", "-c", script}})
+	res := s.toolResultOf(h.HandleID)
 	if !res.Success {
 		t.Fatalf("the child failed: %+v", res)
 	}
 	want := []progStep{{"build", "start", 1, 2}, {"build", "done", 1, 2}}
-	if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+	if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 		t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 	}
 	var hb rpc.HeartbeatParams
-	s.notification("heartbeat", 1, progForHandle(h.HandleID), &hb)
+	s.notification("heartbeat", 1, forHandle(h.HandleID), &hb)
 	if hb.Step != "build" || hb.ElapsedMs != 2500 {
 		t.Errorf("heartbeat %+v, want step build at 2500 ms", hb)
 	}
@@ -195,22 +195,22 @@ echo '  ✓ one (0.1s)' >&2`
 		t.Errorf("markers reached inline stderr: %q, %q", quiet.Stderr, loud.Stderr)
 	}
 	// The response of the second came after everything about the first.
-	if got := progSteps(s, progForCommand(quiet.CommandID)); len(got) != 0 {
+	if got := progSteps(s, forCommand(quiet.CommandID)); len(got) != 0 {
 		t.Errorf("runCommand without a token sent stepTransitions: %+v", got)
 	}
-	if got := progDecodeAll[json.RawMessage](s, "heartbeat", progForCommand(quiet.CommandID)); len(got) != 0 {
+	if got := progDecodeAll[json.RawMessage](s, "heartbeat", forCommand(quiet.CommandID)); len(got) != 0 {
 		t.Errorf("runCommand without a token sent heartbeats: %s", got)
 	}
 	want := []progStep{{"one", "start", 1, 0}, {"one", "done", 1, 0}}
-	if diff := cmp.Diff(want, progSteps(s, progForCommand(loud.CommandID))); diff != "" {
+	if diff := cmp.Diff(want, progSteps(s, forCommand(loud.CommandID))); diff != "" {
 		t.Errorf("stepTransitions with a token mismatch (-want +got):\n%s", diff)
 	}
-	for _, st := range progDecodeAll[map[string]any](s, "stepTransition", progForCommand(loud.CommandID)) {
+	for _, st := range progDecodeAll[map[string]any](s, "stepTransition", forCommand(loud.CommandID)) {
 		if _, ok := st["handleId"]; ok {
 			t.Errorf("a runCommand's stepTransition names a handle: %v", st)
 		}
 	}
-	if got := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", progForCommand(loud.CommandID)); len(got) != 1 || got[0].Step != "one" {
+	if got := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", forCommand(loud.CommandID)); len(got) != 1 || got[0].Step != "one" {
 		t.Errorf("heartbeats with a token: %+v, want one for step one", got)
 	}
 }
@@ -230,17 +230,17 @@ while [ $i -lt 200 ]; do
   i=$((i+1))
 done
 echo '  ✓ spin' >&2`
-	h := progStart(s, map[string]any{"argv": []string{"sh", "-c", script}})
-	res := progResult(s, h.HandleID)
+	h := s.longRun(map[string]any{"argv": []string{"sh", "-c", script}})
+	res := s.toolResultOf(h.HandleID)
 	if !res.Success || res.Stderr != "" {
 		t.Fatalf("result %+v, want success and no stderr", res)
 	}
-	hbs := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", progForHandle(h.HandleID))
+	hbs := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", forHandle(h.HandleID))
 	if len(hbs) == 0 || len(hbs) > 20 {
 		t.Errorf("%d heartbeat notifications for 400 heartbeats, want between 1 and 20", len(hbs))
 	}
 	want := []progStep{{"spin", "start", 1, 1}, {"spin", "done", 1, 1}}
-	if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+	if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 		t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 	}
 	var p rpc.Progress

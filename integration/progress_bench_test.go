@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // BenchmarkMarkerLatency measures the time from a child writing a step
@@ -29,7 +31,7 @@ func BenchmarkMarkerLatency(b *testing.B) {
 while read -r n <&3; do
   printf '{"type":"step_transition","step":"s%s","status":"start"}\n' "$n" >&2
 done`
-			h := progStart(s, map[string]any{"argv": []string{"sh", "-c", script}})
+			h := s.longRun(map[string]any{"argv": []string{"sh", "-c", script}})
 			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 			if err != nil {
 				b.Fatal(err)
@@ -44,13 +46,13 @@ done`
 					b.Fatal(err)
 				}
 				s.waitFor(from, "stepTransition "+step, func(m msg) bool {
-					return m.Method == "stepTransition" && progForHandle(h.HandleID)(m.Params) && progStepIs(m, step)
+					return m.Method == "stepTransition" && forHandle(h.HandleID)(m.Params) && progStepIs(m, step)
 				})
 				lat = append(lat, time.Since(t0))
 			}
 			b.StopTimer()
 			w.Close()
-			progResult(s, h.HandleID)
+			s.toolResultOf(h.HandleID)
 			slices.Sort(lat)
 			pct := func(q float64) float64 {
 				return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds())
@@ -63,9 +65,6 @@ done`
 
 // progStepIs reports whether a stepTransition names step and is a start.
 func progStepIs(m msg, step string) bool {
-	var p struct {
-		Step   string `json:"step"`
-		Status string `json:"status"`
-	}
-	return json.Unmarshal(m.Params, &p) == nil && p.Step == step && p.Status == "start"
+	var p rpc.StepTransitionParams
+	return json.Unmarshal(m.Params, &p) == nil && p.Step == step && p.Status == rpc.StepStart
 }

@@ -16,45 +16,6 @@ import (
 // $/progress, progress): they decode the wire into the protocol's own types
 // and pick a handle's notifications out of everything received.
 
-// progStart sends longRunning and returns its result.
-func progStart(s *server, params map[string]any) rpc.LongRunningResult {
-	s.t.Helper()
-	var res rpc.LongRunningResult
-	s.mustCall("longRunning", params, &res)
-	if res.HandleID == "" {
-		s.t.Fatalf("longRunning answered no handleId")
-	}
-	return res
-}
-
-// progResult waits for the toolResult of a handle.
-func progResult(s *server, handleID string) rpc.ToolResult {
-	s.t.Helper()
-	var res rpc.ToolResult
-	s.notification("toolResult", 1, progForHandle(handleID), &res)
-	return res
-}
-
-// progForHandle matches notification params that name handleID.
-func progForHandle(handleID string) func(json.RawMessage) bool {
-	return func(p json.RawMessage) bool {
-		var v struct {
-			HandleID string `json:"handleId"`
-		}
-		return json.Unmarshal(p, &v) == nil && v.HandleID == handleID
-	}
-}
-
-// progForCommand matches notification params that name commandID.
-func progForCommand(commandID string) func(json.RawMessage) bool {
-	return func(p json.RawMessage) bool {
-		var v struct {
-			CommandID string `json:"commandId"`
-		}
-		return json.Unmarshal(p, &v) == nil && v.CommandID == commandID
-	}
-}
-
 // progDecodeAll decodes every notification of method received so far whose
 // params match into a slice of T.
 func progDecodeAll[T any](s *server, method string, match func(json.RawMessage) bool) []T {
@@ -107,9 +68,6 @@ func progStepResults(steps []rpc.StepResult) []progStepResult {
 	}
 	return out
 }
-
-// progInt returns a pointer to n.
-func progInt(n int) *int { return &n }
 
 // progWriteFile writes a file into the root and returns its name.
 func progWriteFile(t testing.TB, root, name string, data []byte) string {

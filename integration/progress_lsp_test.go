@@ -1,38 +1,43 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolhost/toolhost/rpc"
 )
 
-// progWork is a $/progress value of any kind.
-type progWork struct {
-	Kind        string `json:"kind"`
-	Title       string `json:"title"`
-	Cancellable bool   `json:"cancellable"`
-	Message     string `json:"message"`
-	Percentage  *int   `json:"percentage"`
+// progWork is a $/progress value of any kind: the fields of a report and
+// of an end are a subset of a begin's.
+type progWork = rpc.WorkDoneProgressBegin
+
+// progNotice is the params of $/progress with the value decoded.
+type progNotice struct {
+	Token rpc.ProgressToken `json:"token"`
+	Value progWork          `json:"value"`
 }
 
-// progWorkFor returns the $/progress values received so far for token (its
-// JSON encoding).
-func progWorkFor(s *server, token string) []progWork {
+// progNoticeOf decodes the params of $/progress.
+func progNoticeOf(p json.RawMessage) (progNotice, error) {
+	var n progNotice
+	err := json.Unmarshal(p, &n)
+	return n, err
+}
+
+// progWorkFor returns the $/progress values received so far for token.
+func progWorkFor(s *server, token rpc.ProgressToken) []progWork {
 	s.t.Helper()
 	var out []progWork
 	for _, p := range s.notifications("$/progress") {
-		var n struct {
-			Token json.RawMessage `json:"token"`
-			Value progWork        `json:"value"`
-		}
-		if err := json.Unmarshal(p, &n); err != nil {
+		n, err := progNoticeOf(p)
+		if err != nil {
 			s.t.Fatalf("decoding $/progress %s: %v", p, err)
 		}
-		if string(n.Token) == token {
+		if n.Token == token {
 			out = append(out, n.Value)
 		}
 	}
@@ -67,29 +72,26 @@ func TestProgressTokenBeginReportEnd(t *testing.T) {
 		s := start(t, options{framing: framing})
 		s.initialize(nil)
 		fifo, release := progFIFO(t, s.root, "trigger")
-		h := progStart(s, map[string]any{"label": "Build all", "workDoneToken": "tok-lr", "steps": []any{
+		h := s.longRun(map[string]any{"label": "Build all", "workDoneToken": "tok-lr", "steps": []any{
 			recipeStep("fetch", "exit 0", false),
 			recipeStep("build", "read x < "+fifo, false),
 			recipeStep("test", "exit 0", false),
 			recipeStep("lint", "exit 0", false),
 		}})
 		s.notification("$/progress", 1, func(p json.RawMessage) bool {
-			var n struct {
-				Token string   `json:"token"`
-				Value progWork `json:"value"`
-			}
-			return json.Unmarshal(p, &n) == nil && n.Token == "tok-lr" && n.Value.Message == "step 2/4: build"
+			n, err := progNoticeOf(p)
+			return err == nil && n.Token == rpc.NewStringToken("tok-lr") && n.Value.Message == "step 2/4: build"
 		}, nil)
-		work := progWorkFor(s, `"tok-lr"`)
+		work := progWorkFor(s, rpc.NewStringToken("tok-lr"))
 		if got := work[len(work)-1]; got.Percentage == nil || *got.Percentage != 25 || !got.Cancellable {
 			t.Errorf("report %+v at the start of step 2/4, want 25%% and cancellable", got)
 		}
 		release()
-		res := progResult(s, h.HandleID)
+		res := s.toolResultOf(h.HandleID)
 		if !res.Success {
 			t.Fatalf("recipe failed: %+v", res)
 		}
-		work = progWorkFor(s, `"tok-lr"`)
+		work = progWorkFor(s, rpc.NewStringToken("tok-lr"))
 		progCheckWork(t, work, "Build all", "completed (exit 0)")
 		if got := work[len(work)-2]; got.Message != "step 4/4: lint (done)" || got.Percentage == nil || *got.Percentage != 100 {
 			t.Errorf("last report %+v, want step 4/4: lint (done) at 100%%", got)
@@ -111,20 +113,19 @@ func TestProgressTokenOnRunCommand(t *testing.T) {
 	t.Parallel()
 	s := start(t, options{framing: "ndjson"})
 	s.initialize(nil)
-	id := s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", "echo '[STEP 00/02] only' >&2; exit 5"}, "workDoneToken": 42})
-	resp := s.response(id)
+	p := s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", "echo '[STEP 00/02] only' >&2; exit 5"}, "workDoneToken": 42})
 	var res rpc.ToolResult
-	if err := json.Unmarshal(resp.Result, &res); err != nil || resp.Error != nil {
-		t.Fatalf("runCommand: %s %v", resp.raw, resp.Error)
+	if e := s.answer(p, &res); e != nil {
+		t.Fatalf("runCommand: %v", e)
 	}
-	work := progWorkFor(s, "42")
+	work := progWorkFor(s, rpc.NewNumberToken(42))
 	progCheckWork(t, work, "sh -c 'echo '\\''[STEP 00/02] only'\\'' >&2; exit 5'", "completed (exit 5)")
 	for _, w := range work {
 		if w.Kind == "report" && (w.Message != "step 1/2: only" && w.Message != "step 1/2: only (fail)") {
 			t.Errorf("report %+v, want step 1/2: only", w)
 		}
 	}
-	if _, ri := progFirst(s, func(m msg) bool { return string(m.ID) == fmt.Sprint(id) && m.Method == "" }); ri >= 0 {
+	if _, ri := progFirst(s, func(m msg) bool { return string(m.ID) == wireID(p) && m.Method == "" }); ri >= 0 {
 		if _, ei := progFirst(s, func(m msg) bool {
 			return m.Method == "$/progress" && len(m.Params) > 0 && json.Valid(m.Params) && progIsEnd(m.Params)
 		}); ei > ri {
@@ -135,10 +136,8 @@ func TestProgressTokenOnRunCommand(t *testing.T) {
 
 // progIsEnd reports whether $/progress params are an end.
 func progIsEnd(p json.RawMessage) bool {
-	var n struct {
-		Value progWork `json:"value"`
-	}
-	return json.Unmarshal(p, &n) == nil && n.Value.Kind == "end"
+	n, err := progNoticeOf(p)
+	return err == nil && n.Value.Kind == "end"
 }
 
 // TestProgressServerCreatedTokenAndCancel advertises
@@ -159,39 +158,48 @@ func progServerCreatedToken(t *testing.T, result string) {
 	t.Parallel()
 	forEachFraming(t, func(t *testing.T, framing string) {
 		s := start(t, options{framing: framing})
-		s.initialize(map[string]any{"capabilities": map[string]any{"window": map[string]any{"workDoneProgress": true}}})
-		id := s.request("longRunning", map[string]any{"argv": []string{"sleep", "60"}})
-		resp := s.response(id)
+		// The client answers the create request, whose params it hands on.
+		created := make(chan json.RawMessage, 1)
+		s.c.OnRequestRaw(rpc.MethodWorkDoneProgressCreate, func(_ context.Context, params json.RawMessage) (any, error) {
+			created <- params
+			return json.RawMessage(result), nil
+		})
+		s.initialize(&rpc.InitializeParams{Capabilities: &rpc.ClientCapabilities{Window: &rpc.WindowClientCapabilities{WorkDoneProgress: true}}})
+		p := s.request("longRunning", map[string]any{"argv": []string{"sleep", "60"}})
 		var h rpc.LongRunningResult
-		if err := json.Unmarshal(resp.Result, &h); err != nil || resp.Error != nil {
-			t.Fatalf("longRunning: %s", resp.raw)
+		if e := s.answer(p, &h); e != nil {
+			t.Fatalf("longRunning: %v", e)
 		}
-		create, ci := s.waitFor(0, "window/workDoneProgress/create", func(m msg) bool {
+		_, ci := s.waitFor(0, "window/workDoneProgress/create", func(m msg) bool {
 			return m.Method == "window/workDoneProgress/create" && m.ID != nil
 		})
-		_, ri := progFirst(s, func(m msg) bool { return m.Method == "" && string(m.ID) == fmt.Sprint(id) })
+		_, ri := progFirst(s, func(m msg) bool { return m.Method == "" && string(m.ID) == wireID(p) })
 		if ci < ri {
 			t.Errorf("window/workDoneProgress/create (message %d) came before the longRunning response (message %d)", ci, ri)
 		}
-		var cp struct {
-			Token json.RawMessage `json:"token"`
-		}
-		if err := json.Unmarshal(create.Params, &cp); err != nil || len(cp.Token) == 0 {
-			t.Fatalf("create params %s", create.Params)
-		}
-		from := s.count()
-		s.send([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, create.ID, result)))
-		s.waitFor(from, "$/progress begin", func(m msg) bool {
-			var n struct {
-				Token json.RawMessage `json:"token"`
+		var cp rpc.WorkDoneProgressCreateParams
+		select {
+		case params := <-created:
+			if err := json.Unmarshal(params, &cp); err != nil {
+				t.Fatalf("create params %s: %v", params, err)
 			}
-			return m.Method == "$/progress" && json.Unmarshal(m.Params, &n) == nil && string(n.Token) == string(cp.Token)
+		case <-time.After(waitLimit):
+			t.Fatal("the client's handler never got the create request")
+		}
+		// The answer is written after the create request was read.
+		s.waitFor(ci, "$/progress begin", func(m msg) bool {
+			n, err := progNoticeOf(m.Params)
+			return m.Method == "$/progress" && err == nil && n.Token == cp.Token
 		})
-		s.notify("window/workDoneProgress/cancel", map[string]any{"token": cp.Token})
-		res := progResult(s, h.HandleID)
+		ctx, cancel := limit()
+		defer cancel()
+		if err := s.c.WorkDoneProgressCancel(ctx, cp.Token); err != nil {
+			t.Fatal(err)
+		}
+		res := s.toolResultOf(h.HandleID)
 		if res.Status != rpc.StatusCancelled || res.Signal == nil || *res.Signal != "SIGTERM" {
 			t.Errorf("result %s by %v, want cancelled by SIGTERM", res.Status, res.Signal)
 		}
-		progCheckWork(t, progWorkFor(s, string(cp.Token)), "sleep 60", "cancelled")
+		progCheckWork(t, progWorkFor(s, cp.Token), "sleep 60", "cancelled")
 	})
 }

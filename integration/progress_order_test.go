@@ -1,10 +1,10 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
+	"github.com/toolhost/toolhost/client"
 	"github.com/toolhost/toolhost/rpc"
 )
 
@@ -20,26 +20,25 @@ func TestProgressNotificationsFollowTheResponse(t *testing.T) {
 		script := `echo '{"type":"step_transition","step":"first","status":"start"}' >&2
 echo '{"type":"heartbeat","step":"first"}' >&2
 echo out; echo err >&2`
-		ids := make([]int, n)
+		ids := make([]*client.Pending, n)
 		for i := range ids {
 			ids[i] = s.request("longRunning", map[string]any{
 				"argv": []string{"sh", "-c", script}, "streamOutput": true, "workDoneToken": fmt.Sprintf("ord-%d", i),
 			})
 		}
-		handles := make(map[string]int) // handleId → index of its response
-		tokens := make(map[string]int)  // token → index of its handle's response
-		for i, id := range ids {
-			want := fmt.Sprint(id)
-			m, at := s.waitFor(0, "the response to "+want, func(m msg) bool { return m.Method == "" && string(m.ID) == want })
+		handles := make(map[string]int)           // handleId → index of its response
+		tokens := make(map[rpc.ProgressToken]int) // token → index of its handle's response
+		for i, p := range ids {
 			var h rpc.LongRunningResult
-			if err := json.Unmarshal(m.Result, &h); err != nil || m.Error != nil {
-				t.Fatalf("longRunning %d: %s", i, m.raw)
+			if e := s.answer(p, &h); e != nil {
+				t.Fatalf("longRunning %d: %v", i, e)
 			}
+			_, at := s.responseAt(wireID(p))
 			handles[h.HandleID] = at
-			tokens[fmt.Sprintf("ord-%d", i)] = at
+			tokens[rpc.NewStringToken(fmt.Sprintf("ord-%d", i))] = at
 		}
 		for h := range handles {
-			progResult(s, h)
+			s.toolResultOf(h)
 		}
 
 		s.mu.Lock()
@@ -50,16 +49,9 @@ echo out; echo err >&2`
 			if m.Method == "" || m.ID != nil {
 				continue
 			}
-			var p struct {
-				HandleID string `json:"handleId"`
-				Token    string `json:"token"`
-			}
-			if json.Unmarshal(m.Params, &p) != nil {
-				continue
-			}
-			resp, ok := handles[p.HandleID]
-			if !ok {
-				resp, ok = tokens[p.Token]
+			resp, ok := handles[idsOf(m.Params).HandleID]
+			if n, err := progNoticeOf(m.Params); !ok && m.Method == "$/progress" && err == nil {
+				resp, ok = tokens[n.Token]
 			}
 			if !ok {
 				continue

@@ -16,7 +16,7 @@ import (
 // notifications of the stream.
 func progCheckStream(t *testing.T, s *server, handleID string, stream rpc.Stream, artifactPath string) []rpc.OutputParams {
 	t.Helper()
-	outs := progDecodeAll[rpc.OutputParams](s, "output", progForHandle(handleID))
+	outs := progDecodeAll[rpc.OutputParams](s, "output", forHandle(handleID))
 	artifact := progReadFile(t, artifactPath)
 	got, skipped := progReassemble(t, outs, stream, artifact)
 	if skipped != 0 {
@@ -48,8 +48,8 @@ while [ $i -lt 2000 ]; do echo "line $i of some text"; i=$((i+1)); done
 echo '[STEP 00/01] marked' >&2
 echo 'plain stderr' >&2
 echo '  ✓ marked' >&2`
-			h := progStart(s, map[string]any{"argv": []string{"sh", "-c", script}, "streamOutput": true})
-			res := progResult(s, h.HandleID)
+			h := s.longRun(map[string]any{"argv": []string{"sh", "-c", script}, "streamOutput": true})
+			res := s.toolResultOf(h.HandleID)
 			for _, o := range progCheckStream(t, s, h.HandleID, "stdout", res.Artifacts.StdoutPath) {
 				if o.Encoding != "" {
 					t.Errorf("text output seq %d travels as %q", o.Seq, o.Encoding)
@@ -69,8 +69,8 @@ echo '  ✓ marked' >&2`
 				{data: "\xac \xf0\x9f", pause: true}, {data: "\x98\x80 done\n"},
 			}
 			progWriteFile(t, s.root, "runes.sh", []byte(progShellScript(1, pieces)))
-			h := progStart(s, map[string]any{"argv": []string{"sh", "runes.sh"}, "streamOutput": true})
-			res := progResult(s, h.HandleID)
+			h := s.longRun(map[string]any{"argv": []string{"sh", "runes.sh"}, "streamOutput": true})
+			res := s.toolResultOf(h.HandleID)
 			outs := progCheckStream(t, s, h.HandleID, "stdout", res.Artifacts.StdoutPath)
 			var text strings.Builder
 			for _, o := range outs {
@@ -91,8 +91,8 @@ echo '  ✓ marked' >&2`
 			}
 			pieces := []progPiece{{data: bin.String()[:1000], pause: true}, {data: bin.String()[1000:]}}
 			progWriteFile(t, s.root, "binary.sh", []byte(progShellScript(1, pieces)))
-			h := progStart(s, map[string]any{"argv": []string{"sh", "binary.sh"}, "streamOutput": true})
-			res := progResult(s, h.HandleID)
+			h := s.longRun(map[string]any{"argv": []string{"sh", "binary.sh"}, "streamOutput": true})
+			res := s.toolResultOf(h.HandleID)
 			outs := progCheckStream(t, s, h.HandleID, "stdout", res.Artifacts.StdoutPath)
 			base64s := 0
 			for _, o := range outs {
@@ -116,9 +116,9 @@ func TestOutputWithoutStreamOutputSendsNone(t *testing.T) {
 	t.Parallel()
 	s := start(t, options{framing: "ndjson"})
 	s.initialize(nil)
-	h := progStart(s, map[string]any{"argv": []string{"sh", "-c", "echo out; echo err >&2"}})
-	progResult(s, h.HandleID)
-	if outs := progDecodeAll[rpc.OutputParams](s, "output", progForHandle(h.HandleID)); len(outs) != 0 {
+	h := s.longRun(map[string]any{"argv": []string{"sh", "-c", "echo out; echo err >&2"}})
+	s.toolResultOf(h.HandleID)
+	if outs := progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID)); len(outs) != 0 {
 		t.Errorf("output notifications without streamOutput: %+v", outs)
 	}
 }
@@ -134,7 +134,7 @@ func TestOutputSlowClientSkips(t *testing.T) {
 	fifo := filepath.Join(s.root, name)
 	script := `yes 'abcdefghijklmnopqrstuvwxyz0123456789 all work and no play' | head -c 50000000
 echo finished > printed`
-	h := progStart(s, map[string]any{"argv": []string{"sh", "-c", script}, "streamOutput": true})
+	h := s.longRun(map[string]any{"argv": []string{"sh", "-c", script}, "streamOutput": true})
 	s.pause()
 	// The child says it has printed everything through the FIFO, not
 	// through the server the client is not reading.
@@ -149,7 +149,7 @@ echo finished > printed`
 	if err != nil || string(said) != "finished\n" {
 		t.Fatalf("the child said %q, %v", said, err)
 	}
-	res := progResult(s, h.HandleID)
+	res := s.toolResultOf(h.HandleID)
 	if !res.Success {
 		t.Fatalf("result %+v", res)
 	}
@@ -157,7 +157,7 @@ echo finished > printed`
 	if len(artifact) != 50000000 {
 		t.Fatalf("stdout.log holds %d bytes, want 50000000", len(artifact))
 	}
-	outs := progDecodeAll[rpc.OutputParams](s, "output", progForHandle(h.HandleID))
+	outs := progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID))
 	got, skipped := progReassemble(t, outs, "stdout", artifact)
 	if skipped == 0 {
 		t.Errorf("no output notification says bytes were skipped, for a client that read nothing while 50 MB were printed (%d notifications)", len(outs))

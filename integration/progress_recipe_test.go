@@ -25,23 +25,23 @@ func TestRecipeFailingMiddleStepSkipsTheRest(t *testing.T) {
 	forEachFraming(t, func(t *testing.T, framing string) {
 		s := start(t, options{framing: framing})
 		s.initialize(nil)
-		h := progStart(s, map[string]any{"label": "ci", "steps": []any{
+		h := s.longRun(map[string]any{"label": "ci", "steps": []any{
 			recipeStep("fetch", "echo fetched", false),
 			recipeStep("build", "echo broken >&2; exit 3", false),
 			recipeStep("test", "echo never", false),
 		}})
-		res := progResult(s, h.HandleID)
+		res := s.toolResultOf(h.HandleID)
 
 		want := []progStep{
 			{"fetch", "start", 1, 3}, {"fetch", "done", 1, 3},
 			{"build", "start", 2, 3}, {"build", "fail", 2, 3},
 			{"test", "skip", 3, 3},
 		}
-		if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+		if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 			t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 		}
 		wantSteps := []progStepResult{
-			{"fetch", "done", progInt(0)}, {"build", "fail", progInt(3)}, {"test", "skip", nil},
+			{"fetch", "done", ptr(0)}, {"build", "fail", ptr(3)}, {"test", "skip", nil},
 		}
 		if diff := cmp.Diff(wantSteps, progStepResults(res.Steps)); diff != "" {
 			t.Errorf("result steps mismatch (-want +got):\n%s", diff)
@@ -52,7 +52,7 @@ func TestRecipeFailingMiddleStepSkipsTheRest(t *testing.T) {
 		if res.Stdout != "fetched\n" || res.Stderr != "broken\n" {
 			t.Errorf("stdout %q stderr %q, want only the steps that ran", res.Stdout, res.Stderr)
 		}
-		for _, st := range progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", progForHandle(h.HandleID)) {
+		for _, st := range progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID)) {
 			if st.CommandID != h.CommandID || st.TS.IsZero() {
 				t.Errorf("stepTransition %+v: want commandId %s and a ts", st, h.CommandID)
 			}
@@ -74,21 +74,21 @@ func TestRecipeContinueOnError(t *testing.T) {
 	t.Parallel()
 	s := start(t, options{framing: "ndjson"})
 	s.initialize(nil)
-	h := progStart(s, map[string]any{"steps": []any{
+	h := s.longRun(map[string]any{"steps": []any{
 		recipeStep("lint", "exit 2", true),
 		recipeStep("build", "echo built", false),
 		recipeStep("test", "exit 0", false),
 	}})
-	res := progResult(s, h.HandleID)
+	res := s.toolResultOf(h.HandleID)
 	want := []progStep{
 		{"lint", "start", 1, 3}, {"lint", "fail", 1, 3},
 		{"build", "start", 2, 3}, {"build", "done", 2, 3},
 		{"test", "start", 3, 3}, {"test", "done", 3, 3},
 	}
-	if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+	if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 		t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 	}
-	wantSteps := []progStepResult{{"lint", "fail", progInt(2)}, {"build", "done", progInt(0)}, {"test", "done", progInt(0)}}
+	wantSteps := []progStepResult{{"lint", "fail", ptr(2)}, {"build", "done", ptr(0)}, {"test", "done", ptr(0)}}
 	if diff := cmp.Diff(wantSteps, progStepResults(res.Steps)); diff != "" {
 		t.Errorf("result steps mismatch (-want +got):\n%s", diff)
 	}
@@ -106,7 +106,7 @@ func TestRecipeCancelMidway(t *testing.T) {
 	forEachFraming(t, func(t *testing.T, framing string) {
 		s := start(t, options{framing: framing})
 		s.initialize(nil)
-		h := progStart(s, map[string]any{"steps": []any{
+		h := s.longRun(map[string]any{"steps": []any{
 			recipeStep("prepare", "exit 0", false),
 			recipeStep("wait", "echo waiting; exec sleep 60", false),
 			recipeStep("after", "echo never", false),
@@ -114,7 +114,7 @@ func TestRecipeCancelMidway(t *testing.T) {
 		}})
 		isWaitStart := func(p json.RawMessage) bool {
 			var st rpc.StepTransitionParams
-			return progForHandle(h.HandleID)(p) && json.Unmarshal(p, &st) == nil && st.Step == "wait" && st.Status == "start"
+			return forHandle(h.HandleID)(p) && json.Unmarshal(p, &st) == nil && st.Step == "wait" && st.Status == "start"
 		}
 		s.notification("stepTransition", 1, isWaitStart, nil)
 
@@ -124,12 +124,12 @@ func TestRecipeCancelMidway(t *testing.T) {
 			t.Errorf("cancel answered status %s success %v, want cancelled, false", res.Status, res.Success)
 		}
 		wantSteps := []progStepResult{
-			{"prepare", "done", progInt(0)}, {"wait", "cancelled", nil}, {"after", "skip", nil}, {"last", "skip", nil},
+			{"prepare", "done", ptr(0)}, {"wait", "cancelled", nil}, {"after", "skip", nil}, {"last", "skip", nil},
 		}
 		if diff := cmp.Diff(wantSteps, progStepResults(res.Steps)); diff != "" {
 			t.Errorf("result steps mismatch (-want +got):\n%s", diff)
 		}
-		final := progResult(s, h.HandleID)
+		final := s.toolResultOf(h.HandleID)
 		if diff := cmp.Diff(res, final); diff != "" {
 			t.Errorf("toolResult differs from cancel's answer (-cancel +toolResult):\n%s", diff)
 		}
@@ -138,7 +138,7 @@ func TestRecipeCancelMidway(t *testing.T) {
 			{"wait", "start", 2, 4}, {"wait", "fail", 2, 4},
 			{"after", "skip", 3, 4}, {"last", "skip", 4, 4},
 		}
-		if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+		if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 			t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 		}
 	})
@@ -151,18 +151,18 @@ func TestRecipeChildMarkersAreHeartbeats(t *testing.T) {
 	t.Parallel()
 	s := start(t, options{framing: "header"})
 	s.initialize(nil)
-	h := progStart(s, map[string]any{"steps": []any{
+	h := s.longRun(map[string]any{"steps": []any{
 		recipeStep("build", `echo '[STEP 00/09] inner' >&2; echo '{"type":"heartbeat","step":"inner","elapsedMs":5}' >&2; echo '  ✓ inner' >&2`, false),
 	}})
-	res := progResult(s, h.HandleID)
+	res := s.toolResultOf(h.HandleID)
 	if !res.Success || res.Stderr != "" {
 		t.Fatalf("result %+v, want success with the markers kept out of stderr", res)
 	}
 	want := []progStep{{"build", "start", 1, 1}, {"build", "done", 1, 1}}
-	if diff := cmp.Diff(want, progSteps(s, progForHandle(h.HandleID))); diff != "" {
+	if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 		t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 	}
-	hbs := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", progForHandle(h.HandleID))
+	hbs := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", forHandle(h.HandleID))
 	if len(hbs) != 1 || hbs[0].Step != "build" {
 		t.Errorf("heartbeats %+v, want one for the recipe step build", hbs)
 	}

@@ -45,8 +45,8 @@ func TestProgressSnapshotsAgreeWithNotifications(t *testing.T) {
 		s.initialize(nil)
 		fifo, release := progFIFO(t, s.root, "trigger")
 
-		quick := progStart(s, map[string]any{"argv": []string{"true"}, "label": "quick"})
-		quickRes := progResult(s, quick.HandleID)
+		quick := s.longRun(map[string]any{"argv": []string{"true"}, "label": "quick"})
+		quickRes := s.toolResultOf(quick.HandleID)
 
 		script := `printf 'hello\n' >&2
 echo '[STEP 01/03] build' >&2
@@ -54,10 +54,10 @@ echo '{"type":"heartbeat","step":"build","elapsedMs":1200}' >&2
 read x < ` + fifo + `
 echo '  ✓ build (2s)' >&2
 exit 4`
-		h := progStart(s, map[string]any{"argv": []string{"sh", "-c", script}, "label": "builder"})
+		h := s.longRun(map[string]any{"argv": []string{"sh", "-c", script}, "label": "builder"})
 		var hb rpc.HeartbeatParams
-		s.notification("heartbeat", 1, progForHandle(h.HandleID), &hb)
-		steps := progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", progForHandle(h.HandleID))
+		s.notification("heartbeat", 1, forHandle(h.HandleID), &hb)
+		steps := progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID))
 		if len(steps) != 1 {
 			t.Fatalf("stepTransitions before the heartbeat: %+v, want one start", steps)
 		}
@@ -87,7 +87,7 @@ exit 4`
 		s.mustCall("progress", map[string]any{}, &list)
 		wantQuick := rpc.Progress{
 			HandleID: quick.HandleID, CommandID: quick.CommandID, Label: "quick", Status: rpc.StatusCompleted,
-			PID: quick.PID, ExitCode: progInt(0),
+			PID: quick.PID, ExitCode: ptr(0),
 		}
 		if diff := cmp.Diff([]rpc.Progress{wantQuick, running}, list.Handles,
 			cmpopts.IgnoreFields(rpc.Progress{}, "ElapsedMs", "UpdatedAt"),
@@ -101,15 +101,15 @@ exit 4`
 		}
 
 		release()
-		res := progResult(s, h.HandleID)
-		steps = progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", progForHandle(h.HandleID))
+		res := s.toolResultOf(h.HandleID)
+		steps = progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID))
 		last = steps[len(steps)-1]
 		if last.Step != "build" || last.Status != "done" {
 			t.Errorf("last stepTransition %+v, want build done", last)
 		}
 		var ended rpc.Progress
 		s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &ended)
-		want.Status, want.ExitCode = rpc.StatusCompleted, progInt(4)
+		want.Status, want.ExitCode = rpc.StatusCompleted, ptr(4)
 		want.CurrentStep, want.TotalSteps, want.StepName = last.Index, last.Total, last.Step
 		if diff := cmp.Diff(want, ended, ignore); diff != "" {
 			t.Errorf("ended snapshot mismatch (-want +got):\n%s", diff)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // BenchmarkRunCommandTrue measures runCommand of `true` through the binary
@@ -21,7 +23,7 @@ func BenchmarkRunCommandTrue(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		var res toolResultWire
+		var res rpc.ToolResult
 		s.mustCall("runCommand", map[string]any{"argv": []string{"true"}}, &res)
 		t1 := time.Now()
 		if err := exec.Command(truePath).Run(); err != nil {
@@ -53,7 +55,7 @@ func BenchmarkOutput1GiB(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		var res toolResultWire
+		var res rpc.ToolResult
 		s.mustCall("runCommand", map[string]any{"argv": []string{"head", "-c", "1073741824", "/dev/zero"}}, &res)
 		t1 := time.Now()
 		if err := exec.Command("sh", "-c", "head -c 1073741824 /dev/zero > "+filepath.Join(dir, "out")).Run(); err != nil {

@@ -14,6 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // TestRunSpawnErrors checks that an empty argv is invalid params and that an
@@ -56,7 +59,7 @@ func TestRunSpawnErrors(t *testing.T) {
 			t.Errorf("%s: runCommand succeeded, want error %d", c.name, c.want.Code)
 			continue
 		}
-		d := errData(t, e)
+		d := errData(e)
 		got := want{Code: e.Code, Field: d.Field, Argv0: d.Argv0, Reason: d.Reason}
 		if c.want.Code == -32602 {
 			got.Reason, got.Argv0 = "", ""
@@ -91,11 +94,7 @@ func TestRunSpawnErrors(t *testing.T) {
 // artifactsDir returns the artifacts directory the server reports.
 func (s *server) artifactsDir() string {
 	s.t.Helper()
-	var res struct {
-		Workspace struct {
-			ArtifactsDir string `json:"artifactsDir"`
-		} `json:"workspace"`
-	}
+	var res rpc.InitializeResult
 	// initialize was answered already: read its answer.
 	m, _ := s.waitFor(0, "the initialize answer", func(m msg) bool { return m.Method == "" && strings.Contains(string(m.Result), "artifactsDir") })
 	if err := json.Unmarshal(m.Result, &res); err != nil {
@@ -175,8 +174,8 @@ func TestRunCwd(t *testing.T) {
 			t.Errorf("cwd %q: error %v, want code %d", c.cwd, e, c.code)
 			continue
 		}
-		if d := errData(t, e); d.Path == "" && d.Field == "" {
-			t.Errorf("cwd %q: error data names neither path nor field: %s", c.cwd, e.Data)
+		if d := errData(e); d.Path == "" && d.Field == "" {
+			t.Errorf("cwd %q: error data names neither path nor field: %+v", c.cwd, e.Data)
 		}
 	}
 }
@@ -198,19 +197,15 @@ func TestRunStdin(t *testing.T) {
 			id2 := s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", "read x; echo got:$x"}})
 			id3 := s.request("runCommand", map[string]any{"argv": []string{"echo", "after"}})
 			for _, c := range []struct {
-				id   int
+				p    *client.Pending
 				want string
 			}{{id, ""}, {id2, "got:\n"}, {id3, "after\n"}} {
-				m := s.response(c.id)
-				if m.Error != nil {
-					t.Fatalf("request %d: %v", c.id, m.Error)
-				}
-				var r toolResultWire
-				if err := json.Unmarshal(m.Result, &r); err != nil {
-					t.Fatal(err)
+				var r rpc.ToolResult
+				if e := s.answer(c.p, &r); e != nil {
+					t.Fatalf("request %v: %v", c.p.ID(), e)
 				}
 				if r.Stdout != c.want || !r.Success {
-					t.Errorf("request %d: %s exit %v stdout %q, want %q", c.id, r.Status, r.ExitCode, r.Stdout, c.want)
+					t.Errorf("request %v: %s exit %v stdout %q, want %q", c.p.ID(), r.Status, r.ExitCode, r.Stdout, c.want)
 				}
 			}
 		}
@@ -247,7 +242,7 @@ func TestRunEnvAllowlist(t *testing.T) {
 		env = append(env, k+"=secret-"+k)
 	}
 	s := start(t, options{env: env})
-	s.initialize(map[string]any{"initializationOptions": map[string]any{"env": map[string]any{"allow": []string{"MYCO_*"}}}})
+	s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Env: &rpc.EnvOptions{Allow: []string{"MYCO_*"}}}})
 
 	wantBase := map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": "/home/someone", "TMPDIR": os.TempDir(),
@@ -306,27 +301,25 @@ func TestRunResultFields(t *testing.T) {
 	t.Parallel()
 	s := start(t, options{})
 	s.initialize(nil)
-	m := s.response(s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", "echo out; echo err >&2; exit 3"}}))
-	if m.Error != nil {
-		t.Fatal(m.Error)
-	}
+	var result json.RawMessage
+	s.mustCall("runCommand", map[string]any{"argv": []string{"sh", "-c", "echo out; echo err >&2; exit 3"}}, &result)
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(m.Result, &raw); err != nil {
+	if err := json.Unmarshal(result, &raw); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := raw["handleId"]; ok {
-		t.Errorf("runCommand result has a handleId: %s", m.Result)
+		t.Errorf("runCommand result has a handleId: %s", result)
 	}
 	for _, k := range []string{"commandId", "status", "success", "exitCode", "signal", "startedAt", "endedAt", "durationMs", "stdout", "stderr", "stdoutTruncated", "stderrTruncated", "artifacts", "steps"} {
 		if _, ok := raw[k]; !ok {
-			t.Errorf("result lacks %q: %s", k, m.Result)
+			t.Errorf("result lacks %q: %s", k, result)
 		}
 	}
 	if string(raw["signal"]) != "null" {
 		t.Errorf("signal = %s, want null", raw["signal"])
 	}
-	var res toolResultWire
-	if err := json.Unmarshal(m.Result, &res); err != nil {
+	var res rpc.ToolResult
+	if err := json.Unmarshal(result, &res); err != nil {
 		t.Fatal(err)
 	}
 	type fields struct {
@@ -337,7 +330,7 @@ func TestRunResultFields(t *testing.T) {
 		Stdout, Stderr  string
 		StdoutTruncated bool
 	}
-	want := fields{Status: "completed", ExitCode: intp(3), Stdout: "out\n", Stderr: "err\n"}
+	want := fields{Status: "completed", ExitCode: ptr(3), Stdout: "out\n", Stderr: "err\n"}
 	got := fields{string(res.Status), res.Success, res.ExitCode, res.Signal, res.Stdout, res.Stderr, res.StdoutTruncated}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("result mismatch (-want +got):\n%s", diff)
@@ -353,7 +346,7 @@ func TestRunResultFields(t *testing.T) {
 
 // verifyArtifacts checks the artifact files: private modes, and byteCount,
 // lineCount and sha256 against outputPath's content, which it returns.
-func verifyArtifacts(t *testing.T, a artifactsWire) []byte {
+func verifyArtifacts(t *testing.T, a rpc.Artifacts) []byte {
 	t.Helper()
 	for _, p := range []string{a.StdoutPath, a.StderrPath, a.OutputPath} {
 		fi, err := os.Lstat(p)
@@ -405,7 +398,7 @@ func verifyArtifacts(t *testing.T, a artifactsWire) []byte {
 	if n > 0 && last != '\n' {
 		lines++ // a last line without a newline counts
 	}
-	got := artifactsWire{StdoutPath: a.StdoutPath, StderrPath: a.StderrPath, OutputPath: a.OutputPath, ByteCount: n, LineCount: lines, Sha256: hex.EncodeToString(h.Sum(nil))}
+	got := rpc.Artifacts{StdoutPath: a.StdoutPath, StderrPath: a.StderrPath, OutputPath: a.OutputPath, ByteCount: n, LineCount: lines, Sha256: hex.EncodeToString(h.Sum(nil))}
 	if diff := cmp.Diff(got, a); diff != "" {
 		t.Errorf("artifacts do not describe outputPath (-file +result):\n%s", diff)
 	}

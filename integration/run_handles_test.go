@@ -1,12 +1,13 @@
 package integration
 
 import (
-	"encoding/json"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // TestLongRunningAnswersAtOnce checks the longRunning answer, that the
@@ -30,7 +31,7 @@ func TestLongRunningAnswersAtOnce(t *testing.T) {
 			t.Errorf("command %q, want %q", h.Command, want)
 		}
 		res := s.toolResultOf(h.HandleID)
-		want := ending{Status: "completed", ExitCode: intp(4)}
+		want := ending{Status: "completed", ExitCode: ptr(4)}
 		if diff := cmp.Diff(want, endingOf(res)); diff != "" {
 			t.Errorf("toolResult mismatch (-want +got):\n%s", diff)
 		}
@@ -38,23 +39,20 @@ func TestLongRunningAnswersAtOnce(t *testing.T) {
 			t.Errorf("toolResult ids or stdout: %+v", res)
 		}
 		// cancel of the ended handle answers its final result again.
-		var again toolResultWire
+		var again rpc.ToolResult
 		s.mustCall("cancel", map[string]any{"handleId": h.HandleID}, &again)
 		if diff := cmp.Diff(res, again); diff != "" {
 			t.Errorf("cancel after the end mismatch (-toolResult +cancel):\n%s", diff)
 		}
 		// progress of the ended handle.
-		var pr struct {
-			HandleID, Status, Label string
-			ExitCode                *int
-		}
+		var pr rpc.Progress
 		s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &pr)
 		if pr.Status != "completed" || pr.Label != "four" || pr.ExitCode == nil || *pr.ExitCode != 4 {
 			t.Errorf("progress after the end: %+v", pr)
 		}
 		// Spawn errors are request errors and leave no handle.
 		e := s.call("longRunning", map[string]any{"argv": []string{"no-such-tool-7f3a"}}, nil)
-		if e == nil || e.Code != -32005 || errData(t, e).Argv0 != "no-such-tool-7f3a" {
+		if e == nil || e.Code != -32005 || errData(e).Argv0 != "no-such-tool-7f3a" {
 			t.Errorf("longRunning of a missing tool: %v", e)
 		}
 		if e := s.call("longRunning", map[string]any{"argv": []string{}}, nil); e == nil || e.Code != -32602 {
@@ -84,19 +82,19 @@ func TestCancelLadder(t *testing.T) {
 		want  ending
 	}{
 		{"TERM ends it", func(mk marker) []string { return []string{"sh", "-c", "echo ready; exec sleep " + mk.Sleep} }, nil,
-			ending{Status: "cancelled", Signal: strp("SIGTERM")}},
+			ending{Status: "cancelled", Signal: ptr("SIGTERM")}},
 		{"TERM ignored: KILL after the server's grace", func(mk marker) []string {
 			return []string{"sh", "-c", "trap '' TERM; echo ready; sleep " + mk.Sleep + "; :"}
-		}, nil, ending{Status: "cancelled", Signal: strp("SIGKILL")}},
+		}, nil, ending{Status: "cancelled", Signal: ptr("SIGKILL")}},
 		{"TERM ignored: KILL after graceMs", func(mk marker) []string {
 			return []string{"sh", "-c", "trap '' TERM; echo ready; sleep " + mk.Sleep + "; :"}
-		}, 100, ending{Status: "cancelled", Signal: strp("SIGKILL")}},
+		}, 100, ending{Status: "cancelled", Signal: ptr("SIGKILL")}},
 		{"graceMs 0: KILL at once", func(mk marker) []string {
 			return []string{"sh", "-c", "trap '' TERM; echo ready; sleep " + mk.Sleep + "; :"}
-		}, 0, ending{Status: "cancelled", Signal: strp("SIGKILL")}},
+		}, 0, ending{Status: "cancelled", Signal: ptr("SIGKILL")}},
 		{"a TERM handler's exit code", func(mk marker) []string {
 			return []string{"sh", "-c", "trap 'echo bye; exit 9' TERM; echo ready; sleep " + mk.Sleep + " & wait"}
-		}, nil, ending{Status: "cancelled", ExitCode: intp(9)}},
+		}, nil, ending{Status: "cancelled", ExitCode: ptr(9)}},
 	}
 	for _, c := range cases {
 		mk := newMarker()
@@ -106,7 +104,7 @@ func TestCancelLadder(t *testing.T) {
 		if c.grace != nil {
 			p["graceMs"] = c.grace
 		}
-		var res toolResultWire
+		var res rpc.ToolResult
 		s.mustCall("cancel", p, &res)
 		assertNoneLeft(t, mk, "", c.name+": after cancel answered")
 		if diff := cmp.Diff(c.want, endingOf(res)); diff != "" {
@@ -128,14 +126,14 @@ func TestCancelLadder(t *testing.T) {
 		e := s.call("cancel", c.params, nil)
 		if e == nil || e.Code != c.code {
 			t.Errorf("cancel %v: %v, want %d", c.params, e, c.code)
-		} else if c.code == -32004 && errData(t, e).HandleID != c.params["handleId"] {
-			t.Errorf("cancel %v: data %s does not name the handle", c.params, e.Data)
+		} else if c.code == -32004 && errData(e).HandleID != c.params["handleId"] {
+			t.Errorf("cancel %v: data %+v does not name the handle", c.params, e.Data)
 		}
 	}
 	s.shutdown()
 	seen := map[string]int{}
 	for _, n := range s.notifications("toolResult") {
-		seen[handleOf(n)]++
+		seen[idsOf(n).HandleID]++
 	}
 	for h, n := range seen {
 		if n != 1 {
@@ -163,8 +161,8 @@ func TestMaxProcessesBusy(t *testing.T) {
 		if e == nil || e.Code != -32007 {
 			t.Fatalf("%s beyond --max-processes: %v, want -32007", method, e)
 		}
-		if d := errData(t, e); d.Reason == "" {
-			t.Errorf("Busy without a reason: %s", e.Data)
+		if d := errData(e); d.Reason == "" {
+			t.Errorf("Busy without a reason: %+v", e.Data)
 		}
 	}
 	after, _ := os.ReadDir(dir)
@@ -183,21 +181,4 @@ func TestMaxProcessesBusy(t *testing.T) {
 	}
 	s.shutdown()
 	assertNoneLeft(t, mk, "", "after shutdown")
-}
-
-// progressWire is the part of Progress these tests read.
-type progressWire struct {
-	HandleID string `json:"handleId"`
-	Status   string `json:"status"`
-}
-
-// decodeHandles decodes progress without a handleId.
-func decodeHandles(t *testing.T, raw json.RawMessage) []progressWire {
-	var v struct {
-		Handles []progressWire `json:"handles"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v.Handles
 }

@@ -17,47 +17,39 @@ import (
 	"github.com/toolhost/toolhost/rpc"
 )
 
-// The wire types the tests decode, from the protocol's one source of truth.
-type (
-	toolResultWire = rpc.ToolResult
-	artifactsWire  = rpc.Artifacts
-	handleWire     = rpc.LongRunningResult
-	errorDataWire  = rpc.ErrorData
-)
-
-// errData decodes an error's data.
-func errData(t testing.TB, e *wireError) errorDataWire {
-	t.Helper()
-	var d errorDataWire
-	if len(e.Data) > 0 {
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			t.Fatalf("decoding error data %s: %v", e.Data, err)
-		}
+// errData returns an error answer's data (the zero value if it has none).
+func errData(e *rpc.Error) rpc.ErrorData {
+	if e == nil || e.Data == nil {
+		return rpc.ErrorData{}
 	}
-	return d
+	return *e.Data
 }
 
 // run calls runCommand and fails the test on an error response.
-func (s *server) run(params map[string]any) toolResultWire {
+func (s *server) run(params map[string]any) rpc.ToolResult {
 	s.t.Helper()
-	var res toolResultWire
+	var res rpc.ToolResult
 	s.mustCall("runCommand", params, &res)
 	return res
 }
 
-// longRun calls longRunning and fails the test on an error response.
-func (s *server) longRun(params map[string]any) handleWire {
+// longRun calls longRunning and fails the test on an error response or an
+// answer without a handle.
+func (s *server) longRun(params map[string]any) rpc.LongRunningResult {
 	s.t.Helper()
-	var h handleWire
+	var h rpc.LongRunningResult
 	s.mustCall("longRunning", params, &h)
+	if h.HandleID == "" {
+		s.t.Fatalf("longRunning answered no handleId")
+	}
 	return h
 }
 
 // toolResultOf waits for the toolResult of handle and decodes it.
-func (s *server) toolResultOf(handle string) toolResultWire {
+func (s *server) toolResultOf(handle string) rpc.ToolResult {
 	s.t.Helper()
-	var res toolResultWire
-	s.notification("toolResult", 1, func(p json.RawMessage) bool { return handleOf(p) == handle }, &res)
+	var res rpc.ToolResult
+	s.notification("toolResult", 1, forHandle(handle), &res)
 	return res
 }
 
@@ -66,13 +58,8 @@ func (s *server) awaitOutput(handle, text string) {
 	s.t.Helper()
 	var seen strings.Builder
 	s.waitFor(0, fmt.Sprintf("output %q of %s", text, handle), func(m msg) bool {
-		if m.Method != "output" {
-			return false
-		}
-		var o struct {
-			HandleID, Stream, Data string
-		}
-		if json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle || o.Stream != "stdout" {
+		var o rpc.OutputParams
+		if m.Method != "output" || json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle || o.Stream != rpc.StreamStdout {
 			return false
 		}
 		seen.WriteString(o.Data)
@@ -80,20 +67,31 @@ func (s *server) awaitOutput(handle, text string) {
 	})
 }
 
-// handleOf returns the handleId of a notification's params.
-func handleOf(p json.RawMessage) string {
-	var v struct {
-		HandleID string `json:"handleId"`
-	}
-	_ = json.Unmarshal(p, &v)
-	return v.HandleID
+// ids are the ids a notification's params name.
+type ids struct {
+	HandleID  string `json:"handleId"`
+	CommandID string `json:"commandId"`
 }
 
-// intp returns a pointer to n, for expected exit codes.
-func intp(n int) *int { return &n }
+// idsOf returns the ids a notification's params name.
+func idsOf(p json.RawMessage) ids {
+	var v ids
+	_ = json.Unmarshal(p, &v)
+	return v
+}
 
-// strp returns a pointer to s, for expected signals.
-func strp(s string) *string { return &s }
+// forHandle matches notification params that name handleID.
+func forHandle(handleID string) func(json.RawMessage) bool {
+	return func(p json.RawMessage) bool { return idsOf(p).HandleID == handleID }
+}
+
+// forCommand matches notification params that name commandID.
+func forCommand(commandID string) func(json.RawMessage) bool {
+	return func(p json.RawMessage) bool { return idsOf(p).CommandID == commandID }
+}
+
+// ptr returns a pointer to v, for expected exit codes and signals.
+func ptr[T any](v T) *T { return &v }
 
 // tokenSeq makes tokens unique within the test binary; the random part
 // makes them unique across concurrent test binaries.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // ending is the part of a ToolResult that says how a command ended.
@@ -17,7 +19,7 @@ type ending struct {
 	Signal   *string
 }
 
-func endingOf(r toolResultWire) ending {
+func endingOf(r rpc.ToolResult) ending {
 	return ending{Status: string(r.Status), Success: r.Success, ExitCode: r.ExitCode, Signal: r.Signal}
 }
 
@@ -34,15 +36,15 @@ func TestRunTimeout(t *testing.T) {
 		want   ending
 	}{
 		{"sleep", func(mk marker) []string { return []string{"sleep", mk.Sleep} }, map[string]any{"timeoutMs": 200},
-			ending{Status: "timedOut", Signal: strp("SIGTERM")}},
+			ending{Status: "timedOut", Signal: ptr("SIGTERM")}},
 		{"default timeout", func(mk marker) []string { return []string{"sleep", mk.Sleep} }, map[string]any{},
-			ending{Status: "timedOut", Signal: strp("SIGTERM")}},
+			ending{Status: "timedOut", Signal: ptr("SIGTERM")}},
 		{"TERM ignored", func(mk marker) []string {
 			return []string{"sh", "-c", "trap '' TERM; sleep " + mk.Sleep + "; :"}
-		}, map[string]any{"timeoutMs": 400}, ending{Status: "timedOut", Signal: strp("SIGKILL")}},
+		}, map[string]any{"timeoutMs": 400}, ending{Status: "timedOut", Signal: ptr("SIGKILL")}},
 		{"a shell's exit code on TERM", func(mk marker) []string {
 			return []string{"sh", "-c", "trap 'exit 7' TERM; sleep " + mk.Sleep + " & wait"}
-		}, map[string]any{"timeoutMs": 400}, ending{Status: "timedOut", ExitCode: intp(7)}},
+		}, map[string]any{"timeoutMs": 400}, ending{Status: "timedOut", ExitCode: ptr(7)}},
 	}
 	for _, c := range cases {
 		mk := newMarker()
@@ -66,7 +68,7 @@ func TestRunGrandchildHoldingPipes(t *testing.T) {
 	s.initialize(nil)
 	mk := newMarker()
 	res := s.run(map[string]any{"argv": []string{"sh", "-c", "sleep " + mk.Sleep + " & echo started"}, "timeoutMs": 1000, "env": mk.env()})
-	if diff := cmp.Diff(ending{Status: "completed", Success: true, ExitCode: intp(0)}, endingOf(res)); diff != "" {
+	if diff := cmp.Diff(ending{Status: "completed", Success: true, ExitCode: ptr(0)}, endingOf(res)); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 	if res.Stdout != "started\n" {
@@ -77,7 +79,7 @@ func TestRunGrandchildHoldingPipes(t *testing.T) {
 	// The same while the shell itself stays until the timeout.
 	mk = newMarker()
 	res = s.run(map[string]any{"argv": []string{"sh", "-c", "sleep " + mk.Sleep + " & echo started; exec sleep " + mk.Sleep}, "timeoutMs": 300, "env": mk.env()})
-	if diff := cmp.Diff(ending{Status: "timedOut", Signal: strp("SIGTERM")}, endingOf(res)); diff != "" {
+	if diff := cmp.Diff(ending{Status: "timedOut", Signal: ptr("SIGTERM")}, endingOf(res)); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 	assertNoneLeft(t, mk, "", "after the timeout's answer")
@@ -98,19 +100,18 @@ func TestRunCancelRequest(t *testing.T) {
 		})
 		// The step marker comes once TERM is ignored.
 		s.notification("stepTransition", 1, nil, nil)
-		s.notify("$/cancelRequest", map[string]any{"id": id})
-		m := s.response(id)
-		if m.Error == nil {
-			t.Fatalf("cancelled runCommand answered %s, want -32800", m.Result)
+		e := s.cancelRequest(id)
+		if e == nil {
+			t.Fatalf("cancelled runCommand answered %s, want -32800", s.response(wireID(id)).Result)
 		}
-		if m.Error.Code != -32800 {
-			t.Fatalf("error %v, want -32800", m.Error)
+		if e.Code != -32800 {
+			t.Fatalf("error %v, want -32800", e)
 		}
-		d := errData(t, m.Error)
+		d := errData(e)
 		if d.Partial == nil {
-			t.Fatalf("no partial ToolResult in %s", m.Error.Data)
+			t.Fatalf("no partial ToolResult in %+v", e.Data)
 		}
-		if diff := cmp.Diff(ending{Status: "cancelled", Signal: strp("SIGKILL")}, endingOf(*d.Partial)); diff != "" {
+		if diff := cmp.Diff(ending{Status: "cancelled", Signal: ptr("SIGKILL")}, endingOf(*d.Partial)); diff != "" {
 			t.Errorf("partial mismatch (-want +got):\n%s", diff)
 		}
 		if d.Partial.CommandID == "" || d.Partial.Artifacts.OutputPath == "" {

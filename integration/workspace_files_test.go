@@ -14,6 +14,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // This file drives readFile and writeFile through the binary for what the
@@ -54,17 +57,17 @@ func TestWorkspaceDefaultMaxBytesAndPagingLargeFile(t *testing.T) {
 		for _, c := range []struct {
 			name   string
 			params map[string]any
-			want   wsReadResult
+			want   rpc.ReadFileResult
 		}{
 			{"near the end", map[string]any{"line": 15000, "limit": 3},
-				wsReadResult{Content: line(15000) + line(15001) + line(15002), StartLine: 15000, EndLine: 15002, TotalLines: lines, Truncated: true}},
+				rpc.ReadFileResult{Content: line(15000) + line(15001) + line(15002), StartLine: 15000, EndLine: 15002, TotalLines: lines, Truncated: true}},
 			{"the last line", map[string]any{"line": lines, "limit": 5},
-				wsReadResult{Content: line(lines), StartLine: lines, EndLine: lines, TotalLines: lines}},
+				rpc.ReadFileResult{Content: line(lines), StartLine: lines, EndLine: lines, TotalLines: lines}},
 			{"past the end", map[string]any{"line": lines + 1},
-				wsReadResult{StartLine: lines + 1, EndLine: lines, TotalLines: lines}},
+				rpc.ReadFileResult{StartLine: lines + 1, EndLine: lines, TotalLines: lines}},
 			// From line 2 to the end is paged: whole lines up to 1 MiB.
 			{"from line 2", map[string]any{"line": 2},
-				wsReadResult{StartLine: 2, EndLine: 1 + (1<<20)/100, TotalLines: lines, Truncated: true}},
+				rpc.ReadFileResult{StartLine: 2, EndLine: 1 + (1<<20)/100, TotalLines: lines, Truncated: true}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				r, err := wsRead(s, "big.txt", c.params)
@@ -75,7 +78,7 @@ func TestWorkspaceDefaultMaxBytesAndPagingLargeFile(t *testing.T) {
 				if c.name == "from line 2" {
 					c.want.Content = content[100 : 100*(c.want.EndLine)]
 				}
-				if diff := cmp.Diff(c.want, r, cmpopts.IgnoreFields(wsReadResult{}, "MTime")); diff != "" {
+				if diff := cmp.Diff(c.want, r, cmpopts.IgnoreFields(rpc.ReadFileResult{}, "MTime")); diff != "" {
 					t.Errorf("readFile %v: mismatch (-want +got):\n%s", c.params, diff)
 				}
 			})
@@ -140,7 +143,7 @@ func TestWorkspaceWriteIsAtomicForReaders(t *testing.T) {
 		for round := range 25 {
 			// Each round sends two writes and eight reads before waiting for
 			// any answer; the server runs them concurrently.
-			var writes, reads []int
+			var writes, reads []*client.Pending
 			for i := range 10 {
 				if i == 0 || i == 5 {
 					writes = append(writes, s.request("writeFile", map[string]any{"path": "f.txt", "content": contents[(round+i/5)%2]}))
@@ -148,19 +151,15 @@ func TestWorkspaceWriteIsAtomicForReaders(t *testing.T) {
 					reads = append(reads, s.request("readFile", map[string]any{"path": "f.txt"}))
 				}
 			}
-			for _, id := range writes {
-				if m := s.response(id); m.Error != nil {
-					t.Fatalf("writeFile: %v", m.Error)
+			for _, p := range writes {
+				if e := s.answer(p, nil); e != nil {
+					t.Fatalf("writeFile: %v", e)
 				}
 			}
-			for _, id := range reads {
-				m := s.response(id)
-				if m.Error != nil {
-					t.Fatalf("readFile: %v", m.Error)
-				}
-				var r wsReadResult
-				if err := json.Unmarshal(m.Result, &r); err != nil {
-					t.Fatal(err)
+			for _, p := range reads {
+				var r rpc.ReadFileResult
+				if e := s.answer(p, &r); e != nil {
+					t.Fatalf("readFile: %v", e)
 				}
 				switch r.Content {
 				case contents[0]:
@@ -247,12 +246,7 @@ func TestWorkspaceReadsArtifactOfCommand(t *testing.T) {
 	forEachFraming(t, func(t *testing.T, framing string) {
 		s := start(t, options{framing: framing})
 		s.initialize(nil)
-		var res struct {
-			Artifacts struct {
-				StdoutPath string `json:"stdoutPath"`
-				OutputPath string `json:"outputPath"`
-			} `json:"artifacts"`
-		}
+		var res rpc.ToolResult
 		s.mustCall("runCommand", map[string]any{"argv": []string{"sh", "-c", "for i in 1 2 3 4 5; do echo line $i; done"}}, &res)
 		want := "line 1\nline 2\nline 3\nline 4\nline 5\n"
 		for _, p := range []string{res.Artifacts.OutputPath, res.Artifacts.StdoutPath, "file://" + res.Artifacts.OutputPath} {
@@ -283,20 +277,6 @@ func wsReadRootsFixture(t *testing.T) (fx *wsFixture, shared string) {
 	return fx, shared
 }
 
-// wsInitWorkspace decodes the workspace member of an initialize result.
-func wsInitWorkspace(t *testing.T, res map[string]any) (root string, readRoots []string) {
-	t.Helper()
-	b, _ := json.Marshal(res["workspace"])
-	var w struct {
-		Root      string   `json:"root"`
-		ReadRoots []string `json:"readRoots"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		t.Fatal(err)
-	}
-	return w.Root, w.ReadRoots
-}
-
 // TestWorkspaceReadRootFromCommandLine: a --read-root is readable by
 // absolute path, by a file URI, by ".." from the root (it is a root of its
 // own) and through an in-root symlink; every write into it is -32008.
@@ -305,7 +285,7 @@ func TestWorkspaceReadRootFromCommandLine(t *testing.T) {
 	fx, shared := wsReadRootsFixture(t)
 	fx.symlink(t, filepath.Join(shared, "lib.txt"), "liblink")
 	s := start(t, options{root: fx.root, args: []string{"--read-root", shared}})
-	if _, rr := wsInitWorkspace(t, s.initialize(nil)); !cmp.Equal(rr, []string{shared}) {
+	if rr := s.initialize(nil).Workspace.ReadRoots; !cmp.Equal(rr, []string{shared}) {
 		t.Errorf("initialize readRoots = %q, want [%q]", rr, shared)
 	}
 	for _, p := range []string{filepath.Join(shared, "lib.txt"), "file://" + shared + "/lib.txt", "../shared/lib.txt", "liblink", fx.root + "/../shared/lib.txt"} {
@@ -340,8 +320,8 @@ func TestWorkspaceReadRootsNarrowedByClient(t *testing.T) {
 		t.Fatalf("initialize with a read root outside: %v, want -32001", err)
 	}
 	vendor := filepath.Join(fx.root, "vendor")
-	res := s.initialize(map[string]any{"initializationOptions": map[string]any{"readRoots": []string{"file://" + shared + "/sub", vendor}}})
-	if _, rr := wsInitWorkspace(t, res); !cmp.Equal(rr, []string{filepath.Join(shared, "sub"), vendor}) {
+	res := s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{ReadRoots: []string{"file://" + shared + "/sub", vendor}}})
+	if rr := res.Workspace.ReadRoots; !cmp.Equal(rr, []string{filepath.Join(shared, "sub"), vendor}) {
 		t.Errorf("initialize readRoots = %q, want [shared/sub, root/vendor]", rr)
 	}
 	if r, err := wsRead(s, filepath.Join(shared, "sub", "x.txt"), nil); err != nil || r.Content != "x\n" {
@@ -383,7 +363,7 @@ func TestWorkspaceSymlinkedRoot(t *testing.T) {
 		}
 		fx.before = fx.snapshot(t)
 		s := start(t, options{framing: framing, noRoot: true, args: []string{"--root", link}})
-		if root, _ := wsInitWorkspace(t, s.initialize(nil)); root != fx.root {
+		if root := s.initialize(nil).Workspace.Root; root != fx.root {
 			t.Errorf("initialize root = %q, want the real path %q", root, fx.root)
 		}
 		for _, p := range []string{"hello.txt", link + "/hello.txt", "file://" + link + "/hello.txt", fx.root + "/hello.txt", link + "/sub/../hello.txt"} {
@@ -414,9 +394,10 @@ func TestWorkspaceErrorDataFields(t *testing.T) {
 	s := start(t, options{})
 	s.initialize(nil)
 	wsWrite(t, filepath.Join(s.root, "f.txt"), "0123456789\n")
-	decode := func(e *wireError) map[string]any {
+	// Each request's error data is read as it was on the wire.
+	decode := func(p *client.Pending) map[string]any {
 		var m map[string]any
-		if e == nil || json.Unmarshal(e.Data, &m) != nil {
+		if e := s.answer(p, nil); e == nil || json.Unmarshal(wireErrorData(t, s.response(wireID(p))), &m) != nil {
 			t.Fatalf("no decodable error data: %v", e)
 		}
 		return m
@@ -429,20 +410,18 @@ func TestWorkspaceErrorDataFields(t *testing.T) {
 		return out
 	}
 	sorted := cmpopts.SortSlices(func(a, b string) bool { return a < b })
-	_, err := wsRead(s, "f.txt", map[string]any{"maxBytes": 5})
-	if m := decode(err); !cmp.Equal(keys(m), []string{"path", "reason", "size", "limit"}, sorted) || m["size"] != 11.0 || m["limit"] != 5.0 {
+	if m := decode(s.request("readFile", map[string]any{"path": "f.txt", "maxBytes": 5})); !cmp.Equal(keys(m), []string{"path", "reason", "size", "limit"}, sorted) || m["size"] != 11.0 || m["limit"] != 5.0 {
 		t.Errorf("-32006 data = %v, want path, reason, size 11, limit 5", m)
 	}
-	_, err = wsWriteFile(s, "f.txt", "x", map[string]any{"expectedSha256": strings.Repeat("ab", 32)})
-	if m := decode(err); !cmp.Equal(keys(m), []string{"path", "reason", "expected", "actual"}, sorted) || m["expected"] != strings.Repeat("ab", 32) {
+	if m := decode(s.request("writeFile", map[string]any{"path": "f.txt", "content": "x", "expectedSha256": strings.Repeat("ab", 32)})); !cmp.Equal(keys(m), []string{"path", "reason", "expected", "actual"}, sorted) || m["expected"] != strings.Repeat("ab", 32) {
 		t.Errorf("-32009 data = %v, want path, reason, expected, actual", m)
 	}
-	_, err = wsRead(s, "../x", nil)
-	if m := decode(err); !cmp.Equal(keys(m), []string{"path", "reason"}, sorted) {
+	outside := s.request("readFile", map[string]any{"path": "../x"})
+	if m := decode(outside); !cmp.Equal(keys(m), []string{"path", "reason"}, sorted) {
 		t.Errorf("-32001 data = %v, want path and reason only", m)
 	}
-	if !bytes.Contains(err.Data, []byte(`"path":"../x"`)) {
-		t.Errorf("-32001 data %s does not name the path as given", err.Data)
+	if data := wireErrorData(t, s.response(wireID(outside))); !bytes.Contains(data, []byte(`"path":"../x"`)) {
+		t.Errorf("-32001 data %s does not name the path as given", data)
 	}
 }
 

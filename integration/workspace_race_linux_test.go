@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // TestWorkspaceEscapeRaceSwap swaps root/sw between a real directory and a
@@ -57,7 +59,7 @@ func TestWorkspaceEscapeRaceSwap(t *testing.T) {
 		outcomes := wsCodes{}
 		const rounds, perRound = 40, 25
 		for round := range rounds {
-			var reads, writes []int
+			var reads, writes []*client.Pending
 			for i := range perRound {
 				if i%5 == 4 {
 					writes = append(writes, s.request("writeFile", map[string]any{"path": paths[i%2] + ".new", "content": "PWNED\n"}))
@@ -65,32 +67,28 @@ func TestWorkspaceEscapeRaceSwap(t *testing.T) {
 				}
 				reads = append(reads, s.request("readFile", map[string]any{"path": paths[(round+i)%len(paths)]}))
 			}
-			for _, id := range reads {
-				m := s.response(id)
-				if m.Error != nil {
-					switch m.Error.Code {
+			for _, p := range reads {
+				var r rpc.ReadFileResult
+				if e := s.answer(p, &r); e != nil {
+					switch e.Code {
 					case wsCodeOutside, wsCodeNotFound, wsCodeConflict:
-						outcomes[m.Error.Code]++
+						outcomes[e.Code]++
 					default:
-						t.Fatalf("readFile during the swaps: unexpected error %v", m.Error)
+						t.Fatalf("readFile during the swaps: unexpected error %v", e)
 					}
 					continue
-				}
-				var r wsReadResult
-				if err := json.Unmarshal(m.Result, &r); err != nil {
-					t.Fatal(err)
 				}
 				if r.Content != "inside\n" || !strings.HasPrefix(r.Path, fx.root+"/") {
 					t.Fatalf("readFile during the swaps returned %q from %s", r.Content, r.Path)
 				}
 				outcomes[0]++
 			}
-			for _, id := range writes {
-				if m := s.response(id); m.Error != nil {
-					switch m.Error.Code {
+			for _, p := range writes {
+				if e := s.answer(p, nil); e != nil {
+					switch e.Code {
 					case wsCodeOutside, wsCodeNotFound, wsCodeConflict:
 					default:
-						t.Fatalf("writeFile during the swaps: unexpected error %v", m.Error)
+						t.Fatalf("writeFile during the swaps: unexpected error %v", e)
 					}
 				}
 			}

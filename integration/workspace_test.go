@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolhost/toolhost/rpc"
 )
 
 // This file drives the escape corpus of issue 3 through the binary: every
@@ -36,37 +38,6 @@ const wsSecret = "SECRET outside the root\n"
 // wsSiblings are directories beside the root whose names start with the
 // root's name (or differ from it only in case).
 var wsSiblings = []string{"root_evil", "root2", "root.bak", "root-old", "Root"}
-
-// wsReadResult is readFile's result as it appears on the wire.
-type wsReadResult struct {
-	Path       string `json:"path"`
-	Content    string `json:"content"`
-	Encoding   string `json:"encoding"`
-	Size       int64  `json:"size"`
-	StartLine  int    `json:"startLine"`
-	EndLine    int    `json:"endLine"`
-	TotalLines int    `json:"totalLines"`
-	Truncated  bool   `json:"truncated"`
-	MTime      string `json:"mtime"`
-}
-
-// wsWriteResult is writeFile's result as it appears on the wire.
-type wsWriteResult struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	Sha256 string `json:"sha256"`
-}
-
-// wsErrData is the data of a workspace error as it appears on the wire.
-type wsErrData struct {
-	Field    string `json:"field,omitempty"`
-	Path     string `json:"path,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Size     int64  `json:"size,omitempty"`
-	Limit    int64  `json:"limit,omitempty"`
-	Expected string `json:"expected,omitempty"`
-	Actual   string `json:"actual,omitempty"`
-}
 
 // wsFixture is a parent directory holding the root and, beside it,
 // everything an escape would reach:
@@ -181,52 +152,50 @@ func wsWrite(t testing.TB, p, content string) {
 	}
 }
 
-// wsRefused checks that err is a wire error with code whose data names path
-// and gives a reason, and returns the data.
-func wsRefused(t *testing.T, what string, err *wireError, code int, path string) wsErrData {
+// wsRefused checks that err is an error answer with code whose data names
+// path and gives a reason, and returns the data.
+func wsRefused(t *testing.T, what string, err *rpc.Error, code int, path string) rpc.ErrorData {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s succeeded, want error %d", what, code)
 	}
-	var d wsErrData
-	if jerr := json.Unmarshal(err.Data, &d); jerr != nil {
-		t.Fatalf("%s: error data %s: %v", what, err.Data, jerr)
-	}
+	d := errData(err)
+	data, _ := json.Marshal(err.Data)
 	if err.Code != code {
-		t.Fatalf("%s: error %d %q (data %s), want %d", what, err.Code, err.Message, err.Data, code)
+		t.Fatalf("%s: error %d %q (data %s), want %d", what, err.Code, err.Message, data, code)
 	}
 	if d.Path != path {
 		t.Errorf("%s: data.path = %q, want %q", what, d.Path, path)
 	}
 	if d.Reason == "" {
-		t.Errorf("%s: data has no reason: %s", what, err.Data)
+		t.Errorf("%s: data has no reason: %s", what, data)
 	}
-	if strings.Contains(err.Message+string(err.Data), strings.TrimSpace(wsSecret)) {
-		t.Errorf("%s: the error carries outside content: %s %s", what, err.Message, err.Data)
+	if strings.Contains(err.Message+string(data), strings.TrimSpace(wsSecret)) {
+		t.Errorf("%s: the error carries outside content: %s %s", what, err.Message, data)
 	}
 	return d
 }
 
 // wsRead calls readFile with path and more params.
-func wsRead(s *server, path string, more map[string]any) (wsReadResult, *wireError) {
+func wsRead(s *server, path string, more map[string]any) (rpc.ReadFileResult, *rpc.Error) {
 	s.t.Helper()
 	params := map[string]any{"path": path}
 	for k, v := range more {
 		params[k] = v
 	}
-	var r wsReadResult
+	var r rpc.ReadFileResult
 	err := s.call("readFile", params, &r)
 	return r, err
 }
 
 // wsWriteFile calls writeFile with path, content and more params.
-func wsWriteFile(s *server, path, content string, more map[string]any) (wsWriteResult, *wireError) {
+func wsWriteFile(s *server, path, content string, more map[string]any) (rpc.WriteFileResult, *rpc.Error) {
 	s.t.Helper()
 	params := map[string]any{"path": path, "content": content}
 	for k, v := range more {
 		params[k] = v
 	}
-	var r wsWriteResult
+	var r rpc.WriteFileResult
 	err := s.call("writeFile", params, &r)
 	return r, err
 }

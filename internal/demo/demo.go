@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -16,8 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"go.lsp.dev/jsonrpc2"
-
+	"github.com/toolhost/toolhost/client"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -42,53 +42,51 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	}()
 
 	p := &printer{w: w}
-	results := make(chan rpc.ToolResult, 8)
-	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(duplex{cin, cout}))
-	conn.Go(context.Background(), func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-		p.show("◆", req.Method(), req.Params())
-		if req.Method() == rpc.NotifyToolResult {
-			var r rpc.ToolResult
-			if err := json.Unmarshal(req.Params(), &r); err == nil {
-				results <- r
-			}
-		}
-		return nil, nil
-	})
-	d := &session{conn: conn, p: p}
+	c := client.New(cin, cout, nil)
+	defer c.Close()
+	c.OnEveryNotification(func(method string, params json.RawMessage) { p.show("◆", method, params) })
+	results := make(chan *rpc.ToolResult, 8)
+	client.OnNotification(c, rpc.ToolResultNotification, func(r *rpc.ToolResult) { results <- r })
+	d := &session{c: c, p: p}
 
 	p.say("toolhost demo: a session against the temporary workspace " + root)
 	p.say("→ requests the client sends, ← answers, ◆ notifications the server pushes")
 
 	rootURI := (&url.URL{Scheme: "file", Path: root}).String()
-	if err := d.call("initialize", map[string]any{"processId": os.Getpid(), "rootUri": rootURI,
-		"clientInfo": map[string]string{"name": "toolhost-demo"}}); err != nil {
+	pid := os.Getpid()
+	if err := d.call(rpc.MethodInitialize, rpc.InitializeParams{ProcessID: &pid, RootURI: &rootURI,
+		ClientInfo: &rpc.ClientInfo{Name: "toolhost-demo"}}, nil); err != nil {
 		return err
 	}
-	if err := conn.Notify(context.Background(), "initialized", map[string]any{}); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.Initialized(ctx); err != nil {
 		return err
 	}
 
 	p.say("\nWrite a file, then read two of its lines back:")
-	if err := d.call("writeFile", map[string]any{"path": "notes/hello.txt", "content": "one\ntwo\nthree\nfour\n", "createDirs": true}); err != nil {
+	if err := d.call(rpc.MethodWriteFile, rpc.WriteFileParams{Path: "notes/hello.txt", Content: "one\ntwo\nthree\nfour\n", CreateDirs: true}, nil); err != nil {
 		return err
 	}
-	if err := d.call("readFile", map[string]any{"path": "notes/hello.txt", "line": 2, "limit": 2}); err != nil {
+	if err := d.call(rpc.MethodReadFile, rpc.ReadFileParams{Path: "notes/hello.txt", Line: 2, Limit: 2}, nil); err != nil {
 		return err
 	}
 	p.say("\nA path that climbs out of the root is refused:")
-	d.call("readFile", map[string]any{"path": "../../etc/passwd"})
+	if err := d.call(rpc.MethodReadFile, rpc.ReadFileParams{Path: "../../etc/passwd"}, nil); err != nil {
+		return err
+	}
 
 	p.say("\nRun a command to completion (argv, never a shell):")
-	if err := d.call("runCommand", map[string]any{"argv": []string{"sh", "-c", "echo hello from $0; echo a warning >&2; exit 3"}}); err != nil {
+	if err := d.call(rpc.MethodRunCommand, rpc.RunCommandParams{Argv: []string{"sh", "-c", "echo hello from $0; echo a warning >&2; exit 3"}}, nil); err != nil {
 		return err
 	}
 
 	p.say("\nRun a recipe of three steps behind a handle; its transitions arrive live:")
-	if err := d.call("longRunning", map[string]any{"label": "build", "steps": []map[string]any{
-		{"name": "fetch", "argv": []string{"sh", "-c", "echo fetching"}},
-		{"name": "compile", "argv": []string{"sh", "-c", "echo compiling"}},
-		{"name": "test", "argv": []string{"sh", "-c", "echo testing"}},
-	}}); err != nil {
+	if err := d.call(rpc.MethodLongRunning, rpc.LongRunningParams{Label: "build", Steps: []rpc.StepSpec{
+		{Name: "fetch", Argv: []string{"sh", "-c", "echo fetching"}},
+		{Name: "compile", Argv: []string{"sh", "-c", "echo compiling"}},
+		{Name: "test", Argv: []string{"sh", "-c", "echo testing"}},
+	}}, nil); err != nil {
 		return err
 	}
 	if err := waitResult(results); err != nil {
@@ -97,14 +95,15 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 
 	p.say("\nStart a long command with streamed output, look at it, then cancel it:")
 	var started rpc.LongRunningResult
-	if err := d.callInto("longRunning", map[string]any{"label": "sleepy", "streamOutput": true,
-		"argv": []string{"sh", "-c", "echo started; exec sleep 300"}}, &started); err != nil {
+	if err := d.call(rpc.MethodLongRunning, rpc.LongRunningParams{Label: "sleepy", StreamOutput: true,
+		RunCommandParams: rpc.RunCommandParams{Argv: []string{"sh", "-c", "echo started; exec sleep 300"}}}, &started); err != nil {
 		return err
 	}
-	if err := d.call("progress", map[string]any{}); err != nil {
+	if err := d.call(rpc.MethodProgress, rpc.ProgressParams{}, nil); err != nil {
 		return err
 	}
-	if err := d.call("cancel", map[string]any{"handleId": started.HandleID, "graceMs": 500}); err != nil {
+	grace := int64(500)
+	if err := d.call(rpc.MethodCancel, rpc.CancelParams{HandleID: started.HandleID, GraceMs: &grace}, nil); err != nil {
 		return err
 	}
 	if err := waitResult(results); err != nil {
@@ -112,16 +111,15 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	}
 
 	p.say("\nEnd the session:")
-	if err := d.call("shutdown", nil); err != nil {
+	if err := d.call(rpc.MethodShutdown, nil, nil); err != nil {
 		return err
 	}
-	if err := conn.Notify(context.Background(), "exit", nil); err != nil {
+	if err := c.Exit(ctx); err != nil {
 		return err
 	}
 	select {
 	case code := <-exit:
 		p.say(fmt.Sprintf("server exited with code %d", code))
-		cout.Close()
 		if code != 0 {
 			return fmt.Errorf("server exited with code %d", code)
 		}
@@ -132,7 +130,7 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 }
 
 // waitResult waits for one toolResult notification.
-func waitResult(results <-chan rpc.ToolResult) error {
+func waitResult(results <-chan *rpc.ToolResult) error {
 	select {
 	case <-results:
 		return nil
@@ -141,46 +139,32 @@ func waitResult(results <-chan rpc.ToolResult) error {
 	}
 }
 
-// duplex joins two pipe ends into the connection a stream wants.
-type duplex struct {
-	r *io.PipeReader
-	w *io.PipeWriter
-}
-
-func (d duplex) Read(p []byte) (int, error)  { return d.r.Read(p) }
-func (d duplex) Write(p []byte) (int, error) { return d.w.Write(p) }
-func (d duplex) Close() error                { d.r.Close(); return d.w.Close() }
-
-// session is the demo's client.
+// session is the demo's client, which prints what it sends and receives.
 type session struct {
-	conn jsonrpc2.Conn
-	p    *printer
+	c *client.Client
+	p *printer
 }
 
-// call sends a request and prints it and its answer. A JSON-RPC error is
-// printed, not returned; a transport failure is returned.
-func (s *session) call(method string, params any) error {
-	return s.callInto(method, params, nil)
-}
-
-// callInto is call that also decodes the result into v.
-func (s *session) callInto(method string, params, v any) error {
-	b, _ := json.Marshal(params)
-	if params == nil {
-		b = nil
+// call sends a request, prints it and its answer, and decodes the result
+// into v (unless nil). An error answer is printed, not returned; a
+// transport failure is returned.
+func (s *session) call(method string, params, v any) error {
+	var b []byte
+	if params != nil {
+		b, _ = json.Marshal(params)
 	}
 	s.p.show("→", method, b)
-	var raw json.RawMessage
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	_, err := s.conn.Call(ctx, method, json.RawMessage(b), &raw)
+	var raw json.RawMessage
+	err := s.c.Call(ctx, method, params, &raw)
+	var e *rpc.Error
+	if errors.As(err, &e) {
+		body, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "data": e.Data})
+		s.p.show("←", "error", body)
+		return nil
+	}
 	if err != nil {
-		var werr *jsonrpc2.Error
-		if ok := asWire(err, &werr); ok {
-			body, _ := json.Marshal(map[string]any{"code": werr.Code, "message": werr.Message, "data": json.RawMessage(orNull(werr.Data))})
-			s.p.show("←", "error", body)
-			return nil
-		}
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	s.p.show("←", method, raw)
@@ -188,29 +172,6 @@ func (s *session) callInto(method string, params, v any) error {
 		return json.Unmarshal(raw, v)
 	}
 	return nil
-}
-
-// asWire finds a JSON-RPC error in err.
-func asWire(err error, target **jsonrpc2.Error) bool {
-	for err != nil {
-		if w, ok := err.(*jsonrpc2.Error); ok {
-			*target = w
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
-}
-
-func orNull(b []byte) []byte {
-	if len(b) == 0 {
-		return []byte("null")
-	}
-	return b
 }
 
 // printer prints traffic readably, one message at a time.

@@ -1,0 +1,105 @@
+package client
+
+import (
+	"context"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// Call sends the request t with params (nil sends none) and returns its
+// decoded result, as Client.Call does.
+func Call[P, R any](ctx context.Context, c *Client, t rpc.RequestType[P, R], params *P) (*R, error) {
+	var p any
+	if params != nil {
+		p = params
+	}
+	r := new(R)
+	if err := c.Call(ctx, t.Method(), p, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Notify sends the notification t with params (nil sends none).
+func Notify[P any](ctx context.Context, c *Client, t rpc.NotificationType[P], params *P) error {
+	var p any
+	if params != nil {
+		p = params
+	}
+	return c.Notify(ctx, t.Method(), p)
+}
+
+// Initialize opens the session: it sends the workspace root and the
+// client's capabilities and settings (nil is none: the server's --root
+// then) and returns what the server serves and the resolved workspace.
+// Send Initialized next.
+func (c *Client) Initialize(ctx context.Context, params *rpc.InitializeParams) (*rpc.InitializeResult, error) {
+	if params == nil {
+		params = &rpc.InitializeParams{}
+	}
+	return Call(ctx, c, rpc.InitializeRequest, params)
+}
+
+// Initialized tells the server the client has its initialize answer.
+func (c *Client) Initialized(ctx context.Context) error {
+	return Notify(ctx, c, rpc.InitializedNotification, &rpc.InitializedParams{})
+}
+
+// Shutdown asks the server to end the session: it cancels running commands
+// and answers once they have ended. Send Exit next.
+func (c *Client) Shutdown(ctx context.Context) error {
+	_, err := Call(ctx, c, rpc.ShutdownRequest, nil)
+	return err
+}
+
+// Exit tells the server to exit: with status 0 after Shutdown, 1 without.
+func (c *Client) Exit(ctx context.Context) error {
+	return Notify(ctx, c, rpc.ExitNotification, nil)
+}
+
+// RunCommand runs a command to its end and returns how it ended, with its
+// output's head and tail and the files that hold all of it. Cancelling ctx
+// ends the command; the -32800 answer's data holds the partial result.
+func (c *Client) RunCommand(ctx context.Context, params *rpc.RunCommandParams) (*rpc.ToolResult, error) {
+	return Call(ctx, c, rpc.RunCommandRequest, params)
+}
+
+// LongRunning starts a command, or a recipe of steps, behind a handle and
+// answers at once. The command's end comes as a toolResult notification
+// (see OnNotification with rpc.ToolResultNotification); its steps, output
+// and heartbeats come as notifications too.
+func (c *Client) LongRunning(ctx context.Context, params *rpc.LongRunningParams) (*rpc.LongRunningResult, error) {
+	return Call(ctx, c, rpc.LongRunningRequest, params)
+}
+
+// Cancel ends a handle's command (TERM, then KILL after the grace) and
+// returns its final result once its processes are gone; for a handle that
+// has ended it returns the final result again.
+func (c *Client) Cancel(ctx context.Context, params *rpc.CancelParams) (*rpc.ToolResult, error) {
+	return Call(ctx, c, rpc.CancelRequest, params)
+}
+
+// ReadFile reads a file inside a root, whole or a page of lines.
+func (c *Client) ReadFile(ctx context.Context, params *rpc.ReadFileParams) (*rpc.ReadFileResult, error) {
+	return Call(ctx, c, rpc.ReadFileRequest, params)
+}
+
+// WriteFile writes a file inside the workspace root, atomically.
+func (c *Client) WriteFile(ctx context.Context, params *rpc.WriteFileParams) (*rpc.WriteFileResult, error) {
+	return Call(ctx, c, rpc.WriteFileRequest, params)
+}
+
+// Progress returns a snapshot of one handle (params.HandleID) or of every
+// handle (nil params or no HandleID).
+func (c *Client) Progress(ctx context.Context, params *rpc.ProgressParams) (*rpc.ProgressResult, error) {
+	if params == nil {
+		params = &rpc.ProgressParams{}
+	}
+	return Call(ctx, c, rpc.ProgressRequest, params)
+}
+
+// WorkDoneProgressCancel cancels the handle whose progress token is token,
+// as an LSP client's cancel button does.
+func (c *Client) WorkDoneProgressCancel(ctx context.Context, token rpc.ProgressToken) error {
+	return Notify(ctx, c, rpc.WorkDoneProgressCancelNotification, &rpc.WorkDoneProgressCancelParams{Token: token})
+}
