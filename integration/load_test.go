@@ -88,15 +88,19 @@ func TestLoad500Handles(t *testing.T) {
 	assertNoneLeft(t, mk, "", "after 500 cancels answered")
 	checkOnce(t, handles, collectToolResults(s, n))
 
-	// Finished handles stay queryable, a bounded number of the latest.
-	if e := s.call("progress", map[string]any{"handleId": handles[n-1]}, nil); e != nil {
+	// Finished handles stay queryable, a bounded number of the latest. The
+	// 500 cancels run at once, so which handle finished last is the order
+	// of their toolResults, not of their starts.
+	results := s.notifications("toolResult")
+	first, last := idsOf(results[0]).HandleID, idsOf(results[len(results)-1]).HandleID
+	if e := s.call("progress", map[string]any{"handleId": last}, nil); e != nil {
 		t.Errorf("progress of the latest finished handle: %v", e)
 	}
-	if e := s.call("cancel", map[string]any{"handleId": handles[n-1]}, nil); e != nil {
+	if e := s.call("cancel", map[string]any{"handleId": last}, nil); e != nil {
 		t.Errorf("cancel of the latest finished handle: %v", e)
 	}
 	for _, method := range []string{"progress", "cancel"} {
-		if e := s.call(method, map[string]any{"handleId": handles[0]}, nil); e == nil || e.Code != -32004 {
+		if e := s.call(method, map[string]any{"handleId": first}, nil); e == nil || e.Code != -32004 {
 			t.Errorf("%s of the oldest of %d finished handles: %v, want -32004 (the recent ones kept are bounded)", method, n, e)
 		}
 	}

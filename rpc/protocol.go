@@ -195,7 +195,7 @@ type WorkspaceInfo struct {
 type RunCommandParams struct {
 	// Argv is the command and its arguments; it is never run through a
 	// shell. Required.
-	Argv []string `json:"argv"`
+	Argv []string `json:"argv,omitempty"`
 	// Cwd is the working directory, relative to the root or absolute inside
 	// a root. Default: the root.
 	Cwd string `json:"cwd,omitempty"`
