@@ -217,8 +217,8 @@ type WorkspaceInfo struct {
 // RunCommandParams are the params of runCommand.
 type RunCommandParams struct {
 	// Argv is the program and its arguments; a longRunning with steps gives
-	// none. It is never run through a shell: $HOME, *, ;, $(…) and quotes
-	// reach the program as they are. An argv[0] without a slash is looked up
+	// none. It is never run through a shell: $HOME, *, ;, backquotes, $(…)
+	// and quotes reach the program as they are. An argv[0] without a slash is looked up
 	// in the child's PATH (the allowlisted PATH, or the one Env sets), not
 	// the server's; an empty PATH entry means Cwd. With a slash it is a
 	// path, relative to Cwd.
@@ -230,7 +230,8 @@ type RunCommandParams struct {
 	Env map[string]*string `json:"env,omitempty"`
 	// Stdin is the text the command reads on its stdin. Without it, stdin is
 	// the null device: a command that reads it gets EOF at once. A command
-	// never shares the server's stdin.
+	// never shares the server's stdin, so it can never eat the JSON-RPC
+	// stream.
 	Stdin *string `json:"stdin,omitempty"`
 	// TimeoutMs bounds the whole command (every step of a recipe) from the
 	// start of its first process; more than 0. Default:
@@ -238,7 +239,9 @@ type RunCommandParams struct {
 	// none).
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
 	// OutputLimitBytes is the inline output kept per stream, head and tail,
-	// 1 to 4194304. Default: the session's, capabilities.outputLimitBytes.
+	// 1 to 4194304. Default: the session's
+	// (initializationOptions.outputLimitBytes, else --output-limit-bytes,
+	// 64 KiB).
 	OutputLimitBytes *int64 `json:"outputLimitBytes,omitempty"`
 	// WorkDoneToken asks for $/progress begin, report and end on this token;
 	// a runCommand then also sends stepTransition and heartbeat (a
@@ -404,7 +407,7 @@ type ReadFileParams struct {
 	// negative.
 	Limit int `json:"limit,omitempty"`
 	// MaxBytes is the most bytes of file content in the answer, counted
-	// before base64, at most 64 MiB; 0 means the default. A whole-file read
+	// before base64: not negative, at most 64 MiB; 0 means the default. A whole-file read
 	// of a larger file is refused with TooLarge. Default: 1 MiB.
 	MaxBytes int64 `json:"maxBytes,omitempty"`
 }

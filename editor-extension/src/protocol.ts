@@ -228,8 +228,8 @@ export interface WorkspaceInfo {
 export interface RunCommandParams {
   /**
    * Argv is the program and its arguments; a longRunning with steps gives
-   * none. It is never run through a shell: $HOME, *, ;, $(…) and quotes
-   * reach the program as they are. An argv[0] without a slash is looked up
+   * none. It is never run through a shell: $HOME, *, ;, backquotes, $(…)
+   * and quotes reach the program as they are. An argv[0] without a slash is looked up
    * in the child's PATH (the allowlisted PATH, or the one Env sets), not
    * the server's; an empty PATH entry means Cwd. With a slash it is a
    * path, relative to Cwd.
@@ -245,7 +245,8 @@ export interface RunCommandParams {
   /**
    * Stdin is the text the command reads on its stdin. Without it, stdin is
    * the null device: a command that reads it gets EOF at once. A command
-   * never shares the server's stdin.
+   * never shares the server's stdin, so it can never eat the JSON-RPC
+   * stream.
    */
   stdin?: string;
   /**
@@ -257,7 +258,9 @@ export interface RunCommandParams {
   timeoutMs?: number;
   /**
    * OutputLimitBytes is the inline output kept per stream, head and tail,
-   * 1 to 4194304. Default: the session's, capabilities.outputLimitBytes.
+   * 1 to 4194304. Default: the session's
+   * (initializationOptions.outputLimitBytes, else --output-limit-bytes,
+   * 64 KiB).
    */
   outputLimitBytes?: number;
   /**
@@ -476,7 +479,7 @@ export interface ReadFileParams {
   limit?: number;
   /**
    * MaxBytes is the most bytes of file content in the answer, counted
-   * before base64, at most 64 MiB; 0 means the default. A whole-file read
+   * before base64: not negative, at most 64 MiB; 0 means the default. A whole-file read
    * of a larger file is refused with TooLarge. Default: 1 MiB.
    */
   maxBytes?: number;
