@@ -275,6 +275,9 @@ func (m *md) checkAnchors() error {
 		}
 	}
 	for _, g := range m.p.groups {
+		if groupTitle(g) == "" {
+			return fmt.Errorf("%s: a block of descriptors needs a doc comment, whose first sentence titles its section", m.p.fset.Position(g.decl.Pos()))
+		}
 		if err := add(groupTitle(g)); err != nil {
 			return err
 		}

@@ -174,6 +174,7 @@ type RequestType[P, R any] string
 // Params are the params.
 type Params struct{}
 
+// Requests.
 var (
 	// XRequest does x.
 	//
@@ -202,6 +203,29 @@ var (
 		case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
 			t.Errorf("item %q: error %v, want one saying %q", item, err, wantErr)
 		}
+	}
+}
+
+// A block of descriptors titles its section with its doc; without one the
+// generator says so.
+func TestDescriptorBlockNeedsDoc(t *testing.T) {
+	src := []byte(`package p
+
+type NotificationType[P any] string
+
+// Params are the params.
+type Params struct{}
+
+var (
+	XNotification = NotificationType[Params]("x")
+)
+`)
+	p, err := load([]source{{name: "p/methods.go", src: src}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.markdown(); err == nil || !strings.Contains(err.Error(), "needs a doc comment") {
+		t.Errorf("markdown() error = %v, want one saying the block needs a doc comment", err)
 	}
 }
 
