@@ -61,8 +61,9 @@ const (
 type StepStatus string
 
 // The statuses of a step. Transitions carry start, done, fail and skip; a
-// StepResult may also say cancelled (the step was running when the handle was
-// cancelled) or running (in a snapshot).
+// StepResult may also say cancelled (the step was running when a cancel or
+// the timeout stopped it). Running is a step's state while it runs: results
+// are final, so none says it.
 const (
 	StepStart     StepStatus = "start"
 	StepDone      StepStatus = "done"

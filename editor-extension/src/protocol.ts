@@ -42,8 +42,9 @@ export type StepStatus = "start" | "done" | "fail" | "skip" | "cancelled" | "run
 
 /**
  * The statuses of a step. Transitions carry start, done, fail and skip; a
- * StepResult may also say cancelled (the step was running when the handle was
- * cancelled) or running (in a snapshot).
+ * StepResult may also say cancelled (the step was running when a cancel or
+ * the timeout stopped it). Running is a step's state while it runs: results
+ * are final, so none says it.
  */
 export const StepStart = "start" satisfies StepStatus;
 export const StepDone = "done" satisfies StepStatus;
