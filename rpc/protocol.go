@@ -25,7 +25,7 @@ const (
 	MethodReadFile      = "readFile"
 	MethodWriteFile     = "writeFile"
 	MethodProgress      = "progress"
-	MethodCancelRequest = "$/cancelRequest"
+	MethodCancelRequest = "$/cancelRequest" // a notification, though LSP calls it a method
 )
 
 // Notifications a client sends.

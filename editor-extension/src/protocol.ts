@@ -12,6 +12,7 @@ export const MethodCancel = "cancel";
 export const MethodReadFile = "readFile";
 export const MethodWriteFile = "writeFile";
 export const MethodProgress = "progress";
+/** a notification, though LSP calls it a method */
 export const MethodCancelRequest = "$/cancelRequest";
 
 /** Notifications a client sends. */
