@@ -10,22 +10,22 @@ import (
 
 // The error codes toolhost sends: JSON-RPC's, LSP's, and its own.
 const (
-	CodeParseError           = -32700
-	CodeInvalidRequest       = -32600
-	CodeMethodNotFound       = -32601
-	CodeInvalidParams        = -32602
-	CodeInternalError        = -32603
-	CodeServerNotInitialized = -32002
-	CodeRequestCancelled     = -32800
+	CodeParseError           = -32700 // not JSON; a bad header
+	CodeInvalidRequest       = -32600 // not a JSON-RPC request; an id already in flight; initialize twice; anything but exit after shutdown
+	CodeMethodNotFound       = -32601 // an unknown method (data.method)
+	CodeInvalidParams        = -32602 // a param of the wrong type, unknown, missing or out of range (data.field)
+	CodeInternalError        = -32603 // a failure of the server itself, a handler panic
+	CodeServerNotInitialized = -32002 // a request before initialize
+	CodeRequestCancelled     = -32800 // $/cancelRequest, or the session ending
 
-	CodePathOutsideWorkspace = -32001
-	CodeNotFound             = -32003
-	CodeHandleNotFound       = -32004
-	CodeSpawnFailed          = -32005
-	CodeTooLarge             = -32006
-	CodeBusy                 = -32007
-	CodeReadOnlyRoot         = -32008
-	CodeConflict             = -32009
+	CodePathOutsideWorkspace = -32001 // a path resolves outside the root and read roots (data.path, data.reason)
+	CodeNotFound             = -32003 // a file, directory or cwd that does not exist
+	CodeHandleNotFound       = -32004 // an unknown handleId
+	CodeSpawnFailed          = -32005 // the executable is missing or not runnable (data.argv0, data.reason)
+	CodeTooLarge             = -32006 // over maxBytes or --max-message-bytes (data.size, data.limit)
+	CodeBusy                 = -32007 // over --max-processes; nothing was started
+	CodeReadOnlyRoot         = -32008 // a write into a read root or the artifacts directory
+	CodeConflict             = -32009 // expectedSha256 does not match (data.expected, data.actual)
 )
 
 // Error is an error that travels on the wire: a code, a message and data

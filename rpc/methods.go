@@ -35,8 +35,8 @@ func (*Null) UnmarshalJSON([]byte) error { return nil }
 type InitializedParams struct{}
 
 // ProgressResult is the result of progress: one handle's snapshot when the
-// params name a handle, else every handle's. Exactly one of One and List is
-// set.
+// params name a handle, else the list of every handle's. In Go, exactly one
+// of One and List is set.
 //
 //tsgen:type Progress | ProgressList
 type ProgressResult struct {
@@ -71,33 +71,185 @@ func (r *ProgressResult) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, r.One)
 }
 
-// The requests a client sends, with their types.
+// Requests the client sends.
 var (
-	InitializeRequest  = RequestType[InitializeParams, InitializeResult](MethodInitialize)
-	ShutdownRequest    = RequestType[Null, Null](MethodShutdown)
-	RunCommandRequest  = RequestType[RunCommandParams, ToolResult](MethodRunCommand)
+	// InitializeRequest opens the session: it names the workspace root and
+	// toolhost's settings, and answers what this build serves and where the
+	// session works. It comes first, once.
+	//
+	// Errors:
+	//   - [CodeInvalidRequest]: a second initialize.
+	//   - [CodeInvalidParams]: no root (without --root), a relative one, a
+	//     root that is not a directory, a bad initialization option.
+	//   - [CodePathOutsideWorkspace]: the root or a read root lies outside
+	//     what the command line allows (data: field, path).
+	//   - [CodeNotFound]: the root does not exist, or the artifacts
+	//     directory cannot be created (data: path).
+	InitializeRequest = RequestType[InitializeParams, InitializeResult](MethodInitialize)
+	// ShutdownRequest cancels the requests in flight, ends every command
+	// (each handle's toolResult is sent) and then answers null. After it,
+	// every request gets InvalidRequest; exit ends the session.
+	//
+	// Errors:
+	//   - [CodeServerNotInitialized]: before initialize.
+	//   - [CodeInvalidRequest]: a second shutdown.
+	ShutdownRequest = RequestType[Null, Null](MethodShutdown)
+	// RunCommandRequest runs one command to completion and answers with its
+	// [ToolResult] once the command has exited and nothing it started is
+	// left.
+	//
+	// Errors (but the last, nothing is started and no artifacts are
+	// created):
+	//   - [CodeInvalidParams]: argv missing or empty, argv[0] empty, a NUL
+	//     byte in an argument or in env, a bad variable name, timeoutMs not
+	//     positive, outputLimitBytes out of range (data: field, reason).
+	//   - [CodeSpawnFailed]: argv[0] is not found in the child's PATH, or is
+	//     a path that does not exist, is a directory, is not executable or
+	//     not an executable format (data: argv0, reason, such as "not found
+	//     in the child's PATH", "not executable", "is a directory", "not
+	//     found: PATH is empty in the child's environment").
+	//   - [CodePathOutsideWorkspace]: cwd resolves outside the root and the
+	//     read roots: absolute, through "..", or through a symlink (data:
+	//     path, reason).
+	//   - [CodeNotFound]: cwd does not exist (data: path, reason).
+	//   - [CodeBusy]: --max-processes commands already run (data: reason).
+	//   - [CodeRequestCancelled]: $/cancelRequest stopped the command; the
+	//     answer comes once its processes are gone (data: method, reason,
+	//     partial).
+	RunCommandRequest = RequestType[RunCommandParams, ToolResult](MethodRunCommand)
+	// LongRunningRequest starts a command, or a recipe of steps, behind a
+	// handle and answers at once. The handle ends in exactly one toolResult
+	// notification.
+	//
+	// Errors (nothing is started: no handle, no toolResult):
+	//   - [CodeInvalidParams]: as for runCommand, for argv and for each
+	//     step's name, argv, cwd and env (data.field "steps[1].argv"); argv
+	//     and steps both given.
+	//   - [CodeSpawnFailed]: as for runCommand (a recipe step that cannot
+	//     start fails instead, with exit code 127 or 126).
+	//   - [CodePathOutsideWorkspace]: cwd or a step's cwd resolves outside
+	//     the roots.
+	//   - [CodeNotFound]: cwd or a step's cwd does not exist.
+	//   - [CodeBusy]: --max-processes commands already run.
 	LongRunningRequest = RequestType[LongRunningParams, LongRunningResult](MethodLongRunning)
-	CancelRequest      = RequestType[CancelParams, ToolResult](MethodCancel)
-	ReadFileRequest    = RequestType[ReadFileParams, ReadFileResult](MethodReadFile)
-	WriteFileRequest   = RequestType[WriteFileParams, WriteFileResult](MethodWriteFile)
-	ProgressRequest    = RequestType[ProgressParams, ProgressResult](MethodProgress)
+	// CancelRequest stops a handle's whole process tree (the kill ladder)
+	// and answers with its final [ToolResult] once its processes are gone.
+	// On a handle that has already ended it changes nothing and answers its
+	// final result again.
+	//
+	// Errors:
+	//   - [CodeInvalidParams]: handleId missing, graceMs negative.
+	//   - [CodeHandleNotFound]: the handle never existed, or finished too
+	//     long ago (data: handleId).
+	//   - [CodeRequestCancelled]: $/cancelRequest cancelled this cancel
+	//     before the processes were gone; the kill ladder still runs to its
+	//     end (data: method, handleId, reason).
+	CancelRequest = RequestType[CancelParams, ToolResult](MethodCancel)
+	// ReadFileRequest reads a regular file, or a page of its lines, from the
+	// workspace root, a read root or the artifacts directory.
+	//
+	// Errors (data: path as given, reason, and per code):
+	//   - [CodePathOutsideWorkspace]: the path is outside every root, or a
+	//     component was swapped for a link out while the file was opened.
+	//   - [CodeNotFound]: the file, or a directory on the way, does not
+	//     exist; or a component is a file; the reason names the component.
+	//   - [CodeTooLarge]: a whole-file read of a file over maxBytes; the
+	//     reason says to page (data: size, limit).
+	//   - [CodeConflict]: the file became a symlink while it was being
+	//     opened (a race with another process).
+	//   - [CodeInvalidParams]: path missing or empty; a bad line, limit or
+	//     maxBytes; the path is a directory, FIFO, socket or device; a
+	//     component longer than NAME_MAX; more than 40 symlinks (data:
+	//     field).
+	//   - [CodeInternalError]: the operating system refused (permission
+	//     denied) or failed (an I/O error).
+	ReadFileRequest = RequestType[ReadFileParams, ReadFileResult](MethodReadFile)
+	// WriteFileRequest writes a whole file, atomically, under the workspace
+	// root.
+	//
+	// Errors (data: path as given, reason, and per code):
+	//   - [CodePathOutsideWorkspace]: outside every root, through a symlink
+	//     that leads outside (dangling or not), or a component swapped for a
+	//     link out during the write.
+	//   - [CodeReadOnlyRoot]: inside a read root or the artifacts directory
+	//     (also one nested in the workspace root), directly or through a
+	//     symlink.
+	//   - [CodeNotFound]: the parent directory does not exist and createDirs
+	//     is not set (the reason says to set it); a component is a file.
+	//   - [CodeConflict]: expectedSha256 does not match (data: expected,
+	//     actual); or the parent directory or the target became a symlink
+	//     while writing (then without expected and actual).
+	//   - [CodeInvalidParams]: path missing; the target is a directory, a
+	//     name ending in "/", a FIFO, socket or device; a bad encoding, bad
+	//     base64 content, or a malformed expectedSha256 (data: field).
+	//   - [CodeInternalError]: the operating system refused (permission
+	//     denied, an immutable directory) or failed (disk full, an I/O
+	//     error); the reason says where, as in "cannot write a temporary
+	//     file in /home/me/project/locked: operation not permitted".
+	WriteFileRequest = RequestType[WriteFileParams, WriteFileResult](MethodWriteFile)
+	// ProgressRequest answers a snapshot of one handle, or of every running
+	// handle and the 256 most recently finished ones.
+	//
+	// Errors:
+	//   - [CodeHandleNotFound]: an unknown handleId (data: handleId).
+	ProgressRequest = RequestType[ProgressParams, ProgressResult](MethodProgress)
 )
 
-// The notifications a client sends, with their types.
+// Notifications the client sends.
 var (
-	InitializedNotification            = NotificationType[InitializedParams](NotifyInitialized)
-	ExitNotification                   = NotificationType[Null](NotifyExit)
-	CancelRequestNotification          = NotificationType[CancelRequestParams](MethodCancelRequest)
+	// InitializedNotification follows the initialize answer, as in LSP.
+	InitializedNotification = NotificationType[InitializedParams](NotifyInitialized)
+	// ExitNotification ends the session: the server cancels every request
+	// and command, sends what is owed and exits, with code 0 if shutdown
+	// came first, else 1.
+	ExitNotification = NotificationType[Null](NotifyExit)
+	// CancelRequestNotification cancels the request it names if it is in
+	// flight: that request then answers RequestCancelled. An unknown or
+	// finished id is ignored.
+	CancelRequestNotification = NotificationType[CancelRequestParams](MethodCancelRequest)
+	// WorkDoneProgressCancelNotification cancels the command behind a
+	// progress token, as cancel does: the handle ends "cancelled", with its
+	// $/progress end and its toolResult. An unknown token is ignored.
 	WorkDoneProgressCancelNotification = NotificationType[WorkDoneProgressCancelParams](NotifyWorkDoneProgressCancel)
 )
 
-// The notifications and requests the server sends, with their types.
+// Notifications and requests the server sends.
 var (
-	ToolResultNotification        = NotificationType[ToolResult](NotifyToolResult)
-	StepTransitionNotification    = NotificationType[StepTransitionParams](NotifyStepTransition)
-	HeartbeatNotification         = NotificationType[HeartbeatParams](NotifyHeartbeat)
-	OutputNotification            = NotificationType[OutputParams](NotifyOutput)
-	WorkDoneProgressNotification  = NotificationType[ProgressNotification](NotifyProgress)
-	LogMessageNotification        = NotificationType[LogMessageParams](NotifyLogMessage)
+	// ToolResultNotification sends a handle's final [ToolResult]: exactly
+	// one per handle, whatever ended it, after the longRunning answer that
+	// names the handle and after its other notifications. It is never
+	// dropped or coalesced.
+	ToolResultNotification = NotificationType[ToolResult](NotifyToolResult)
+	// StepTransitionNotification says a step of a command started or
+	// ended: for every longRunning handle, and for a runCommand given a
+	// workDoneToken. A command's transitions arrive in order, never
+	// coalesced, between the answer that names its handle and its
+	// toolResult.
+	StepTransitionNotification = NotificationType[StepTransitionParams](NotifyStepTransition)
+	// HeartbeatNotification says a step is alive, when a child writes a
+	// heartbeat marker (in a recipe, any marker), under the rule of
+	// stepTransition. At most one a second per command is sent, and one
+	// waiting to be written is replaced by a newer one.
+	HeartbeatNotification = NotificationType[HeartbeatParams](NotifyHeartbeat)
+	// OutputNotification streams a handle's output, for a longRunning with
+	// streamOutput. While one waits to be written, newer output of the same
+	// stream joins it, up to 256 KiB; beyond that the oldest bytes are
+	// skipped. All of it comes before the handle's toolResult.
+	OutputNotification = NotificationType[OutputParams](NotifyOutput)
+	// WorkDoneProgressNotification is LSP work-done progress on a token:
+	// begin, a report per step transition (one waiting to be written is
+	// replaced by a newer one), then exactly one end, before the handle's
+	// toolResult (for a runCommand, before its answer).
+	WorkDoneProgressNotification = NotificationType[ProgressNotification](NotifyProgress)
+	// LogMessageNotification warns about the session's work: artifacts
+	// evicted over the cap, an artifact file that could not be written,
+	// processes that survived SIGKILL, a command the kernel kept out of its
+	// cgroup.
+	LogMessageNotification = NotificationType[LogMessageParams](NotifyLogMessage)
+	// WorkDoneProgressCreateRequest asks a client that advertised
+	// window.workDoneProgress for a progress token, after the answer of a
+	// longRunning that gave none. The client answers null; an error, no
+	// answer within 5 seconds or the command's end mean no $/progress for
+	// the handle.
 	WorkDoneProgressCreateRequest = RequestType[WorkDoneProgressCreateParams, Null](MethodWorkDoneProgressCreate)
 )

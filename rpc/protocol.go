@@ -1,11 +1,13 @@
-// Package rpc holds toolhost's wire protocol: the protocol types (this file is
-// their single source of truth), the method table, the session lifecycle, the
-// error codes and the outbound notifier. It serves JSON-RPC 2.0 over a byte
-// stream with go.lsp.dev/jsonrpc2 and knows nothing of the tools it serves:
-// they register into a [Table].
+// Package rpc holds toolhost's wire protocol and serves it: the protocol
+// types (this file is their single source of truth; methods.go pairs each
+// method with them), the method table with typed handlers, the error codes,
+// and the server that owns a session's dispatch (conn.go: one read loop, one
+// table of requests in flight, one writer) and lifecycle. It takes
+// go.lsp.dev/jsonrpc2's message views, ids and output framing, and knows
+// nothing of the tools it serves: they register into a [Table].
 package rpc
 
-//go:generate go run ../internal/tsgen -out ../editor-extension/src/protocol.ts
+//go:generate go run ../internal/tsgen -out ../editor-extension/src/protocol.ts -md ../PROTOCOL.md -codes errors.go protocol.go methods.go
 
 import (
 	"bytes"
@@ -25,7 +27,7 @@ const (
 	MethodReadFile      = "readFile"
 	MethodWriteFile     = "writeFile"
 	MethodProgress      = "progress"
-	MethodCancelRequest = "$/cancelRequest"
+	MethodCancelRequest = "$/cancelRequest" // a notification, though LSP calls it a method
 )
 
 // Notifications a client sends.
@@ -61,8 +63,9 @@ const (
 type StepStatus string
 
 // The statuses of a step. Transitions carry start, done, fail and skip; a
-// StepResult may also say cancelled (the step was running when the handle was
-// cancelled) or running (in a snapshot).
+// StepResult may also say cancelled (the step was running when a cancel or
+// the timeout stopped it). Running is a step's state while it runs: results
+// are final, so none says it.
 const (
 	StepStart     StepStatus = "start"
 	StepDone      StepStatus = "done"
@@ -91,15 +94,20 @@ const (
 )
 
 // InitializeParams are the params of initialize. The LSP fields toolhost
-// honours are kept; others are accepted and ignored.
+// honours are kept; unlike other params, members it does not know are
+// ignored, as LSP clients add their own.
 type InitializeParams struct {
 	// ProcessID is the client's process id, or null.
 	ProcessID *int `json:"processId,omitempty"`
 	// ClientInfo names the client, for logs.
 	ClientInfo *ClientInfo `json:"clientInfo,omitempty"`
 	// RootURI is the workspace root as a file URI; it wins over RootPath.
+	// With --root, the root must lie inside --root (a client may narrow it,
+	// never widen it); without --root, RootURI or RootPath is required and
+	// must be absolute.
 	RootURI *string `json:"rootUri,omitempty"`
-	// RootPath is the workspace root as a path (deprecated in LSP, honoured).
+	// RootPath is the workspace root as a path (deprecated in LSP, honoured),
+	// when RootURI is not given.
 	RootPath *string `json:"rootPath,omitempty"`
 	// Capabilities are the client's capabilities; toolhost reads
 	// window.workDoneProgress.
@@ -124,36 +132,48 @@ type ClientCapabilities struct {
 // WindowClientCapabilities are the LSP window capabilities.
 type WindowClientCapabilities struct {
 	// WorkDoneProgress says the client accepts server-created progress
-	// tokens (window/workDoneProgress/create).
+	// tokens: a longRunning without a workDoneToken then gets one through
+	// window/workDoneProgress/create.
 	WorkDoneProgress bool `json:"workDoneProgress,omitempty"`
 }
 
 // InitializationOptions are toolhost's settings a client gives in initialize.
-// Each narrows what the command line set; none can widen it.
+// The roots narrow the command line's, never widen them; the others
+// override the command line's defaults.
 type InitializationOptions struct {
-	// ReadRoots are extra read-only roots, as paths or file URIs.
+	// ReadRoots are the read-only roots, as absolute paths or file URIs.
+	// Given, they replace the command line's --read-root; with --root or
+	// --read-root set, each must lie inside the root or a command-line read
+	// root.
 	ReadRoots []string `json:"readRoots,omitempty"`
 	// Env widens the environment allowlist children inherit.
 	Env *EnvOptions `json:"env,omitempty"`
-	// ArtifactsDir is where command output is kept (must not exist yet, or
-	// be an empty directory the server can own).
+	// ArtifactsDir is where command output is kept, an absolute path: created
+	// (mode 0700) if missing, and kept at the session's end. --artifacts-dir
+	// wins over it. Default: a private temporary directory, removed at the
+	// end.
 	ArtifactsDir string `json:"artifactsDir,omitempty"`
-	// KillGraceMs is the time between TERM and KILL.
+	// KillGraceMs is the time between SIGTERM and SIGKILL when a command is
+	// stopped; not negative. Default: --kill-grace (2 s).
 	KillGraceMs *int64 `json:"killGraceMs,omitempty"`
-	// DefaultTimeoutMs is the timeout of commands that give none (0: none).
+	// DefaultTimeoutMs is the timeout of commands that give none; 0 means
+	// none; not negative. Default: --default-timeout.
 	DefaultTimeoutMs *int64 `json:"defaultTimeoutMs,omitempty"`
-	// OutputLimitBytes is the default inline output kept per stream.
+	// OutputLimitBytes is the inline output kept per stream of a command
+	// that gives none, 1 to 4 MiB. Default: --output-limit-bytes (64 KiB).
 	OutputLimitBytes *int64 `json:"outputLimitBytes,omitempty"`
 }
 
 // EnvOptions configures the environment children inherit.
 type EnvOptions struct {
 	// Allow names more variables of the server's environment children may
-	// inherit: exact names or patterns ending in "*" ("MY_APP_*").
+	// inherit: exact names or path.Match patterns ("MY_APP_*"). An empty or
+	// malformed pattern, or one with "=" or a NUL byte, is InvalidParams.
 	Allow []string `json:"allow,omitempty"`
 }
 
-// InitializeResult is the result of initialize.
+// InitializeResult is the result of initialize. Every path in it is a
+// resolved real path.
 type InitializeResult struct {
 	ServerInfo   ServerInfo         `json:"serverInfo"`
 	Capabilities ServerCapabilities `json:"capabilities"`
@@ -168,47 +188,68 @@ type ServerInfo struct {
 
 // ServerCapabilities says what this build serves.
 type ServerCapabilities struct {
-	// Methods are the requests this build serves, lifecycle included.
+	// Methods are the requests this build serves, lifecycle included (with
+	// --debug-methods, the debug methods too), sorted.
 	Methods []string `json:"methods"`
-	// Notifications are the notifications this build may send.
+	// Notifications are the notifications this build may send, sorted.
 	Notifications []string `json:"notifications"`
-	// ServerRequests are the requests this build may send the client
-	// (window/workDoneProgress/create, when the client advertised
-	// window.workDoneProgress).
+	// ServerRequests are the requests this build may send the client:
+	// window/workDoneProgress/create, sent only to a client that advertised
+	// window.workDoneProgress.
 	ServerRequests []string `json:"serverRequests"`
 	// Framing is the framing the session uses: "header" or "ndjson".
 	Framing string `json:"framing"`
-	// OutputLimitBytes is the default inline output kept per stream.
+	// OutputLimitBytes is the session's default inline output kept per
+	// stream.
 	OutputLimitBytes int64 `json:"outputLimitBytes"`
-	// MaxMessageBytes is the largest message the server reads.
+	// MaxMessageBytes is the largest message the server reads
+	// (--max-message-bytes); a larger one is refused with TooLarge.
 	MaxMessageBytes int64 `json:"maxMessageBytes"`
 }
 
 // WorkspaceInfo gives the resolved real paths the session works in.
 type WorkspaceInfo struct {
-	Root         string   `json:"root"`
-	ReadRoots    []string `json:"readRoots"`
-	ArtifactsDir string   `json:"artifactsDir"`
+	// Root is the workspace root.
+	Root string `json:"root"`
+	// ReadRoots are the read-only roots.
+	ReadRoots []string `json:"readRoots"`
+	// ArtifactsDir holds every command's output files.
+	ArtifactsDir string `json:"artifactsDir"`
 }
 
 // RunCommandParams are the params of runCommand.
 type RunCommandParams struct {
-	// Argv is the command and its arguments; it is never run through a
-	// shell. Required.
+	// Argv is the program and its arguments; a longRunning with steps gives
+	// none. It is never run through a shell: $HOME, *, ;, backquotes, $(…)
+	// and quotes reach the program as they are. An argv[0] without a slash is looked up
+	// in the child's PATH (the allowlisted PATH, or the one Env sets), not
+	// the server's; an empty PATH entry means Cwd. With a slash it is a
+	// path, relative to Cwd.
 	Argv []string `json:"argv,omitempty"`
-	// Cwd is the working directory, relative to the root or absolute inside
-	// a root. Default: the root.
+	// Cwd is the working directory: relative to the root, or absolute inside
+	// the root or a read root. Default: the root.
 	Cwd string `json:"cwd,omitempty"`
 	// Env sets variables on top of the inherited allowlist; null unsets one.
 	Env map[string]*string `json:"env,omitempty"`
-	// Stdin is the text the command reads on its stdin (default: empty).
+	// Stdin is the text the command reads on its stdin. Without it, stdin is
+	// the null device: a command that reads it gets EOF at once. A command
+	// never shares the server's stdin, so it can never eat the JSON-RPC
+	// stream.
 	Stdin *string `json:"stdin,omitempty"`
-	// TimeoutMs ends the command after this long (default: the server's).
+	// TimeoutMs bounds the whole command (every step of a recipe) from the
+	// start of its first process; more than 0. Default:
+	// initializationOptions.defaultTimeoutMs, else --default-timeout (0:
+	// none).
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
-	// OutputLimitBytes is the inline output kept per stream.
+	// OutputLimitBytes is the inline output kept per stream, head and tail,
+	// 1 to 4194304. Default: the session's
+	// (initializationOptions.outputLimitBytes, else --output-limit-bytes,
+	// 64 KiB).
 	OutputLimitBytes *int64 `json:"outputLimitBytes,omitempty"`
-	// WorkDoneToken asks for $/progress, stepTransition and heartbeat
-	// notifications about this command.
+	// WorkDoneToken asks for $/progress begin, report and end on this token;
+	// a runCommand then also sends stepTransition and heartbeat (a
+	// longRunning always does). window/workDoneProgress/cancel on the token
+	// cancels the command.
 	WorkDoneToken *ProgressToken `json:"workDoneToken,omitempty"`
 }
 
@@ -216,129 +257,217 @@ type RunCommandParams struct {
 // takes, plus a label, streamed output, or a recipe of steps instead of argv.
 type LongRunningParams struct {
 	RunCommandParams
-	// Label names the handle for people.
+	// Label names the handle for people: the label of progress and the title
+	// of $/progress. Default: for the label, the argv joined with spaces or
+	// the step names joined with ", "; for the title, LongRunningResult's
+	// command.
 	Label string `json:"label,omitempty"`
-	// StreamOutput asks for output notifications.
+	// StreamOutput asks for output notifications while the command runs.
 	StreamOutput bool `json:"streamOutput,omitempty"`
-	// Steps is a recipe run in order, instead of argv.
+	// Steps is a recipe, run in order, instead of Argv (give one or the
+	// other).
 	Steps []StepSpec `json:"steps,omitempty"`
 }
 
-// StepSpec is one step of a recipe.
+// StepSpec is one step of a recipe: a process, and process group, of its
+// own.
 type StepSpec struct {
-	Name            string             `json:"name"`
-	Argv            []string           `json:"argv"`
-	Cwd             string             `json:"cwd,omitempty"`
-	Env             map[string]*string `json:"env,omitempty"`
-	ContinueOnError bool               `json:"continueOnError,omitempty"`
+	// Name names the step in stepTransition, progress and the result; not
+	// blank.
+	Name string `json:"name"`
+	// Argv is the step's program and its arguments, as in runCommand.
+	Argv []string `json:"argv"`
+	// Cwd is the step's working directory. Default: the request's.
+	Cwd string `json:"cwd,omitempty"`
+	// Env sets variables on top of the request's env; null unsets one.
+	Env map[string]*string `json:"env,omitempty"`
+	// ContinueOnError lets the next step run after this one fails; the
+	// failure still decides the result's exit code.
+	ContinueOnError bool `json:"continueOnError,omitempty"`
 }
 
-// LongRunningResult is the result of longRunning, sent at once.
+// LongRunningResult is the result of longRunning, sent as soon as the
+// command has started.
 type LongRunningResult struct {
-	HandleID       string    `json:"handleId"`
-	CommandID      string    `json:"commandId"`
-	PID            int       `json:"pid"`
-	ProcessGroupID int       `json:"processGroupId"`
-	StartedAt      time.Time `json:"startedAt"`
-	// Command is the command line, quoted as a shell would need it, or the
-	// recipe's step names for a recipe.
+	// HandleID names the handle in cancel, progress and the notifications.
+	HandleID string `json:"handleId"`
+	// CommandID is the command's id, unique in the session ("cmd-N").
+	CommandID string `json:"commandId"`
+	// PID is the process id of the command (of a recipe's first step).
+	PID int `json:"pid"`
+	// ProcessGroupID is the process group the command leads: its PID.
+	ProcessGroupID int `json:"processGroupId"`
+	// StartedAt is when the first process was forked.
+	StartedAt time.Time `json:"startedAt"`
+	// Command is the command line, for display (it is never run): the argv
+	// quoted as a POSIX shell would need it, or for a recipe each step's argv
+	// so quoted, joined with " && ".
 	Command string `json:"command"`
 }
 
 // CancelParams are the params of cancel.
 type CancelParams struct {
+	// HandleID names the handle to cancel.
 	HandleID string `json:"handleId"`
-	// GraceMs is the time between TERM and KILL (default: the server's).
+	// GraceMs is the time between SIGTERM and SIGKILL for this cancel; 0
+	// sends SIGKILL right after SIGTERM; not negative. Default: the
+	// session's kill grace.
 	GraceMs *int64 `json:"graceMs,omitempty"`
 }
 
 // ToolResult is how a command ended: the result of runCommand and cancel,
 // and the params of toolResult.
 type ToolResult struct {
+	// CommandID is the command's id, unique in the session ("cmd-N").
 	CommandID string `json:"commandId"`
-	HandleID  string `json:"handleId,omitempty"`
-	Status    Status `json:"status"`
-	// Success is status == "completed" && exitCode == 0.
+	// HandleID names the handle of a longRunning; a runCommand has none.
+	HandleID string `json:"handleId,omitempty"`
+	// Status is "completed" (the command exited by itself, whatever its
+	// code), "timedOut" or "cancelled" (cancel, $/cancelRequest,
+	// window/workDoneProgress/cancel, the session's end). The first stop
+	// decides: a command that exits on its own before a stop is acted on
+	// stays "completed".
+	Status Status `json:"status"`
+	// Success is Status == "completed" && ExitCode == 0.
 	Success bool `json:"success"`
-	// ExitCode is null when a signal ended the command.
+	// ExitCode is the exit code, or null when a signal ended the process. A
+	// shell that traps SIGTERM and exits 7 reports Status "cancelled" or
+	// "timedOut" with ExitCode 7.
 	ExitCode *int `json:"exitCode"`
-	// Signal names the signal that ended the command ("SIGKILL"), or null.
-	Signal     *string   `json:"signal"`
-	StartedAt  time.Time `json:"startedAt"`
-	EndedAt    time.Time `json:"endedAt"`
-	DurationMs int64     `json:"durationMs"`
-	// Stdout and Stderr keep the head and the tail of each stream within the
-	// output limit; a line at the cut says how much was left out.
-	Stdout          string       `json:"stdout"`
-	Stderr          string       `json:"stderr"`
-	StdoutTruncated bool         `json:"stdoutTruncated"`
-	StderrTruncated bool         `json:"stderrTruncated"`
-	Artifacts       Artifacts    `json:"artifacts"`
-	Steps           []StepResult `json:"steps"`
+	// Signal names the signal that ended the process ("SIGTERM",
+	// "SIGKILL"), or is null.
+	Signal *string `json:"signal"`
+	// StartedAt is when the first process was forked.
+	StartedAt time.Time `json:"startedAt"`
+	// EndedAt is when the result became final: processes gone, pipes
+	// drained.
+	EndedAt time.Time `json:"endedAt"`
+	// DurationMs is EndedAt minus StartedAt.
+	DurationMs int64 `json:"durationMs"`
+	// Stdout is the inline stdout, valid UTF-8 (invalid bytes become
+	// U+FFFD; the artifacts keep the bytes): at most the output limit, its
+	// first half and its last half, cut on rune boundaries. When bytes were
+	// left out, a line of its own between head and tail says how many and
+	// where the rest is.
+	Stdout string `json:"stdout"`
+	// Stderr is the inline stderr, kept as Stdout is, without the step
+	// marker lines.
+	Stderr string `json:"stderr"`
+	// StdoutTruncated says bytes were left out of Stdout.
+	StdoutTruncated bool `json:"stdoutTruncated"`
+	// StderrTruncated says bytes were left out of Stderr.
+	StderrTruncated bool `json:"stderrTruncated"`
+	// Artifacts are the files that hold the whole output.
+	Artifacts Artifacts `json:"artifacts"`
+	// Steps are the recipe's steps, or those the command's step markers
+	// announced, in order.
+	Steps []StepResult `json:"steps"`
 }
 
-// Artifacts are the files that hold a command's whole output.
+// Artifacts are the files that hold a command's whole output, in
+// <artifactsDir>/<commandId>/. Later commands may evict them over
+// --artifacts-cap-bytes.
 type Artifacts struct {
+	// StdoutPath is the file of the whole stdout.
 	StdoutPath string `json:"stdoutPath"`
+	// StderrPath is the file of the whole stderr, without marker lines.
 	StderrPath string `json:"stderrPath"`
 	// OutputPath holds stdout and stderr interleaved in arrival order, step
 	// markers included.
 	OutputPath string `json:"outputPath"`
-	// ByteCount, LineCount and Sha256 describe OutputPath.
-	ByteCount int64  `json:"byteCount"`
-	LineCount int64  `json:"lineCount"`
-	Sha256    string `json:"sha256"`
+	// ByteCount is the size of OutputPath.
+	ByteCount int64 `json:"byteCount"`
+	// LineCount counts the lines of OutputPath; a last line without a
+	// newline counts.
+	LineCount int64 `json:"lineCount"`
+	// Sha256 is the hex sha256 of OutputPath.
+	Sha256 string `json:"sha256"`
 }
 
 // StepResult is how one step went.
 type StepResult struct {
-	Name       string     `json:"name"`
-	Status     StepStatus `json:"status"`
-	DurationMs int64      `json:"durationMs"`
-	ExitCode   *int       `json:"exitCode"`
+	// Name is the step's name.
+	Name string `json:"name"`
+	// Status is "done", "fail", "skip", or "cancelled" when a cancel or the
+	// timeout stopped the step (its stepTransition said "fail").
+	Status StepStatus `json:"status"`
+	// DurationMs is how long the step ran.
+	DurationMs int64 `json:"durationMs"`
+	// ExitCode is the step's exit code, or null when it was skipped or a
+	// signal ended it.
+	ExitCode *int `json:"exitCode"`
 }
 
 // ReadFileParams are the params of readFile.
 type ReadFileParams struct {
-	// Path is relative to the root, or absolute inside a root, or a file URI.
+	// Path is the file: relative to the root, absolute inside the root, a
+	// read root or the artifacts directory, or a file URI.
 	Path string `json:"path"`
-	// Line is the first line to read, 1-based (default 1).
+	// Line is the first line to read, 1-based; 0 means 1; not negative.
+	// Default: 1.
 	Line int `json:"line,omitempty"`
-	// Limit is how many lines to read (default: all).
+	// Limit is how many lines to read; 0 means to the end of the file; not
+	// negative.
 	Limit int `json:"limit,omitempty"`
-	// MaxBytes refuses a larger answer with TooLarge (default 1 MiB).
+	// MaxBytes is the most bytes of file content in the answer, counted
+	// before base64: not negative, at most 64 MiB; 0 means the default. A whole-file read
+	// of a larger file is refused with TooLarge. Default: 1 MiB.
 	MaxBytes int64 `json:"maxBytes,omitempty"`
 }
 
 // ReadFileResult is the result of readFile.
 type ReadFileResult struct {
-	Path       string    `json:"path"`
-	Content    string    `json:"content"`
-	Encoding   Encoding  `json:"encoding"`
-	Size       int64     `json:"size"`
-	StartLine  int       `json:"startLine"`
-	EndLine    int       `json:"endLine"`
-	TotalLines int       `json:"totalLines"`
-	Truncated  bool      `json:"truncated"`
-	MTime      time.Time `json:"mtime"`
+	// Path is the absolute real path of the file read.
+	Path string `json:"path"`
+	// Content is the selected lines, "\n" included, as text or base64.
+	Content string `json:"content"`
+	// Encoding is "base64" when the selected bytes hold a NUL byte or are
+	// not valid UTF-8 (decided per page), else "utf-8".
+	Encoding Encoding `json:"encoding"`
+	// Size is the size of the whole file in bytes.
+	Size int64 `json:"size"`
+	// StartLine is the first line returned: the params' line.
+	StartLine int `json:"startLine"`
+	// EndLine is the last line returned; StartLine - 1 when none.
+	EndLine int `json:"endLine"`
+	// TotalLines counts the lines of the whole file (0 for an empty file).
+	TotalLines int `json:"totalLines"`
+	// Truncated says lines remain after EndLine, or EndLine's bytes were
+	// cut.
+	Truncated bool `json:"truncated"`
+	// MTime is the file's modification time, in UTC.
+	MTime time.Time `json:"mtime"`
 }
 
 // WriteFileParams are the params of writeFile.
 type WriteFileParams struct {
-	Path    string `json:"path"`
+	// Path is the file: as for readFile, but under the workspace root and
+	// outside every read root and the artifacts directory.
+	Path string `json:"path"`
+	// Content is the new content, whole; base64 that does not decode is
+	// InvalidParams. Default: empty.
 	Content string `json:"content"`
-	// Encoding of Content: "utf-8" (default) or "base64".
+	// Encoding says how Content is encoded: "utf-8" or "base64"; anything
+	// else is InvalidParams. Default: "utf-8".
 	Encoding Encoding `json:"encoding,omitempty"`
-	// CreateDirs creates missing parent directories.
+	// CreateDirs creates missing parent directories (mode 0755, less the
+	// umask); without it a missing parent is NotFound.
 	CreateDirs bool `json:"createDirs,omitempty"`
-	// ExpectedSha256 is the hex sha256 the file must have now, or Conflict.
+	// ExpectedSha256 is the hex sha256 (64 digits, any case) the file must
+	// have now, else Conflict and nothing is written; 64 zeros means the
+	// file must not exist yet. A malformed one is InvalidParams.
 	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
 }
 
 // WriteFileResult is the result of writeFile.
 type WriteFileResult struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
+	// Path is the absolute real path of the file written: a symlink's target
+	// when written through one.
+	Path string `json:"path"`
+	// Size is the number of bytes written, after base64 decoding.
+	Size int64 `json:"size"`
+	// Sha256 is the hex sha256 of the new content: the next write's
+	// expectedSha256.
 	Sha256 string `json:"sha256"`
 }
 
@@ -348,56 +477,99 @@ type ProgressParams struct {
 	HandleID string `json:"handleId,omitempty"`
 }
 
-// Progress is a snapshot of one handle.
+// Progress is a snapshot of one handle. It agrees with the notifications
+// sent before it: the step it names is the one of the latest
+// stepTransition.
 type Progress struct {
-	HandleID    string `json:"handleId"`
-	CommandID   string `json:"commandId"`
-	Label       string `json:"label"`
-	Status      Status `json:"status"`
-	PID         int    `json:"pid"`
-	CurrentStep int    `json:"currentStep"`
-	// TotalSteps is 0 when unknown.
-	TotalSteps      int        `json:"totalSteps"`
-	StepName        string     `json:"stepName"`
-	ElapsedMs       int64      `json:"elapsedMs"`
-	UpdatedAt       time.Time  `json:"updatedAt"`
+	// HandleID names the handle.
+	HandleID string `json:"handleId"`
+	// CommandID is the command's id.
+	CommandID string `json:"commandId"`
+	// Label is the longRunning's label, or its default.
+	Label string `json:"label"`
+	// Status is "running", then the ToolResult's status.
+	Status Status `json:"status"`
+	// PID is the running (or last) step's process.
+	PID int `json:"pid"`
+	// CurrentStep is the index (1-based) of the step of the latest
+	// stepTransition; 0 before any.
+	CurrentStep int `json:"currentStep"`
+	// TotalSteps is the latest known total; 0 when unknown.
+	TotalSteps int `json:"totalSteps"`
+	// StepName is the name of the step of the latest stepTransition; ""
+	// before any.
+	StepName string `json:"stepName"`
+	// ElapsedMs is the time since the start; once ended, the result's
+	// durationMs.
+	ElapsedMs int64 `json:"elapsedMs"`
+	// UpdatedAt is the last change: a step, a marker, a process started.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// LastHeartbeatAt is the time of the latest heartbeat marker (every one
+	// counts, even those coalesced away), or null.
 	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
-	OutputBytes     int64      `json:"outputBytes"`
-	ExitCode        *int       `json:"exitCode"`
+	// OutputBytes counts the user-visible bytes so far: stdout, and stderr
+	// without marker lines.
+	OutputBytes int64 `json:"outputBytes"`
+	// ExitCode is null while running; then the ToolResult's exitCode.
+	ExitCode *int `json:"exitCode"`
 }
 
 // ProgressList is the result of progress without a handleId.
 type ProgressList struct {
+	// Handles are every running handle and the 256 most recently finished
+	// ones, oldest start first.
 	Handles []Progress `json:"handles"`
 }
 
-// StepTransitionParams are the params of stepTransition.
+// StepTransitionParams are the params of stepTransition: a step of a
+// command started or ended.
 type StepTransitionParams struct {
-	HandleID  string     `json:"handleId,omitempty"`
-	CommandID string     `json:"commandId"`
-	Step      string     `json:"step"`
-	Status    StepStatus `json:"status"`
-	// Index is 1-based; Total is 0 when unknown.
-	Index     int       `json:"index"`
-	Total     int       `json:"total"`
-	ElapsedMs int64     `json:"elapsedMs"`
-	TS        time.Time `json:"ts"`
+	// HandleID names the handle; a runCommand has none.
+	HandleID string `json:"handleId,omitempty"`
+	// CommandID is the command's id.
+	CommandID string `json:"commandId"`
+	// Step is the step's name.
+	Step string `json:"step"`
+	// Status is "start", "done", "fail" or "skip". A recipe step that a
+	// cancel or the timeout stopped ends "fail" (its StepResult says
+	// "cancelled"); a warning marker ends "done".
+	Status StepStatus `json:"status"`
+	// Index is the step's index, 1-based.
+	Index int `json:"index"`
+	// Total is the number of steps; 0 when unknown.
+	Total int `json:"total"`
+	// ElapsedMs is 0 at "start"; the step's duration at its end.
+	ElapsedMs int64 `json:"elapsedMs"`
+	// TS is the time the child stated in its marker, else the time the
+	// server saw the transition.
+	TS time.Time `json:"ts"`
 }
 
 // HeartbeatParams are the params of heartbeat.
 type HeartbeatParams struct {
-	HandleID  string `json:"handleId,omitempty"`
+	// HandleID names the handle; a runCommand has none.
+	HandleID string `json:"handleId,omitempty"`
+	// CommandID is the command's id.
 	CommandID string `json:"commandId"`
-	Step      string `json:"step"`
-	ElapsedMs int64  `json:"elapsedMs"`
+	// Step is the marker's step: in a recipe, the running recipe step;
+	// without a name, the current step.
+	Step string `json:"step"`
+	// ElapsedMs is the marker's elapsed time, else the time since the step
+	// (or the command) started.
+	ElapsedMs int64 `json:"elapsedMs"`
 }
 
 // OutputParams are the params of output.
 type OutputParams struct {
+	// HandleID names the handle.
 	HandleID string `json:"handleId"`
-	Stream   Stream `json:"stream"`
-	// Seq increases by one per output notification of a stream, from 1.
-	Seq  int64  `json:"seq"`
+	// Stream is "stdout" or "stderr"; stderr carries no marker lines.
+	Stream Stream `json:"stream"`
+	// Seq starts at 1 and increases by exactly one per notification of a
+	// stream of a handle: a gap would mean a lost notification.
+	Seq int64 `json:"seq"`
+	// Data is the output: text when the bytes are valid UTF-8 (a character
+	// cut between two reads waits for the next chunk), else base64.
 	Data string `json:"data"`
 	// Encoding is "base64" when the bytes are not valid UTF-8; absent,
 	// Data is the text itself.
@@ -408,6 +580,8 @@ type OutputParams struct {
 }
 
 // ProgressToken is an LSP progress token: a string or an integer.
+//
+//tsgen:type string | number
 type ProgressToken struct {
 	str   string
 	num   int64
@@ -458,44 +632,58 @@ func (t *ProgressToken) UnmarshalJSON(b []byte) error {
 
 // ProgressNotification are the params of $/progress.
 type ProgressNotification struct {
+	// Token is the request's workDoneToken, or the one the server created.
 	Token ProgressToken `json:"token"`
-	// Value is a WorkDoneProgressBegin, WorkDoneProgressReport or
-	// WorkDoneProgressEnd.
+	// Value is a [WorkDoneProgressBegin], [WorkDoneProgressReport] or
+	// [WorkDoneProgressEnd].
 	Value any `json:"value"`
 }
 
 // WorkDoneProgressBegin starts a progress.
 type WorkDoneProgressBegin struct {
-	Kind        string `json:"kind"` // "begin"
-	Title       string `json:"title"`
+	Kind string `json:"kind"` // "begin"
+	// Title is the longRunning's label, else the command as
+	// LongRunningResult's command gives it.
+	Title string `json:"title"`
+	// Cancellable is true: window/workDoneProgress/cancel cancels the
+	// command.
 	Cancellable bool   `json:"cancellable"`
 	Message     string `json:"message,omitempty"`
 	Percentage  *int   `json:"percentage,omitempty"`
 }
 
-// WorkDoneProgressReport reports on a progress.
+// WorkDoneProgressReport reports on a progress: one per step transition.
 type WorkDoneProgressReport struct {
 	Kind        string `json:"kind"` // "report"
 	Cancellable bool   `json:"cancellable"`
-	Message     string `json:"message,omitempty"`
-	Percentage  *int   `json:"percentage,omitempty"`
+	// Message is "step 2/5: build" when a step starts and "step 2/5: build
+	// (done)", "(fail)" or "(skip)" when it ends; "step 2: build" without a
+	// total, "build" without an index.
+	Message string `json:"message,omitempty"`
+	// Percentage is the share of steps finished, when the total is known:
+	// (index-1)*100/total at a start, index*100/total at an end.
+	Percentage *int `json:"percentage,omitempty"`
 }
 
-// WorkDoneProgressEnd ends a progress.
+// WorkDoneProgressEnd ends a progress, exactly once, whatever ended the
+// command.
 type WorkDoneProgressEnd struct {
-	Kind    string `json:"kind"` // "end"
+	Kind string `json:"kind"` // "end"
+	// Message is "completed (exit 3)", "cancelled" or "timedOut".
 	Message string `json:"message,omitempty"`
 }
 
 // WorkDoneProgressCreateParams are the params of
 // window/workDoneProgress/create.
 type WorkDoneProgressCreateParams struct {
+	// Token is the token to create: "toolhost/" and the handle's id.
 	Token ProgressToken `json:"token"`
 }
 
 // WorkDoneProgressCancelParams are the params of
 // window/workDoneProgress/cancel.
 type WorkDoneProgressCancelParams struct {
+	// Token is the token of the progress to cancel.
 	Token ProgressToken `json:"token"`
 }
 
@@ -518,30 +706,41 @@ const (
 
 // LogMessageParams are the params of window/logMessage.
 type LogMessageParams struct {
-	Type    MessageType `json:"type"`
-	Message string      `json:"message"`
+	// Type is 2 (a warning) or 1 (an error).
+	Type MessageType `json:"type"`
+	// Message says what happened, then its details as key=value pairs.
+	Message string `json:"message"`
 }
 
 // ErrorData is the data of every error toolhost sends: what and where.
 type ErrorData struct {
-	// Field names the param that is wrong, for InvalidParams.
+	// Field names the param that is wrong ("steps[1].argv"), for
+	// InvalidParams, and for a root of initialize outside the command
+	// line's.
 	Field string `json:"field,omitempty"`
-	// Path is the path concerned, for workspace errors.
+	// Path is the path concerned, as the client gave it, for workspace
+	// errors.
 	Path string `json:"path,omitempty"`
-	// Reason says what is wrong in words.
+	// Reason says what is wrong, and what to do, in words.
 	Reason string `json:"reason,omitempty"`
-	// Method is the method that failed.
+	// Method is the method that failed: for MethodNotFound, InternalError
+	// and RequestCancelled.
 	Method string `json:"method,omitempty"`
 	// Argv0 names the executable, for SpawnFailed.
 	Argv0 string `json:"argv0,omitempty"`
-	// HandleID names the handle, for HandleNotFound.
+	// HandleID names the handle, for HandleNotFound and a cancelled cancel.
 	HandleID string `json:"handleId,omitempty"`
-	// Size and Limit are given for TooLarge and Busy.
-	Size  int64 `json:"size,omitempty"`
+	// Size is the size that is too large, for TooLarge: the file's, or the
+	// message's.
+	Size int64 `json:"size,omitempty"`
+	// Limit is the limit Size passes, for TooLarge: maxBytes or
+	// --max-message-bytes.
 	Limit int64 `json:"limit,omitempty"`
-	// Expected and Actual are the hashes of a Conflict.
+	// Expected is the expectedSha256 of a Conflict.
 	Expected string `json:"expected,omitempty"`
-	Actual   string `json:"actual,omitempty"`
+	// Actual is the file's sha256 at a Conflict, or 64 zeros when it does
+	// not exist.
+	Actual string `json:"actual,omitempty"`
 	// Partial is the partial ToolResult of a cancelled runCommand.
 	Partial *ToolResult `json:"partial,omitempty"`
 }

@@ -6,7 +6,8 @@
 #   editor-extension/scripts/ci.sh            # everything
 #   TOOLHOST_SKIP_E2E=1 scripts/ci.sh          # without code-server/chromium
 #
-#  1. go test ./internal/tsgen   protocol.ts is what `go generate ./rpc` makes
+#  1. go test ./internal/tsgen   protocol.ts and PROTOCOL.md's reference are
+#                                what `go generate ./rpc` makes
 #  2. tsc --noEmit               strict typecheck of the extension and tests
 #  3. node --test out/test/      unit tests + protocol tests against the real
 #                                Go binary in header and ndjson framing

@@ -12,20 +12,23 @@ import {
   State,
   WorkDoneProgress,
 } from 'vscode-languageclient/node';
+import { progressHandles, workspaceOf } from './answers';
 import { splitArgv } from './argv';
 import { describeStep, summarizeResult, ToolsModel, ToolView } from './model';
-import type {
-  CancelParams,
-  HeartbeatParams,
-  InitializeResult,
-  LongRunningParams,
-  LongRunningResult,
-  ProgressList,
-  ReadFileResult,
-  StepTransitionParams,
-  ToolResult,
+import {
+  type CancelParams,
+  CancelRequest,
+  HeartbeatNotification,
+  type LongRunningParams,
+  LongRunningRequest,
+  type LongRunningResult,
+  ProgressRequest,
+  ReadFileRequest,
+  StepTransitionNotification,
+  type ToolResult,
+  ToolResultNotification,
 } from './protocol';
-import { parseRecipe, Recipe, recipeParams, RecipeParams } from './recipes';
+import { parseRecipe, Recipe, recipeParams } from './recipes';
 import { RestartPolicy } from './restartPolicy';
 import { resolveReadRoots, resolveServerPath } from './serverPath';
 import { Node, ToolsView } from './toolsView';
@@ -134,13 +137,12 @@ class Toolhost implements vscode.Disposable {
     };
     const client = new LanguageClient('toolhost', 'Toolhost', serverOptions, clientOptions);
     this.client = client;
-    client.onNotification('toolResult', (r: ToolResult) => this.toolResult(r));
-    client.onNotification('stepTransition', (p: StepTransitionParams) => this.model.stepTransition(p));
-    client.onNotification('heartbeat', (p: HeartbeatParams) => this.model.heartbeat(p));
+    client.onNotification(ToolResultNotification, (r) => this.toolResult(r));
+    client.onNotification(StepTransitionNotification, (p) => this.model.stepTransition(p));
+    client.onNotification(HeartbeatNotification, (p) => this.model.heartbeat(p));
     client.onDidChangeState((e) => {
       if (e.newState === State.Running) {
-        const init = client.initializeResult as unknown as InitializeResult | undefined;
-        this.artifactsDir = init?.workspace?.artifactsDir ?? '';
+        this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';
         void this.refresh().catch(() => undefined);
       }
       this.updateStatus();
@@ -232,7 +234,7 @@ class Toolhost implements vscode.Disposable {
   }
 
   /** Starts a handle and shows a cancellable progress notification until it ends. */
-  private async launch(client: LanguageClient, params: LongRunningParams | RecipeParams): Promise<void> {
+  private async launch(client: LanguageClient, params: LongRunningParams): Promise<void> {
     const label = params.label ?? '';
     // Our own progress token: the server then reports $/progress on it instead
     // of asking the client to create one, and the notification below is the
@@ -241,7 +243,7 @@ class Toolhost implements vscode.Disposable {
     const progressDone = client.onProgress(WorkDoneProgress.type, workDoneToken, () => undefined);
     let started: LongRunningResult;
     try {
-      started = await client.sendRequest<LongRunningResult>('longRunning', { ...params, workDoneToken });
+      started = await client.sendRequest(LongRunningRequest, { ...params, workDoneToken });
     } catch (e) {
       progressDone.dispose();
       throw e;
@@ -296,7 +298,7 @@ class Toolhost implements vscode.Disposable {
     }
     this.cancelledByUser.add(tool.handleId);
     const params: CancelParams = { handleId: tool.handleId };
-    const r = await client.sendRequest<ToolResult>('cancel', params);
+    const r = await client.sendRequest(CancelRequest, params);
     this.toolResult(r); // the same result the notification brings; applied once either way
   }
 
@@ -312,7 +314,7 @@ class Toolhost implements vscode.Disposable {
       await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
     } catch {
       // Not visible to this side (a remote host): ask the server.
-      const r = await this.ready().sendRequest<ReadFileResult>('readFile', { path: file });
+      const r = await this.ready().sendRequest(ReadFileRequest, { path: file });
       const content = r.encoding === 'base64' ? Buffer.from(r.content, 'base64').toString('utf8') : r.content;
       await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'log' }));
     }
@@ -321,8 +323,8 @@ class Toolhost implements vscode.Disposable {
   private async refresh(): Promise<void> {
     const client = this.client;
     if (client?.state === State.Running) {
-      const list = await client.sendRequest<ProgressList>('progress', {});
-      for (const p of list.handles ?? []) this.model.progress(p);
+      const answer = await client.sendRequest(ProgressRequest, {});
+      for (const p of progressHandles(answer)) this.model.progress(p);
     }
     this.view.refresh();
   }

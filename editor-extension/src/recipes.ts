@@ -50,12 +50,12 @@ export function parseRecipe(text: string, file: string): Recipe {
   return { label: raw.label as string, steps };
 }
 
-/** longRunning's params for a recipe: steps instead of argv. */
-export type RecipeParams = Omit<LongRunningParams, 'argv'>;
-
-/** The longRunning params that run a recipe. */
-export function recipeParams(recipe: Recipe): RecipeParams {
-  return { label: recipe.label, steps: recipe.steps };
+/**
+ * The longRunning params that run a recipe: its steps, and an empty argv
+ * (the server takes argv or steps, and an empty argv is none).
+ */
+export function recipeParams(recipe: Recipe): LongRunningParams {
+  return { argv: [], label: recipe.label, steps: recipe.steps };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -15,6 +15,7 @@ import {
   MessageConnection,
   MessageReader,
   MessageWriter,
+  NotificationType,
   StreamMessageReader,
   StreamMessageWriter,
 } from 'vscode-jsonrpc/node';
@@ -80,8 +81,10 @@ export interface Session {
   exited: Promise<number | null>;
   /** Every notification received, in order. */
   notifications: { method: string; params: unknown }[];
+  /** The params of every notification of a type received, in order. */
+  received<T>(type: NotificationType<T>): T[];
   /** Resolves with the first notification (past or future) that matches. */
-  waitFor<T>(method: string, match: (p: T) => boolean, timeoutMs?: number): Promise<T>;
+  waitFor<T>(type: NotificationType<T>, match: (p: T) => boolean, timeoutMs?: number): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -107,19 +110,23 @@ export function startServer(framing: Framing, extraArgs: string[] = []): Session
   // this client advertises no such capability.
   conn.onRequest(() => null);
   conn.listen();
-  const waitFor = <T>(method: string, match: (p: T) => boolean, timeoutMs = 20_000): Promise<T> =>
+  // The notifications of a type: the server sends a method's params in
+  // the shape its NotificationType names.
+  const received = <T>(type: NotificationType<T>): T[] =>
+    notifications.filter((x) => x.method === type.method).map((x) => x.params as T);
+  const waitFor = <T>(type: NotificationType<T>, match: (p: T) => boolean, timeoutMs = 20_000): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const check = (): boolean => {
-        const n = notifications.find((x) => x.method === method && match(x.params as T));
-        if (!n) return false;
+        const n = received(type).find(match);
+        if (n === undefined) return false;
         waiters.delete(check);
         clearTimeout(timer);
-        resolve(n.params as T);
+        resolve(n);
         return true;
       };
       const timer = setTimeout(() => {
         waiters.delete(check);
-        reject(new Error(`no ${method} notification matched within ${timeoutMs} ms; got: ${JSON.stringify(notifications.map((x) => x.method))}`));
+        reject(new Error(`no ${type.method} notification matched within ${timeoutMs} ms; got: ${JSON.stringify(notifications.map((x) => x.method))}`));
       }, timeoutMs);
       if (!check()) waiters.add(check);
     });
@@ -130,7 +137,7 @@ export function startServer(framing: Framing, extraArgs: string[] = []): Session
       await exited;
     }
   };
-  return { conn, child, root, stderr: () => err, exited, notifications, waitFor, close };
+  return { conn, child, root, stderr: () => err, exited, notifications, received, waitFor, close };
 }
 
 /** The pids whose command line contains marker, zombies excluded. */

@@ -65,7 +65,7 @@ test('describeStatus and formatDuration', () => {
 
 test('parseRecipe accepts a recipe and names what is wrong in a bad one', () => {
   const r = parseRecipe(JSON.stringify({ label: 'Build', steps: [{ name: 'a', argv: ['true'], cwd: 'sub', env: { X: '1', Y: null }, continueOnError: true }] }), 'build.json');
-  assert.deepEqual(recipeParams(r), { label: 'Build', steps: [{ name: 'a', argv: ['true'], cwd: 'sub', env: { X: '1', Y: null }, continueOnError: true }] });
+  assert.deepEqual(recipeParams(r), { argv: [], label: 'Build', steps: [{ name: 'a', argv: ['true'], cwd: 'sub', env: { X: '1', Y: null }, continueOnError: true }] });
   const bad: [unknown, RegExp][] = [
     [[], /the recipe must be an object/],
     [{ steps: [] }, /label must be/],

@@ -17,12 +17,6 @@ const (
 	NotifyProgress = "$/progress"
 )
 
-// Error codes the server answers with.
-const (
-	CodePathOutsideWorkspace = -32001
-	CodeNotFound             = -32003
-)
-
 // Status is how a command ended.
 type Status string
 
@@ -47,8 +41,9 @@ type Env map[string]*string
 // RunCommandParams are runCommand's params.
 type RunCommandParams struct {
 	// Argv is the command line, never run through a shell.
-	Argv      []string        `json:"argv"`
-	Cwd       string          `json:"cwd,omitempty"`
+	Argv []string `json:"argv"`
+	// Cwd is where it runs. Default: the root.
+	Cwd       string          `json:"cwd"`
 	Env       Env             `json:"env,omitempty"`
 	TimeoutMs *int64          `json:"timeoutMs,omitempty"`
 	Limit     *int            `json:"limit"` // nullable, not omitted
@@ -96,7 +91,10 @@ type ToolResult struct {
 // Progress is a handle's state.
 type Progress struct {
 	HandleID string `json:"handleId"`
-	Status   string `json:"status"`
+	// Status is "running", then how it ended. When Status says it ended,
+	// HandleID no longer runs a *process* <ever>: see [ToolResult] and
+	// `a|b`.
+	Status string `json:"status"`
 }
 
 type unexported struct{ A int }
