@@ -26,6 +26,7 @@ const (
 	CodeBusy                 = -32007 // over --max-processes; nothing was started
 	CodeReadOnlyRoot         = -32008 // a write into a read root or the artifacts directory
 	CodeConflict             = -32009 // expectedSha256 does not match (data.expected, data.actual)
+	CodeSandboxUnavailable   = -32010 // a command asks for confinement the kernel cannot give (data.missing)
 )
 
 // Error is an error that travels on the wire: a code, a message and data
@@ -89,6 +90,7 @@ var (
 	ErrBusy                 = &Error{Code: CodeBusy, Message: "busy"}
 	ErrReadOnlyRoot         = &Error{Code: CodeReadOnlyRoot, Message: "read-only root"}
 	ErrConflict             = &Error{Code: CodeConflict, Message: "conflict"}
+	ErrSandboxUnavailable   = &Error{Code: CodeSandboxUnavailable, Message: "sandbox unavailable"}
 )
 
 // toError turns any error a handler returns into the coded error sent: an

@@ -162,6 +162,10 @@ type InitializationOptions struct {
 	// OutputLimitBytes is the inline output kept per stream of a command
 	// that gives none, 1 to 4 MiB. Default: --output-limit-bytes (64 KiB).
 	OutputLimitBytes *int64 `json:"outputLimitBytes,omitempty"`
+	// Sandbox tightens the session's default confinement of commands
+	// (--sandbox-default, --sandbox-network): a filesystem mode at least as
+	// strict, network off where it is on. A looser one is InvalidParams.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 }
 
 // EnvOptions configures the environment children inherit.
@@ -205,6 +209,33 @@ type ServerCapabilities struct {
 	// MaxMessageBytes is the largest message the server reads
 	// (--max-message-bytes); a larger one is refused with TooLarge.
 	MaxMessageBytes int64 `json:"maxMessageBytes"`
+	// Sandbox says what confinement of commands the kernel offers and what
+	// the session applies by default.
+	Sandbox SandboxCapability `json:"sandbox"`
+}
+
+// SandboxCapability says what confinement of commands this server can
+// apply, as probed at start.
+type SandboxCapability struct {
+	// Available says commands can be confined by the kernel: Landlock is
+	// there and --sandbox is not off.
+	Available bool `json:"available"`
+	// ABI is the kernel's Landlock ABI version, 0 without Landlock.
+	ABI int `json:"abi"`
+	// Reason says why confinement is unavailable or partial; "" when every
+	// layer is there.
+	Reason string `json:"reason,omitempty"`
+	// Mode is --sandbox: "auto" (confined where the kernel can, with a
+	// warning otherwise), "required" (a command that cannot be confined as
+	// asked is refused with SandboxUnavailable) or "off" (no confinement).
+	Mode string `json:"mode"`
+	// Default is the confinement a command gets when it asks for none: the
+	// command line's, narrowed by initializationOptions.sandbox.
+	Default Sandbox `json:"default"`
+	// Layers lists what the server can apply: "landlock-abi-N", "netns",
+	// "mntns", "seccomp", and the limit mechanisms ("pids:cgroup-v1",
+	// "memory:cgroup-v2", "cpu:rlimit").
+	Layers []string `json:"layers"`
 }
 
 // WorkspaceInfo gives the resolved real paths the session works in.
@@ -246,6 +277,14 @@ type RunCommandParams struct {
 	// (initializationOptions.outputLimitBytes, else --output-limit-bytes,
 	// 64 KiB).
 	OutputLimitBytes *int64 `json:"outputLimitBytes,omitempty"`
+	// Sandbox confines the command; it may only tighten the session's
+	// default (capabilities.sandbox.default): a looser mode or network on
+	// where the default is off is InvalidParams. Default: the session's.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// Limits bound the command's resources; each may only lower the
+	// server's (--limit-memory, --limit-pids, --limit-cpu). Default: the
+	// server's.
+	Limits *Limits `json:"limits,omitempty"`
 	// WorkDoneToken asks for $/progress begin, report and end on this token;
 	// a runCommand then also sends stepTransition and heartbeat (a
 	// longRunning always does). window/workDoneProgress/cancel on the token
@@ -284,6 +323,64 @@ type StepSpec struct {
 	// ContinueOnError lets the next step run after this one fails; the
 	// failure still decides the result's exit code.
 	ContinueOnError bool `json:"continueOnError,omitempty"`
+	// Sandbox confines this step; it may only tighten the request's.
+	// Default: the request's.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+}
+
+// SandboxFilesystem is how much of the filesystem a command may write.
+type SandboxFilesystem string
+
+// The filesystem modes, strictest last. Every mode reads anything the
+// user can and never writes a read root.
+const (
+	// SandboxFull adds no filesystem confinement.
+	SandboxFull SandboxFilesystem = "full"
+	// SandboxWorkspaceWrite writes only under the workspace root, the
+	// command's temporary directory (its TMPDIR), the session's cache
+	// directory and the --writable directories.
+	SandboxWorkspaceWrite SandboxFilesystem = "workspace-write"
+	// SandboxReadOnly writes only to the command's temporary directory.
+	SandboxReadOnly SandboxFilesystem = "read-only"
+)
+
+// Sandbox is the confinement asked for a command.
+type Sandbox struct {
+	// Filesystem is "workspace-write", "read-only" or "full".
+	Filesystem SandboxFilesystem `json:"filesystem,omitempty"`
+	// Network false cuts the command off from the network: no TCP connect
+	// or bind and no UDP outside its own loopback.
+	Network *bool `json:"network,omitempty"`
+}
+
+// Limits bound a command's resources. An absent field is the server's
+// limit (none unless the command line sets one).
+type Limits struct {
+	// MemoryBytes caps the memory of the command's whole process tree.
+	MemoryBytes *int64 `json:"memoryBytes,omitempty"`
+	// Pids caps how many processes and threads the tree holds at once.
+	Pids *int64 `json:"pids,omitempty"`
+	// CPUMs caps each process's CPU time (RLIMIT_CPU, rounded up to whole
+	// seconds).
+	CPUMs *int64 `json:"cpuMs,omitempty"`
+}
+
+// SandboxApplied says what confinement was really applied to a command:
+// never more than was enforced.
+type SandboxApplied struct {
+	// Filesystem is the mode enforced: "full" when nothing confines writes.
+	Filesystem SandboxFilesystem `json:"filesystem"`
+	// Network is false only when the command could not reach the network.
+	Network bool `json:"network"`
+	// EnforcedBy lists the layers applied, joined by "+"
+	// ("landlock-abi-7+mntns+netns"), or "" when none.
+	EnforcedBy string `json:"enforcedBy"`
+	// Limits maps each limit applied ("memory", "pids", "cpu") to how
+	// ("cgroup-v1", "cgroup-v2", "rlimit").
+	Limits map[string]string `json:"limits,omitempty"`
+	// NotEnforced says, a sentence each, what was asked for and not
+	// enforced (only under --sandbox auto).
+	NotEnforced []string `json:"notEnforced,omitempty"`
 }
 
 // LongRunningResult is the result of longRunning, sent as soon as the
@@ -362,6 +459,12 @@ type ToolResult struct {
 	// Steps are the recipe's steps, or those the command's step markers
 	// announced, in order.
 	Steps []StepResult `json:"steps"`
+	// Sandbox says what confinement was applied (for a recipe, to its first
+	// step; each step's is in its StepResult); absent under --sandbox off.
+	Sandbox *SandboxApplied `json:"sandbox,omitempty"`
+	// LimitExceeded names the limit the command hit, after which its whole
+	// tree was killed: "memory", "pids" or "cpu"; null when none was.
+	LimitExceeded *string `json:"limitExceeded"`
 }
 
 // Artifacts are the files that hold a command's whole output, in
@@ -396,6 +499,9 @@ type StepResult struct {
 	// ExitCode is the step's exit code, or null when it was skipped or a
 	// signal ended it.
 	ExitCode *int `json:"exitCode"`
+	// Sandbox says what confinement was applied to the step; absent for a
+	// step that did not run, or under --sandbox off.
+	Sandbox *SandboxApplied `json:"sandbox,omitempty"`
 }
 
 // ReadFileParams are the params of readFile.
@@ -743,4 +849,7 @@ type ErrorData struct {
 	Actual string `json:"actual,omitempty"`
 	// Partial is the partial ToolResult of a cancelled runCommand.
 	Partial *ToolResult `json:"partial,omitempty"`
+	// Missing lists, a phrase each, the confinement the kernel cannot give
+	// (SandboxUnavailable).
+	Missing []string `json:"missing,omitempty"`
 }

@@ -159,6 +159,12 @@ export interface InitializationOptions {
    * that gives none, 1 to 4 MiB. Default: --output-limit-bytes (64 KiB).
    */
   outputLimitBytes?: number;
+  /**
+   * Sandbox tightens the session's default confinement of commands
+   * (--sandbox-default, --sandbox-network): a filesystem mode at least as
+   * strict, network off where it is on. A looser one is InvalidParams.
+   */
+  sandbox?: Sandbox;
 }
 
 /** EnvOptions configures the environment children inherit. */
@@ -214,6 +220,47 @@ export interface ServerCapabilities {
    * (--max-message-bytes); a larger one is refused with TooLarge.
    */
   maxMessageBytes: number;
+  /**
+   * Sandbox says what confinement of commands the kernel offers and what
+   * the session applies by default.
+   */
+  sandbox: SandboxCapability;
+}
+
+/**
+ * SandboxCapability says what confinement of commands this server can
+ * apply, as probed at start.
+ */
+export interface SandboxCapability {
+  /**
+   * Available says commands can be confined by the kernel: Landlock is
+   * there and --sandbox is not off.
+   */
+  available: boolean;
+  /** ABI is the kernel's Landlock ABI version, 0 without Landlock. */
+  abi: number;
+  /**
+   * Reason says why confinement is unavailable or partial; "" when every
+   * layer is there.
+   */
+  reason?: string;
+  /**
+   * Mode is --sandbox: "auto" (confined where the kernel can, with a
+   * warning otherwise), "required" (a command that cannot be confined as
+   * asked is refused with SandboxUnavailable) or "off" (no confinement).
+   */
+  mode: string;
+  /**
+   * Default is the confinement a command gets when it asks for none: the
+   * command line's, narrowed by initializationOptions.sandbox.
+   */
+  default: Sandbox;
+  /**
+   * Layers lists what the server can apply: "landlock-abi-N", "netns",
+   * "mntns", "seccomp", and the limit mechanisms ("pids:cgroup-v1",
+   * "memory:cgroup-v2", "cpu:rlimit").
+   */
+  layers: string[];
 }
 
 /** WorkspaceInfo gives the resolved real paths the session works in. */
@@ -266,6 +313,18 @@ export interface RunCommandParams {
    */
   outputLimitBytes?: number;
   /**
+   * Sandbox confines the command; it may only tighten the session's
+   * default (capabilities.sandbox.default): a looser mode or network on
+   * where the default is off is InvalidParams. Default: the session's.
+   */
+  sandbox?: Sandbox;
+  /**
+   * Limits bound the command's resources; each may only lower the
+   * server's (--limit-memory, --limit-pids, --limit-cpu). Default: the
+   * server's.
+   */
+  limits?: Limits;
+  /**
    * WorkDoneToken asks for $/progress begin, report and end on this token;
    * a runCommand then also sends stepTransition and heartbeat (a
    * longRunning always does). window/workDoneProgress/cancel on the token
@@ -316,6 +375,82 @@ export interface StepSpec {
    * failure still decides the result's exit code.
    */
   continueOnError?: boolean;
+  /**
+   * Sandbox confines this step; it may only tighten the request's.
+   * Default: the request's.
+   */
+  sandbox?: Sandbox;
+}
+
+/** SandboxFilesystem is how much of the filesystem a command may write. */
+export type SandboxFilesystem = "full" | "workspace-write" | "read-only";
+
+/**
+ * The filesystem modes, strictest last. Every mode reads anything the
+ * user can and never writes a read root.
+ */
+/** SandboxFull adds no filesystem confinement. */
+export const SandboxFull = "full" satisfies SandboxFilesystem;
+/**
+ * SandboxWorkspaceWrite writes only under the workspace root, the
+ * command's temporary directory (its TMPDIR), the session's cache
+ * directory and the --writable directories.
+ */
+export const SandboxWorkspaceWrite = "workspace-write" satisfies SandboxFilesystem;
+/** SandboxReadOnly writes only to the command's temporary directory. */
+export const SandboxReadOnly = "read-only" satisfies SandboxFilesystem;
+
+/** Sandbox is the confinement asked for a command. */
+export interface Sandbox {
+  /** Filesystem is "workspace-write", "read-only" or "full". */
+  filesystem?: SandboxFilesystem;
+  /**
+   * Network false cuts the command off from the network: no TCP connect
+   * or bind and no UDP outside its own loopback.
+   */
+  network?: boolean;
+}
+
+/**
+ * Limits bound a command's resources. An absent field is the server's
+ * limit (none unless the command line sets one).
+ */
+export interface Limits {
+  /** MemoryBytes caps the memory of the command's whole process tree. */
+  memoryBytes?: number;
+  /** Pids caps how many processes and threads the tree holds at once. */
+  pids?: number;
+  /**
+   * CPUMs caps each process's CPU time (RLIMIT_CPU, rounded up to whole
+   * seconds).
+   */
+  cpuMs?: number;
+}
+
+/**
+ * SandboxApplied says what confinement was really applied to a command:
+ * never more than was enforced.
+ */
+export interface SandboxApplied {
+  /** Filesystem is the mode enforced: "full" when nothing confines writes. */
+  filesystem: SandboxFilesystem;
+  /** Network is false only when the command could not reach the network. */
+  network: boolean;
+  /**
+   * EnforcedBy lists the layers applied, joined by "+"
+   * ("landlock-abi-7+mntns+netns"), or "" when none.
+   */
+  enforcedBy: string;
+  /**
+   * Limits maps each limit applied ("memory", "pids", "cpu") to how
+   * ("cgroup-v1", "cgroup-v2", "rlimit").
+   */
+  limits?: Record<string, string>;
+  /**
+   * NotEnforced says, a sentence each, what was asked for and not
+   * enforced (only under --sandbox auto).
+   */
+  notEnforced?: string[];
 }
 
 /**
@@ -416,6 +551,16 @@ export interface ToolResult {
    * announced, in order.
    */
   steps: StepResult[];
+  /**
+   * Sandbox says what confinement was applied (for a recipe, to its first
+   * step; each step's is in its StepResult); absent under --sandbox off.
+   */
+  sandbox?: SandboxApplied;
+  /**
+   * LimitExceeded names the limit the command hit, after which its whole
+   * tree was killed: "memory", "pids" or "cpu"; null when none was.
+   */
+  limitExceeded?: string | null;
 }
 
 /**
@@ -460,6 +605,11 @@ export interface StepResult {
    * signal ended it.
    */
   exitCode?: number | null;
+  /**
+   * Sandbox says what confinement was applied to the step; absent for a
+   * step that did not run, or under --sandbox off.
+   */
+  sandbox?: SandboxApplied;
 }
 
 /** ReadFileParams are the params of readFile. */
@@ -846,6 +996,11 @@ export interface ErrorData {
   actual?: string;
   /** Partial is the partial ToolResult of a cancelled runCommand. */
   partial?: ToolResult;
+  /**
+   * Missing lists, a phrase each, the confinement the kernel cannot give
+   * (SandboxUnavailable).
+   */
+  missing?: string[];
 }
 
 /** Null stands for absent params or a null result (shutdown, exit). */
@@ -1105,3 +1260,5 @@ export const CodeBusy = -32007;
 export const CodeReadOnlyRoot = -32008;
 /** expectedSha256 does not match (data.expected, data.actual) */
 export const CodeConflict = -32009;
+/** a command asks for confinement the kernel cannot give (data.missing) */
+export const CodeSandboxUnavailable = -32010;
