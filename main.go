@@ -19,6 +19,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +46,37 @@ type flags struct {
 	maxMessageBytes, outputLimit, artifactsCap     int64
 	keepArtifacts, showVersion, debugMethods       bool
 	noCgroups                                      bool
+
+	sandbox, sandboxDefault, sandboxNetwork string
+	writable                                []string
+	limitMemory                             byteSize
+	limitPids                               int64
+	limitCPU                                time.Duration
+	debugNoLandlock                         bool
+}
+
+// byteSize is a flag of bytes: a number with an optional K, M or G suffix
+// (powers of 1024).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return fmt.Errorf("not a size in bytes (a number, with K, M or G): %q", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
 }
 
 // newFlagSet declares the flags on a set named name.
@@ -69,6 +102,17 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.logFile, "log-file", "", "write logs to this `file` instead of stderr (never stdout)")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&f.noCgroups, "no-cgroups", false, "do not give commands cgroups of their own even where cgroup v2 allows; descendants are then found by the marker in their environment only")
+	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement of commands by the kernel: auto (confined where the kernel can, with a warning otherwise), required (a command that cannot be confined as asked is refused with SandboxUnavailable, -32010) or off")
+	fs.StringVar(&f.sandboxDefault, "sandbox-default", "workspace-write", "the filesystem confinement of a command that asks for none: workspace-write (writes only under the root, its TMPDIR, the session cache and --writable), read-only (writes only its TMPDIR) or full (no filesystem confinement); a client may tighten it, never loosen it")
+	fs.StringVar(&f.sandboxNetwork, "sandbox-network", "on", "the network of a command that asks for none: on, or off (no TCP connect or bind and no UDP outside its own loopback); a client may turn it off, never on")
+	fs.Func("writable", "an extra `dir` confined commands may write in workspace-write mode (repeatable)", func(s string) error {
+		f.writable = append(f.writable, s)
+		return nil
+	})
+	fs.Var(&f.limitMemory, "limit-memory", "the most memory a command's process tree may use, in `bytes` (K, M, G suffixes); 0: none; a client may lower it")
+	fs.Int64Var(&f.limitPids, "limit-pids", 0, "the most processes and threads a command's tree may hold at once; 0: none; a client may lower it")
+	fs.DurationVar(&f.limitCPU, "limit-cpu", 0, "the most CPU time each process of a command may use (RLIMIT_CPU, whole seconds); 0: none; a client may lower it")
+	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  toolhost [flags]       serve JSON-RPC 2.0 on stdin/stdout\n  toolhost demo [flags]  play a short session against a temporary workspace\n\nFlags:\n")
@@ -106,6 +150,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolhost: --framing must be auto, header or ndjson, not %q\n", f.framing)
 		return 2
 	}
+	sb, err := f.sandboxConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
+		return 2
+	}
 	logger, closeLog, err := newLogger(f.logLevel, f.logFile, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
@@ -125,6 +174,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		MaxProcesses:      f.maxProcesses,
 		DebugMethods:      f.debugMethods,
 		DisableCgroups:    f.noCgroups,
+		Sandbox:           sb,
 		Env:               os.Environ(),
 		Logger:            logger,
 	}
@@ -156,6 +206,46 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		srv.End("signal " + sig.String())
 	}()
 	return srv.Serve(stdin, stdout)
+}
+
+// sandboxConfig checks the sandbox and limit flags.
+func (f *flags) sandboxConfig() (tools.SandboxConfig, error) {
+	c := tools.SandboxConfig{
+		Mode:       f.sandbox,
+		Filesystem: rpc.SandboxFilesystem(f.sandboxDefault),
+		Writable:   f.writable,
+		NoLandlock: f.debugNoLandlock,
+	}
+	switch f.sandbox {
+	case tools.SandboxAuto, tools.SandboxRequired, tools.SandboxOff:
+	default:
+		return c, fmt.Errorf("--sandbox must be auto, required or off, not %q", f.sandbox)
+	}
+	switch c.Filesystem {
+	case rpc.SandboxWorkspaceWrite, rpc.SandboxReadOnly, rpc.SandboxFull:
+	default:
+		return c, fmt.Errorf("--sandbox-default must be workspace-write, read-only or full, not %q", f.sandboxDefault)
+	}
+	switch f.sandboxNetwork {
+	case "on":
+		c.Network = true
+	case "off":
+	default:
+		return c, fmt.Errorf("--sandbox-network must be on or off, not %q", f.sandboxNetwork)
+	}
+	for _, d := range f.writable {
+		if !filepath.IsAbs(d) {
+			return c, fmt.Errorf("--writable must be an absolute path, not %q", d)
+		}
+	}
+	switch {
+	case f.limitPids < 0:
+		return c, fmt.Errorf("--limit-pids must not be negative")
+	case f.limitCPU < 0:
+		return c, fmt.Errorf("--limit-cpu must not be negative")
+	}
+	c.Limits = tools.Limits{MemoryBytes: int64(f.limitMemory), Pids: f.limitPids, CPU: f.limitCPU}
+	return c, nil
 }
 
 // newLogger returns the logger for --log-level and --log-file.

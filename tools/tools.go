@@ -36,10 +36,43 @@ type Config struct {
 	DebugMethods bool
 	// DisableCgroups keeps commands out of cgroups of their own.
 	DisableCgroups bool
+	// Sandbox configures the confinement of commands.
+	Sandbox SandboxConfig
 	// Env is the server's environment, which children inherit only through
 	// the allowlist.
 	Env    []string
 	Logger *slog.Logger
+}
+
+// The --sandbox modes.
+const (
+	SandboxAuto     = "auto"     // confined where the kernel can, with a warning otherwise
+	SandboxRequired = "required" // a command that cannot be confined as asked is refused
+	SandboxOff      = "off"      // no confinement
+)
+
+// SandboxConfig is the confinement of commands the command line sets.
+type SandboxConfig struct {
+	// Mode is SandboxAuto (the zero value), SandboxRequired or SandboxOff.
+	Mode string
+	// Filesystem is the default filesystem mode (--sandbox-default);
+	// "" is workspace-write.
+	Filesystem rpc.SandboxFilesystem
+	// Network is the default network (--sandbox-network on).
+	Network bool
+	// Writable are extra directories writable in workspace-write mode.
+	Writable []string
+	// Limits are the most a command may use (--limit-*); zero is none.
+	Limits Limits
+	// NoLandlock fakes a kernel without Landlock (--debug-no-landlock).
+	NoLandlock bool
+}
+
+// Limits are resource limits of a command; zero fields are unlimited.
+type Limits struct {
+	MemoryBytes int64
+	Pids        int64
+	CPU         time.Duration
 }
 
 // maxOutputLimit caps the inline output a request may ask for, so that a
