@@ -1,4 +1,4 @@
-import type { Progress, ProgressResult, WorkspaceInfo } from './protocol';
+import type { Progress, ProgressResult, Sandbox, SandboxCapability, WorkspaceInfo } from './protocol';
 
 /** The snapshots a `progress` answer holds: the list's, or the one. */
 export function progressHandles(r: ProgressResult): Progress[] {
@@ -15,6 +15,27 @@ export function workspaceOf(init: unknown): WorkspaceInfo | undefined {
   const { root, readRoots, artifactsDir } = init.workspace;
   if (typeof root !== 'string' || typeof artifactsDir !== 'string' || !isStringArray(readRoots)) return undefined;
   return { root, readRoots, artifactsDir };
+}
+
+/**
+ * sandboxOf is the confinement an initialize answer says the server offers,
+ * or undefined when the answer has none (a server from before confinement)
+ * or it is malformed: then the extension promises no confinement.
+ */
+export function sandboxOf(init: unknown): SandboxCapability | undefined {
+  if (!isRecord(init) || !isRecord(init.capabilities) || !isRecord(init.capabilities.sandbox)) return undefined;
+  const { available, abi, reason, mode, default: def, layers } = init.capabilities.sandbox;
+  if (typeof available !== 'boolean' || typeof abi !== 'number' || typeof mode !== 'string' || !isStringArray(layers)) return undefined;
+  if (reason !== undefined && typeof reason !== 'string') return undefined;
+  if (!isSandbox(def)) return undefined;
+  return { available, abi, mode, default: def, layers, ...(reason !== undefined && { reason }) };
+}
+
+function isSandbox(v: unknown): v is Sandbox {
+  if (!isRecord(v)) return false;
+  const { filesystem, network } = v;
+  const fsOK = filesystem === undefined || filesystem === 'workspace-write' || filesystem === 'read-only' || filesystem === 'full';
+  return fsOK && (network === undefined || typeof network === 'boolean');
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

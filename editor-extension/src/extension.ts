@@ -12,11 +12,12 @@ import {
   State,
   WorkDoneProgress,
 } from 'vscode-languageclient/node';
-import { progressHandles, workspaceOf } from './answers';
+import { progressHandles, sandboxOf, workspaceOf } from './answers';
 import { splitArgv } from './argv';
 import { describeStep, summarizeResult, ToolsModel, ToolView } from './model';
 import {
   type CancelParams,
+  type InitializationOptions,
   CancelRequest,
   HeartbeatNotification,
   type LongRunningParams,
@@ -30,7 +31,8 @@ import {
 } from './protocol';
 import { parseRecipe, Recipe, recipeParams } from './recipes';
 import { RestartPolicy } from './restartPolicy';
-import { resolveReadRoots, resolveServerPath } from './serverPath';
+import { resolveServerPath } from './serverPath';
+import { initializationOptions, initializeFailure, refusedSetting } from './settings';
 import { Node, ToolsView } from './toolsView';
 
 let toolhost: Toolhost | undefined;
@@ -92,7 +94,7 @@ class Toolhost implements vscode.Disposable {
       cmd('toolhost.restartServer', () => this.restartServer()),
       cmd('toolhost.showResults', () => this.results.show(true)),
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration('toolhost.serverPath') || e.affectsConfiguration('toolhost.readRoots')) {
+        if (['serverPath', 'readRoots', 'sandbox'].some((s) => e.affectsConfiguration(`toolhost.${s}`))) {
           void vscode.window
             .showInformationMessage('Toolhost: restart the server to use the new settings?', 'Restart Server')
             .then((a) => a && this.restartServer());
@@ -114,7 +116,16 @@ class Toolhost implements vscode.Disposable {
     const config = vscode.workspace.getConfiguration('toolhost');
     const command = resolveServerPath(config.get<string>('serverPath', ''), this.context.extensionPath);
     const root = folder.uri.fsPath;
-    const readRoots = resolveReadRoots(config.get<unknown[]>('readRoots', []), root);
+    let options: InitializationOptions;
+    try {
+      options = initializationOptions({ readRoots: config.get<unknown[]>('readRoots', []), sandbox: config.get<unknown>('sandbox') }, root);
+    } catch (e) {
+      // Not started: a sandbox the extension cannot read must not leave
+      // commands less confined than the user asked.
+      this.serverLog.appendLine(`Not started: ${errorText(e)}`);
+      this.settingError(`Toolhost: the server is not started: ${errorText(e)}`, 'toolhost.sandbox');
+      return;
+    }
     const serverOptions: ServerOptions = {
       // No transport: stdio, without the --stdio argument the client would add.
       run: { command, args: ['--root', root, '--framing', 'header'], options: { cwd: root } },
@@ -125,17 +136,18 @@ class Toolhost implements vscode.Disposable {
       workspaceFolder: folder,
       outputChannel: this.serverLog,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: { readRoots },
+      initializationOptions: options,
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue }),
         closed: () => this.serverClosed(),
       },
       initializationFailedHandler: (error) => {
-        void vscode.window.showErrorMessage(`Toolhost: the server (${command}) did not start: ${errorText(error)}`);
+        client.failureShown = true;
+        this.settingError(initializeFailure(error, command, errorText(error)), refusedSetting(error)?.setting ?? 'toolhost');
         return false;
       },
     };
-    const client = new LanguageClient('toolhost', 'Toolhost', serverOptions, clientOptions);
+    const client = new ToolhostClient('toolhost', 'Toolhost', serverOptions, clientOptions);
     this.client = client;
     client.onNotification(ToolResultNotification, (r) => this.toolResult(r));
     client.onNotification(StepTransitionNotification, (p) => this.model.stepTransition(p));
@@ -143,6 +155,7 @@ class Toolhost implements vscode.Disposable {
     client.onDidChangeState((e) => {
       if (e.newState === State.Running) {
         this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';
+        this.model.serverStarted(sandboxOf(client.initializeResult));
         void this.refresh().catch(() => undefined);
       }
       this.updateStatus();
@@ -153,6 +166,14 @@ class Toolhost implements vscode.Disposable {
     } catch (e) {
       this.serverLog.appendLine(`Start failed: ${errorText(e)}`);
     }
+  }
+
+  /** Shows an error about the settings, with a button to open setting (or a search for it). */
+  private settingError(message: string, setting: string): void {
+    void vscode.window.showErrorMessage(message, 'Open Settings', 'Show Log').then((a) => {
+      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', setting);
+      if (a === 'Show Log') this.serverLog.show();
+    });
   }
 
   async stopServer(): Promise<void> {
@@ -248,7 +269,7 @@ class Toolhost implements vscode.Disposable {
       progressDone.dispose();
       throw e;
     }
-    const tool = this.model.started(started, label);
+    const tool = this.model.started(started, label, params.sandbox);
     void vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Toolhost: ${tool.label}`, cancellable: true },
       (progress, token) =>
@@ -359,6 +380,21 @@ class Toolhost implements vscode.Disposable {
 
   dispose(): void {
     for (const d of this.disposables) d.dispose();
+  }
+}
+
+/**
+ * ToolhostClient is the language client, less one notification: after an
+ * initialize failure the extension has explained, the client still raises
+ * its own "couldn't create connection to server", which misleads (the
+ * connection was fine, the server refused). The log keeps it.
+ */
+class ToolhostClient extends LanguageClient {
+  /** Set by initializationFailedHandler once the user has been told. */
+  failureShown = false;
+
+  override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+    super.error(message, data, this.failureShown ? false : showNotification);
   }
 }
 

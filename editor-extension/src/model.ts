@@ -2,6 +2,9 @@ import type {
   HeartbeatParams,
   LongRunningResult,
   Progress,
+  Sandbox,
+  SandboxApplied,
+  SandboxCapability,
   Status,
   StepStatus,
   StepTransitionParams,
@@ -14,6 +17,8 @@ export interface StepView {
   status: StepStatus;
   durationMs?: number;
   exitCode?: number | null;
+  /** What confinement was applied to the step, from the result. */
+  sandbox?: SandboxApplied;
 }
 
 /** What the Tools view shows of one handle. */
@@ -32,6 +37,12 @@ export interface ToolView {
   currentStep: number;
   totalSteps: number;
   steps: StepView[];
+  /**
+   * Asked is the confinement the server said it gives the handle: the
+   * request's sandbox over the session's default. Undefined when the server
+   * offers none. Once the result is in, its sandbox says what was applied.
+   */
+  asked?: Sandbox;
   result?: ToolResult;
 }
 
@@ -43,6 +54,8 @@ export interface ToolView {
 export class ToolsModel {
   private readonly tools = new Map<string, ToolView>();
   private readonly listeners = new Set<(tool: ToolView | undefined) => void>();
+  /** The confinement the running server offers: its handles' default. */
+  private sandbox: SandboxCapability | undefined;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -64,9 +77,16 @@ export class ToolsModel {
     return this.list().filter((t) => t.status === 'running');
   }
 
-  started(r: LongRunningResult, label: string): ToolView {
+  /** Records the confinement a newly started server offers (undefined: none). */
+  serverStarted(sandbox: SandboxCapability | undefined): void {
+    this.sandbox = sandbox;
+  }
+
+  /** Records longRunning's answer to a request that asked for sandbox. */
+  started(r: LongRunningResult, label: string, sandbox?: Sandbox): ToolView {
     const t = this.ensure(r.handleId, r.commandId);
     t.label = label || r.command;
+    t.asked = expectedSandbox(this.sandbox, sandbox);
     t.startedAt = Date.parse(r.startedAt) || t.startedAt;
     this.fire(t);
     return t;
@@ -104,7 +124,7 @@ export class ToolsModel {
     t.elapsedMs = r.durationMs;
     t.elapsedAt = this.now();
     if (r.steps && r.steps.length > 0) {
-      t.steps = r.steps.map((s) => ({ name: s.name, status: s.status, durationMs: s.durationMs, exitCode: s.exitCode }));
+      t.steps = r.steps.map((s) => ({ name: s.name, status: s.status, durationMs: s.durationMs, exitCode: s.exitCode, sandbox: s.sandbox }));
       t.totalSteps = r.steps.length;
     }
     this.fire(t);
@@ -161,6 +181,7 @@ export class ToolsModel {
         currentStep: 0,
         totalSteps: 0,
         steps: [],
+        asked: expectedSandbox(this.sandbox, undefined),
       };
       this.tools.set(handleId, t);
     }
@@ -207,4 +228,100 @@ export function summarizeResult(label: string, r: ToolResult): string {
       ? `failed with ${r.exitCode !== null ? `exit code ${r.exitCode}` : (r.signal ?? 'a signal')}`
       : r.status;
   return `${label}: ${how} in ${formatDuration(r.durationMs)} (handle ${r.handleId ?? '-'}, command ${r.commandId})`;
+}
+
+/**
+ * expectedSandbox is the confinement a command gets from a server that offers
+ * capability when it asks for request: each field the request gives, else the
+ * session's default. Undefined when the server cannot confine (unavailable,
+ * or --sandbox off): the view then promises nothing before the result.
+ */
+export function expectedSandbox(capability: SandboxCapability | undefined, request: Sandbox | undefined): Sandbox | undefined {
+  if (!capability?.available) return undefined;
+  const s: Sandbox = { ...capability.default };
+  if (request?.filesystem !== undefined) s.filesystem = request.filesystem;
+  if (request?.network !== undefined) s.network = request.network;
+  return s;
+}
+
+/** isConfined says a sandbox keeps a command from writing everywhere or from the network. */
+export function isConfined(s: Sandbox | undefined): boolean {
+  return s !== undefined && ((s.filesystem !== undefined && s.filesystem !== 'full') || s.network === false);
+}
+
+/** describeSandbox says a sandbox in the words of the setting: "filesystem read-only, network off". */
+export function describeSandbox(s: Sandbox): string {
+  return `filesystem ${s.filesystem ?? 'full'}, network ${s.network === false ? 'off' : 'on'}`;
+}
+
+/** Confinement is what the Tools view shows of a sandbox: a lock or none, and lines for the tooltip. */
+export interface Confinement {
+  locked: boolean;
+  lines: string[];
+}
+
+/** LOCK is what the Tools view puts before the description of a confined handle or step. */
+export const LOCK = '🔒';
+
+/** appliedConfinement says what was applied to one command: the lock, what enforced it and what it could not. */
+export function appliedConfinement(a: SandboxApplied | undefined): Confinement {
+  if (!a) return { locked: false, lines: ['not confined: the server applied no sandbox'] };
+  const locked = isConfined(a);
+  const lines = [`${locked ? 'confined' : 'not confined'}: ${describeSandbox(a)}`, `enforced by: ${a.enforcedBy ? `\`${a.enforcedBy}\`` : 'nothing'}`];
+  const limits = Object.entries(a.limits ?? {}).map(([limit, how]) => `${limit} (${how})`);
+  if (limits.length > 0) lines.push(`limits: ${limits.join(', ')}`);
+  for (const s of a.notEnforced ?? []) lines.push(`not enforced: ${s}`);
+  return { locked, lines };
+}
+
+/**
+ * confinementOf is what the Tools view shows of a handle's sandbox. Once it
+ * ended, what was applied: the result's, or, for a recipe whose steps were
+ * confined differently, locked only when every step that ran was confined.
+ * Before, what the server said it would apply, marked as asked; a handle
+ * lost with its server keeps that, as nothing more will be known.
+ */
+export function confinementOf(t: ToolView): Confinement {
+  const r = t.result;
+  if (r) {
+    const applied = (r.steps ?? []).flatMap((s) => (s.sandbox ? [s.sandbox] : []));
+    const first = applied[0] ? JSON.stringify(applied[0]) : '';
+    if (applied.some((a) => JSON.stringify(a) !== first)) {
+      const locked = applied.every(isConfined);
+      return { locked, lines: [`${locked ? 'confined' : 'not every step confined'}: each step has its own sandbox (see the steps)`] };
+    }
+    return appliedConfinement(r.sandbox ?? applied[0]);
+  }
+  if (!t.asked) return { locked: false, lines: [] };
+  const locked = isConfined(t.asked);
+  const then = t.lost ? 'the server went away before saying what was applied' : 'what was applied is known when it ends';
+  return { locked, lines: [`${locked ? 'confined' : 'not confined'} (asked): ${describeSandbox(t.asked)}; ${then}`] };
+}
+
+/** describeTool is the description of a handle in the Tools view: "🔒 running · 3.2s · step 2/3: build". */
+export function describeTool(t: ToolView, elapsedMs: number): string {
+  const parts = [describeStatus(t), formatDuration(elapsedMs)];
+  if (t.status === 'running' && describeStep(t)) parts.push(describeStep(t));
+  return (confinementOf(t).locked ? `${LOCK} ` : '') + parts.join(' · ');
+}
+
+/** toolTooltip is the tooltip of a handle in the Tools view, as Markdown lines. */
+export function toolTooltip(t: ToolView): string[] {
+  return [
+    `**${t.label}**`,
+    `status: ${describeStatus(t)}`,
+    describeStep(t) && `current: ${describeStep(t)}`,
+    `handle: \`${t.handleId}\``,
+    `command: \`${t.commandId}\``,
+    t.result && `output: \`${t.result.artifacts.outputPath}\``,
+    ...confinementOf(t).lines,
+  ].filter((l): l is string => Boolean(l));
+}
+
+/** describeStepView is the description of a step in the Tools view: "🔒 fail · exit 2 · 1.5s". */
+export function describeStepView(s: StepView): string {
+  const parts: string[] = [s.status];
+  if (s.exitCode !== undefined && s.exitCode !== null && s.exitCode !== 0) parts.push(`exit ${s.exitCode}`);
+  if (s.durationMs !== undefined) parts.push(formatDuration(s.durationMs));
+  return (isConfined(s.sandbox) ? `${LOCK} ` : '') + parts.join(' · ');
 }

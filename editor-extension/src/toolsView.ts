@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { describeStatus, describeStep, formatDuration, StepView, ToolsModel, ToolView } from './model';
+import { appliedConfinement, describeStepView, describeTool, StepView, toolTooltip, ToolsModel, ToolView } from './model';
 
 /** A node of the Tools view: a handle, or one of its steps. */
 export type Node = { kind: 'tool'; tool: ToolView } | { kind: 'step'; tool: ToolView; step: StepView; index: number };
@@ -44,21 +44,11 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
       t.steps.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
     );
     item.id = t.handleId;
-    const parts = [describeStatus(t), formatDuration(this.model.elapsedNow(t))];
-    if (t.status === 'running' && describeStep(t)) parts.push(describeStep(t));
-    item.description = parts.join(' · ');
-    item.tooltip = new vscode.MarkdownString(
-      [
-        `**${t.label}**`,
-        `status: ${describeStatus(t)}`,
-        describeStep(t) && `current: ${describeStep(t)}`,
-        `handle: \`${t.handleId}\``,
-        `command: \`${t.commandId}\``,
-        t.result && `output: \`${t.result.artifacts.outputPath}\``,
-      ]
-        .filter(Boolean)
-        .join('  \n'),
-    );
+    // The icon keeps saying the status (a spinner while running); the lock of
+    // a confined handle leads the description, since a tree item has one icon
+    // and renders no $(codicon) in its label or description.
+    item.description = describeTool(t, this.model.elapsedNow(t));
+    item.tooltip = new vscode.MarkdownString(toolTooltip(t).join('  \n'));
     item.iconPath = statusIcon(t);
     item.contextValue = t.status === 'running' ? 'toolhost.running' : 'toolhost.done';
     return item;
@@ -67,10 +57,8 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
   private stepItem(t: ToolView, s: StepView, index: number): vscode.TreeItem {
     const item = new vscode.TreeItem(s.name, vscode.TreeItemCollapsibleState.None);
     item.id = `${t.handleId}/${index}`;
-    const parts: string[] = [s.status];
-    if (s.exitCode !== undefined && s.exitCode !== null && s.exitCode !== 0) parts.push(`exit ${s.exitCode}`);
-    if (s.durationMs !== undefined) parts.push(formatDuration(s.durationMs));
-    item.description = parts.join(' · ');
+    item.description = describeStepView(s);
+    if (s.sandbox) item.tooltip = new vscode.MarkdownString([`**${s.name}**`, ...appliedConfinement(s.sandbox).lines].join('  \n'));
     item.iconPath = stepIcon(s);
     item.contextValue = 'toolhost.step';
     return item;
