@@ -1,8 +1,25 @@
 // Package process runs commands for toolhost: it spawns argv (never through a
-// shell) in a process group of its own with a filtered environment, captures
-// output through Artifacts, turns step markers and recipe steps into
-// observer callbacks, enforces timeouts and cancellation with a TERM, grace,
-// KILL ladder, and keeps a registry of handles for detached commands.
+// shell) in a process group of its own with a filtered environment, pumps
+// the child's stdout, stderr and events pipe into a capture.Capture, turns
+// step markers and recipe steps into observer callbacks, enforces timeouts
+// and cancellation with a TERM, grace, KILL ladder, and keeps a registry of
+// handles for detached commands.
+//
+// Where things are:
+//
+//	manager.go          Manager, Config, Spec, Result: starting commands, Shutdown
+//	manager_command.go  Command: one command's state, Snapshot, Cancel, attribution
+//	supervisor.go       the supervisor goroutine of every command: steps, stops, the end
+//	tracker.go          step markers of a plain command turned into steps, heartbeats
+//	spawn*.go           forking one process with its pipes, pumps and waiter
+//	kill.go             the TERM, grace, KILL ladder
+//	reaper*.go          the child subreaper, orphan reaping, cgroups
+//	registry.go         handles, running and recently finished
+//	env.go              the environment allowlist
+//
+// Output capture (the artifact files, the inline head and tail, step-marker
+// parsing) is package capture's: this package only owns the pipes that feed
+// it.
 //
 // No orphans. On Linux a Manager makes the server a child subreaper
 // (PR_SET_CHILD_SUBREAPER), so descendants that leave their process group

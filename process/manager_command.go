@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+	"github.com/toolhost/toolhost/capture"
 )
 
 // Command is a started command: one process, or a recipe of steps.
@@ -25,7 +26,7 @@ type Command struct {
 	recipe    bool
 	obs       Observer
 	startedAt time.Time
-	capture   *Capture
+	capture   *capture.Capture
 	// stdout, stderr and events serialise the capture's writers for the
 	// pumps of overlapping steps.
 	stdout, stderr, events *lockedWriter
@@ -120,7 +121,7 @@ func (c *Command) begin() (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := CaptureOptions{InlineLimit: c.spec.OutputLimit, OnMarker: c.onMarker}
+	opts := capture.Options{InlineLimit: c.spec.OutputLimit, OnMarker: c.onMarker}
 	if c.spec.StreamOutput && c.obs.OnOutput != nil {
 		opts.OnOutput = c.onOutput
 	}
@@ -261,16 +262,6 @@ func (c *Command) PGID() int {
 
 // StartedAt returns when the first process was forked.
 func (c *Command) StartedAt() time.Time { return c.startedAt }
-
-// Argv returns the command's argv, or a recipe's first step's.
-func (c *Command) Argv() []string { return slices.Clone(c.steps[0].Argv) }
-
-// Label returns Spec.Label or its default.
-func (c *Command) Label() string { return c.spec.Label }
-
-// Marker returns the TOOLHOST_COMMAND value every process of the command
-// carries.
-func (c *Command) Marker() string { return c.marker }
 
 // Done is closed once the command has ended, its processes are gone and its
 // Result is final.

@@ -1,4 +1,4 @@
-package process
+package capture
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultInlineLimit is the inline bytes kept per stream when
-// CaptureOptions.InlineLimit is 0.
+// Options.InlineLimit is 0.
 const DefaultInlineLimit = 64 << 10
 
 // Names of the artifact files in a command's directory.
@@ -26,8 +26,8 @@ const (
 	OutputFile = "output.log"
 )
 
-// CaptureOptions configures a Capture.
-type CaptureOptions struct {
+// Options configures a Capture.
+type Options struct {
 	// InlineLimit is the bytes kept in memory per stream for Output.Stdout
 	// and Output.Stderr: the first half and the last half of what the
 	// stream printed. 0 (or less) means DefaultInlineLimit.
@@ -161,7 +161,7 @@ type eventsStream struct {
 }
 
 // newCapture opens the files in dir, which the caller has just created.
-func newCapture(a *Artifacts, id, dir string, o CaptureOptions) (*Capture, error) {
+func newCapture(a *Artifacts, id, dir string, o Options) (*Capture, error) {
 	var files [3]*os.File
 	for i, name := range artifactFileNames {
 		f, err := openArtifactFile(filepath.Join(dir, name))
@@ -178,7 +178,7 @@ func newCapture(a *Artifacts, id, dir string, o CaptureOptions) (*Capture, error
 
 // captureOn returns the Capture writing files (stdout.log, stderr.log and
 // output.log, open and empty) in dir.
-func captureOn(a *Artifacts, id, dir string, o CaptureOptions, files [3]*os.File) *Capture {
+func captureOn(a *Artifacts, id, dir string, o Options, files [3]*os.File) *Capture {
 	limit := o.InlineLimit
 	if limit <= 0 {
 		limit = DefaultInlineLimit
@@ -199,12 +199,6 @@ func captureOn(a *Artifacts, id, dir string, o CaptureOptions, files [3]*os.File
 	c.stdout.file, c.stderr.file, c.outFile = files[0], files[1], files[2]
 	return c
 }
-
-// CommandID returns the command ID the Capture was made for.
-func (c *Capture) CommandID() string { return c.id }
-
-// Dir returns the absolute path of the command's artifacts directory.
-func (c *Capture) Dir() string { return c.dir }
 
 // Stdout returns the writer for the child's stdout.
 func (c *Capture) Stdout() io.Writer { return &c.stdout }
@@ -234,7 +228,7 @@ func (c *Capture) Flush() {
 
 // Close flushes, closes the files and returns the summary. It is idempotent:
 // later calls return the same Output and error. After Close the writers
-// return ErrCaptureClosed.
+// return ErrClosed.
 func (c *Capture) Close() (Output, error) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
@@ -304,7 +298,7 @@ func (s *captureStream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return 0, fmt.Errorf("%s of %s: %w", s.name, s.c.id, ErrCaptureClosed)
+		return 0, fmt.Errorf("%s of %s: %w", s.name, s.c.id, ErrClosed)
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -345,7 +339,7 @@ func (s *captureStream) writeMarked(p []byte) {
 		default:
 			s.pending = append(append(s.pending, seg...), '\n')
 			line := s.pending[:len(s.pending)-1]
-			if m, ok := ParseMarker(line); ok {
+			if m, ok := parseMarker(line); ok {
 				s.emitMarker(m, s.pending)
 			} else {
 				s.emitPlain(s.pending)
@@ -366,7 +360,7 @@ func (s *captureStream) writeMarked(p []byte) {
 			continue
 		}
 		if nl >= 0 {
-			if m, ok := ParseMarker(p[i : i+nl]); ok {
+			if m, ok := parseMarker(p[i : i+nl]); ok {
 				if run < i {
 					s.emitPlain(p[run:i])
 				}
@@ -487,7 +481,7 @@ func (e *eventsStream) Write(p []byte) (int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return 0, fmt.Errorf("events of %s: %w", e.c.id, ErrCaptureClosed)
+		return 0, fmt.Errorf("events of %s: %w", e.c.id, ErrClosed)
 	}
 	n := len(p)
 	for len(p) > 0 {
@@ -519,7 +513,7 @@ func (e *eventsStream) Write(p []byte) (int, error) {
 
 // endLine handles a complete events line held in e.line. e.mu is held.
 func (e *eventsStream) endLine() {
-	m, ok := ParseMarker(e.line)
+	m, ok := parseMarker(e.line)
 	if !ok {
 		return
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package process
+package capture
 
 // renameNoReplace renames oldpath to newpath, failing if newpath exists.
 func renameNoReplace(oldpath, newpath string) error {

@@ -1,4 +1,4 @@
-package process
+package capture
 
 import (
 	"bytes"
@@ -41,12 +41,12 @@ func benchCapture(b *testing.B, pick func(*Capture) io.Writer) {
 			if _, err := c.Close(); err != nil {
 				b.Fatal(err)
 			}
-			if err := os.RemoveAll(c.Dir()); err != nil {
+			if err := os.RemoveAll(c.dir); err != nil {
 				b.Fatal(err)
 			}
 		}
 		n++
-		if c, err = a.NewCapture("bench-"+strconv.Itoa(n), CaptureOptions{}); err != nil {
+		if c, err = a.NewCapture("bench-"+strconv.Itoa(n), Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func BenchmarkCapCheck2000(b *testing.B) {
 	defer a.RemoveAll()
 	for i := range 2000 {
 		id := "cmd-" + strconv.Itoa(i)
-		c, err := a.NewCapture(id, CaptureOptions{})
+		c, err := a.NewCapture(id, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func BenchmarkNewCapture(b *testing.B) {
 	defer a.RemoveAll()
 	for i := 0; b.Loop(); i++ {
 		id := "cmd-" + strconv.Itoa(i)
-		c, err := a.NewCapture(id, CaptureOptions{})
+		c, err := a.NewCapture(id, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package process
+package capture
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package process
+package capture
 
 import (
 	"cmp"
@@ -30,8 +30,8 @@ var (
 	ErrBadCommandID = errors.New("invalid command id")
 	// ErrArtifactsClosed is returned by NewCapture after RemoveAll.
 	ErrArtifactsClosed = errors.New("artifacts directory removed")
-	// ErrCaptureClosed is returned by a Capture's writers after Close.
-	ErrCaptureClosed = errors.New("capture closed")
+	// ErrClosed is returned by a Capture's writers after Close.
+	ErrClosed = errors.New("capture closed")
 )
 
 // Artifacts manages the session's artifacts directory: one subdirectory per
@@ -149,9 +149,6 @@ func NewArtifacts(dir string, capBytes int64, logger *slog.Logger) (*Artifacts, 
 // resolved.
 func (a *Artifacts) Dir() string { return a.dir }
 
-// CapBytes returns the cap on total artifact bytes.
-func (a *Artifacts) CapBytes() int64 { return a.capBytes }
-
 // validateCommandID refuses IDs that could name anything but a new direct
 // child of the artifacts directory, and hidden names, which are the
 // package's own (the spares' staging directory).
@@ -173,7 +170,7 @@ func validateCommandID(id string) error {
 // The directory is a spare prepared ahead of need when there is one
 // (renamed into place); taking it starts making the next one in the
 // background.
-func (a *Artifacts) NewCapture(commandID string, o CaptureOptions) (*Capture, error) {
+func (a *Artifacts) NewCapture(commandID string, o Options) (*Capture, error) {
 	if err := validateCommandID(commandID); err != nil {
 		return nil, err
 	}
@@ -324,8 +321,8 @@ func (a *Artifacts) Finished(commandID string) {
 	a.evictLocked(commandID)
 }
 
-// TotalBytes returns the bytes currently held in artifact files.
-func (a *Artifacts) TotalBytes() int64 {
+// totalBytes returns the bytes currently held in artifact files.
+func (a *Artifacts) totalBytes() int64 {
 	return a.total.Load()
 }
 

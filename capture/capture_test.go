@@ -1,4 +1,4 @@
-package process
+package capture
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ type captureRecorder struct {
 	out     map[string]*bytes.Buffer
 }
 
-func (r *captureRecorder) options(limit int) CaptureOptions {
+func (r *captureRecorder) options(limit int) Options {
 	r.out = map[string]*bytes.Buffer{"stdout": {}, "stderr": {}}
-	return CaptureOptions{
+	return Options{
 		InlineLimit: limit,
 		OnMarker: func(m Marker) {
 			r.mu.Lock()
@@ -300,9 +300,9 @@ func TestCaptureInterleavesAndSummarises(t *testing.T) {
 		ByteCount:  int64(len(want)),
 		LineCount:  5,
 		Sha256:     hex.EncodeToString(sum[:]),
-		StdoutPath: filepath.Join(c.Dir(), "stdout.log"),
-		StderrPath: filepath.Join(c.Dir(), "stderr.log"),
-		OutputPath: filepath.Join(c.Dir(), "output.log"),
+		StdoutPath: filepath.Join(c.dir, "stdout.log"),
+		StderrPath: filepath.Join(c.dir, "stderr.log"),
+		OutputPath: filepath.Join(c.dir, "output.log"),
 	}
 	if diff := cmp.Diff(wantSummary, got.Summary); diff != "" {
 		t.Errorf("Output mismatch (-want +got):\n%s", diff)
@@ -378,8 +378,8 @@ func TestCaptureCloseIdempotentAndFinal(t *testing.T) {
 	for name, w := range map[string]interface{ Write([]byte) (int, error) }{
 		"stdout": c.Stdout(), "stderr": c.Stderr(), "events": c.Events(),
 	} {
-		if _, err := w.Write([]byte("x")); !errors.Is(err, ErrCaptureClosed) {
-			t.Errorf("%s Write after Close: err = %v, want ErrCaptureClosed", name, err)
+		if _, err := w.Write([]byte("x")); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s Write after Close: err = %v, want ErrClosed", name, err)
 		}
 	}
 	c.Flush() // harmless after Close
@@ -462,7 +462,7 @@ func TestCaptureMemoryBounded(t *testing.T) {
 	}
 	var seen int64
 	var markers int
-	c, err := a.NewCapture("big", CaptureOptions{
+	c, err := a.NewCapture("big", Options{
 		OnOutput: func(_ string, p []byte) { seen += int64(len(p)) },
 		OnMarker: func(Marker) { markers++ },
 	})
@@ -526,14 +526,14 @@ func checkSplitEquivalence(t *testing.T, a *Artifacts, stream, splits []byte) {
 	t.Helper()
 	splitSeq++
 	whole, rw := newTestCaptureIn(t, a, "whole-"+strconv.Itoa(splitSeq), 64)
-	defer os.RemoveAll(whole.Dir())
+	defer os.RemoveAll(whole.dir)
 	if len(stream) > 0 {
 		mustWrite(t, whole.Stderr(), string(stream))
 	}
 	want := collect(t, whole, rw)
 
 	split, rs := newTestCaptureIn(t, a, "split-"+strconv.Itoa(splitSeq), 64)
-	defer os.RemoveAll(split.Dir())
+	defer os.RemoveAll(split.dir)
 	rest := stream
 	for i := 0; len(rest) > 0; i++ {
 		n := len(rest)
