@@ -344,10 +344,10 @@ func TestArtifactsSpares(t *testing.T) {
 	// The first capture started the refill; wait for it to finish.
 	a.prep.Wait()
 	a.mu.Lock()
-	spares := len(a.spares)
+	spares := len(a.dirs)
 	a.mu.Unlock()
-	if spares != spareCount {
-		t.Fatalf("%d spares after the refill, want %d", spares, spareCount)
+	if spares != spareDirCount {
+		t.Fatalf("%d spares after the refill, want %d", spares, spareDirCount)
 	}
 	c, err := a.NewCapture("cmd-2", Options{})
 	if err != nil {
