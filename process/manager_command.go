@@ -33,7 +33,8 @@ type Command struct {
 	// stdin holds Spec.Stdin in an unlinked temporary file; nil when empty.
 	stdin *os.File
 	timer *time.Timer
-	// cg is the command's cgroup, nil without cgroups; removed by end.
+	// cg is the command's cgroup, nil without cgroups; end releases it to
+	// the session, which may hand it to a later command, and sets it nil.
 	cg *cgroup
 
 	// pumps owns the pumps and waiters of every step; the supervisor waits
@@ -134,7 +135,8 @@ func (c *Command) begin() (*proc, error) {
 	c.events = &lockedWriter{w: c.capture.Events()}
 	abandon := func() {
 		if c.cg != nil {
-			_ = c.cg.remove()
+			_ = c.m.cgs.release(c.cg)
+			c.cg = nil
 		}
 		_, _ = c.capture.Close()
 		c.m.artifacts.Finished(c.id)
@@ -149,7 +151,7 @@ func (c *Command) begin() (*proc, error) {
 		}
 	}
 	if cs := c.m.cgroups(); cs != nil {
-		if c.cg, err = cs.newGroup(c.id); err != nil {
+		if c.cg, err = cs.newGroup(); err != nil {
 			c.m.log.Debug("no cgroup for the command", "command", c.id, "err", err)
 			c.cg = nil
 		}

@@ -150,9 +150,10 @@ func (c *Command) end(code *int, sig string) {
 		c.m.log.Warn("processes survived SIGKILL", "command", c.id)
 	}
 	if c.cg != nil {
-		if err := c.cg.remove(); err != nil {
+		if err := c.m.cgs.release(c.cg); err != nil {
 			c.m.log.Warn("removing the command's cgroup", "command", c.id, "err", err)
 		}
+		c.cg = nil // it may be another command's now
 	}
 	c.mu.Lock()
 	procs := c.procs
