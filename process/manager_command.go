@@ -135,7 +135,7 @@ func (c *Command) begin() (*proc, error) {
 	c.events = &lockedWriter{w: c.capture.Events()}
 	abandon := func() {
 		if c.cg != nil {
-			_ = c.m.cgs.release(c.cg)
+			_ = c.m.cgs.release(c.cg, true) // nothing was forked into it
 			c.cg = nil
 		}
 		_, _ = c.capture.Close()

@@ -151,11 +151,13 @@ func (s *cgroupSession) newGroup() (*cgroup, error) {
 // release takes back the cgroup of a command that has ended: kept for the
 // next command when it is empty, was never killed through cgroup.kill, and
 // fewer than maxIdleCgroups are kept; else removed (which fails while
-// processes are left in it). A killed cgroup is never reused: on this
-// kernel (6.18) every process later forked into it with CLONE_INTO_CGROUP
-// is SIGKILLed at once, as if the kill were still under way.
-func (s *cgroupSession) release(g *cgroup) error {
-	if !g.killed && !g.populated() {
+// processes are left in it). empty says the caller has just seen it empty
+// (nothing of the command is left, so nothing can join it), which spares
+// reading cgroup.events. A killed cgroup is never reused: on this kernel
+// (6.18) every process later forked into it with CLONE_INTO_CGROUP is
+// SIGKILLed at once, as if the kill were still under way.
+func (s *cgroupSession) release(g *cgroup, empty bool) error {
+	if !g.killed && (empty || !g.populated()) {
 		s.mu.Lock()
 		if len(s.idle) < maxIdleCgroups {
 			s.idle = append(s.idle, g)
