@@ -86,9 +86,9 @@ type Artifacts struct {
 // over 1 ms of kernel time on some file systems (ext4 without a journal
 // scans past every inode freed in the last minutes for each new one), more
 // than forking and waiting for a short command. So the refill goroutine
-// keeps, under dir/.spares/ (0700):
+// keeps, under dir/.spares/ (0700), each made in dir/.spares/new/ first:
 //
-//   - empty-<n>: the session's empty file (0600), never written. Every name
+//   - new/empty-<n>: the session's empty file (0600), never written. Every name
 //     of a command's directory starts as a hard link to it, and a name gets
 //     an inode of its own only with its first byte, so a command that
 //     prints nothing costs one directory and three links.
@@ -105,6 +105,11 @@ const (
 	spareDirName   = ".spares"
 	spareDirCount  = 2
 	spareFileCount = 2
+	// spareNewName is the directory under .spares where the refill makes
+	// the empty file, and each spare before renaming it into .spares:
+	// creating an inode holds its parent directory's lock for as long as
+	// the allocation takes, and a command's start renames out of .spares.
+	spareNewName = "new"
 )
 
 // spareFile is a prepared empty file, open for reading and writing.
@@ -334,7 +339,14 @@ func (a *Artifacts) refillLocked() {
 	if !a.staged {
 		// Made once: an existing name (a leftover of a server that died
 		// without Close) is not trusted, and spares stay off.
-		if err := os.Mkdir(filepath.Join(a.dir, spareDirName), 0o700); err != nil {
+		staging := filepath.Join(a.dir, spareDirName)
+		err := os.Mkdir(staging, 0o700)
+		if err == nil {
+			if err = os.Mkdir(filepath.Join(staging, spareNewName), 0o700); err != nil {
+				_ = os.Remove(staging)
+			}
+		}
+		if err != nil {
 			a.logger.Debug("no spare artifact directories: every command creates its own", "err", err)
 			a.noSpares = true
 			return
@@ -366,7 +378,8 @@ func (a *Artifacts) refill() {
 		case makeFile:
 			name = "f" + name
 		}
-		path := filepath.Join(a.dir, spareDirName, name)
+		path := filepath.Join(a.dir, spareDirName, spareNewName, name)
+		ready := filepath.Join(a.dir, spareDirName, name)
 		empty := a.empty
 		a.mu.Unlock()
 
@@ -381,6 +394,16 @@ func (a *Artifacts) refill() {
 			err = makeSpareDir(path, empty)
 		case makeFile:
 			f, err = openArtifactFile(path)
+		}
+		if err == nil && what != makeEmpty {
+			if err = os.Rename(path, ready); err == nil {
+				path = ready
+			} else {
+				if f != nil {
+					_ = f.Close()
+				}
+				_ = os.RemoveAll(path)
+			}
 		}
 
 		a.mu.Lock()
@@ -545,6 +568,7 @@ func (a *Artifacts) Close() {
 	a.dirs, a.files = nil, nil
 	a.dropEmptyLocked()
 	if a.staged {
+		_ = os.Remove(filepath.Join(a.dir, spareDirName, spareNewName))
 		_ = os.Remove(filepath.Join(a.dir, spareDirName))
 		a.staged = false
 	}
