@@ -145,7 +145,13 @@ func (s *cgroupSession) newGroup() (*cgroup, error) {
 		_ = os.Remove(dir)
 		return nil, err
 	}
-	return &cgroup{dir: dir, f: f}, nil
+	g := &cgroup{dir: dir, f: f}
+	// Kept open: a pread costs 1.4 µs here, opening and reading the file
+	// 20 µs, and every command's end looks at it.
+	if ev, err := os.Open(filepath.Join(dir, "cgroup.events")); err == nil {
+		g.events = ev
+	}
+	return g, nil
 }
 
 // release takes back the cgroup of a command that has ended: kept for the
@@ -186,6 +192,9 @@ func (s *cgroupSession) remove() error {
 type cgroup struct {
 	dir string
 	f   *os.File // the directory, for CLONE_INTO_CGROUP; closed by remove
+	// events is its cgroup.events, open for populated (nil: read it by
+	// name); closed by remove.
+	events *os.File
 	// killed is set once cgroup.kill was written; only the goroutine that
 	// runs the command's kill ladders (its supervisor) touches it.
 	killed bool
@@ -214,6 +223,13 @@ func (g *cgroup) pids() []int {
 
 // populated reports whether any process is left in the cgroup.
 func (g *cgroup) populated() bool {
+	if g.events != nil {
+		// A read at offset 0 renders the file anew.
+		var buf [256]byte
+		if n, _ := g.events.ReadAt(buf[:], 0); n > 0 {
+			return bytes.Contains(buf[:n], []byte("populated 1"))
+		}
+	}
 	b, err := os.ReadFile(filepath.Join(g.dir, "cgroup.events"))
 	if err != nil {
 		return false
@@ -230,5 +246,8 @@ func (g *cgroup) kill() {
 // remove closes and deletes the (empty) cgroup.
 func (g *cgroup) remove() error {
 	_ = g.f.Close()
+	if g.events != nil {
+		_ = g.events.Close()
+	}
 	return os.Remove(g.dir)
 }
