@@ -30,9 +30,13 @@
 // of its groups, and reaps the zombies that re-parenting hands to the server.
 // Where a writable cgroup2 hierarchy exists (probed under the server's own
 // cgroup; Config.DisableCgroups turns it off), each command also gets a
-// cgroup that its processes are forked straight into: then even a
-// descendant that cleared its environment and left the group is found, and
-// SIGKILL reaches the whole cgroup at once through cgroup.kill. Without
+// cgroup of its own that its processes are forked straight into: then even
+// a descendant that cleared its environment and left the group is found,
+// and SIGKILL reaches the whole cgroup at once through cgroup.kill. A
+// command's cgroup goes to a later command once it is empty (and was never
+// killed whole): making a cgroup, forking into it for the first time and
+// removing it cost about 230 µs more than forking into one used before.
+// One command has it at a time. Without
 // cgroups such a descendant is out of reach until Shutdown, which kills
 // every orphan re-parented to the server.
 //
