@@ -50,14 +50,14 @@ func TestEnvAllowlist(t *testing.T) {
 		"SSL_CERT_FILE=/c", "NODE_EXTRA_CA_CERTS=/n", "GIT_SSL_CAINFO=/g",
 		"GITHUB_TOKEN=passed-on-purpose", "EXTRA=a=b",
 		"MY_FLAG=1", "MY_OTHER=2", "EXACT=4",
-		"TOOLHOST_COMMAND=" + c.Marker(), "TOOLHOST_EVENTS_FD=3",
+		"TOOLHOST_COMMAND=" + c.marker, "TOOLHOST_EVENTS_FD=3",
 	}
 	sort.Strings(want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("child environment mismatch (-want +got):\n%s", diff)
 	}
-	if !strings.HasPrefix(c.Marker(), m.Nonce()+"/") || !strings.HasSuffix(c.Marker(), "/"+c.ID()) {
-		t.Errorf("marker %q, want <nonce>/<commandID>", c.Marker())
+	if !strings.HasPrefix(c.marker, m.nonce+"/") || !strings.HasSuffix(c.marker, "/"+c.ID()) {
+		t.Errorf("marker %q, want <nonce>/<commandID>", c.marker)
 	}
 }
 

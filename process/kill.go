@@ -132,6 +132,11 @@ func (t killTarget) send(pids []int, sig unix.Signal) {
 // zombies as it goes and reports whether everything is gone.
 func killLadder(t killTarget, grace time.Duration, term bool, urgent <-chan struct{}) bool {
 	reapOrphans()
+	if t.cg != nil && !t.alive(nil) {
+		// The cgroup holds every process of the target: empty, and no
+		// group left, is gone, without listing anything.
+		return true
+	}
 	pids := t.find()
 	if !t.alive(pids) {
 		return true

@@ -118,12 +118,12 @@ var attributions = []struct {
 	check   func(t *testing.T, m *Manager)
 }{
 	{"cgroup", false, func(t *testing.T, m *Manager) {
-		if !m.CgroupsEnabled() {
+		if m.cgroups() == nil {
 			t.Skip("no writable cgroup2 hierarchy here")
 		}
 	}},
 	{"markers", true, func(t *testing.T, m *Manager) {
-		if m.CgroupsEnabled() {
+		if m.cgroups() != nil {
 			t.Fatal("DisableCgroups left cgroups on")
 		}
 	}},
@@ -166,7 +166,7 @@ func TestCgroupAttributesAnything(t *testing.T) {
 	t.Parallel()
 	u := newMark(t)
 	m := newTestManager(t, Config{})
-	if !m.CgroupsEnabled() {
+	if m.cgroups() == nil {
 		t.Skip("no writable cgroup2 hierarchy here")
 	}
 	r := run(t, m, Spec{Argv: []string{"sh", "-c", fmt.Sprintf("setsid env -i sleep %s & sleep 0.2", u.sleep)}, Env: u.env()})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+	"github.com/toolhost/toolhost/capture"
 )
 
 // Sentinel errors. Errors from this package wrap one of them; test with
@@ -135,7 +136,7 @@ type Manager struct {
 	baseEnv map[string]string
 	// nonce makes this session's TOOLHOST_COMMAND markers unique.
 	nonce     string
-	artifacts *Artifacts
+	artifacts *capture.Artifacts
 	// subreaper says the server is a child subreaper, so orphans are found
 	// by walking its children; otherwise /proc is scanned for markers.
 	subreaper bool
@@ -227,7 +228,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	} else if err := os.MkdirAll(m.cfg.ArtifactsDir, 0o700); err != nil {
 		return nil, fmt.Errorf("artifacts directory: %w", err)
 	}
-	m.artifacts, err = NewArtifacts(m.cfg.ArtifactsDir, cfg.ArtifactsCapBytes, cfg.Logger)
+	m.artifacts, err = capture.NewArtifacts(m.cfg.ArtifactsDir, cfg.ArtifactsCapBytes, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("artifacts: %w", err)
 	}
@@ -261,16 +262,9 @@ func (m *Manager) disableCgroups(id string) {
 	}
 }
 
-// CgroupsEnabled reports whether new commands get a cgroup of their own.
-func (m *Manager) CgroupsEnabled() bool { return m.cgroups() != nil }
-
 // ArtifactsDir returns the artifacts directory, absolute with symlinks
 // resolved.
 func (m *Manager) ArtifactsDir() string { return m.artifacts.Dir() }
-
-// Nonce returns the session part of this Manager's TOOLHOST_COMMAND
-// markers ("<nonce>/<commandID>").
-func (m *Manager) Nonce() string { return m.nonce }
 
 // Spec describes a command to start.
 type Spec struct {
@@ -350,7 +344,7 @@ type Result struct {
 	StartedAt time.Time
 	EndedAt   time.Time
 	Duration  time.Duration
-	Output    Output
+	Output    capture.Output
 	// Steps are a recipe's steps, or the steps the child reported with
 	// markers.
 	Steps []StepResult
@@ -513,8 +507,8 @@ func (m *Manager) Handles() []*Command {
 	return m.reg.list()
 }
 
-// Running returns how many commands are running.
-func (m *Manager) Running() int {
+// runningCount returns how many commands are running.
+func (m *Manager) runningCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.running)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+	"github.com/toolhost/toolhost/capture"
 )
 
 // Command is a started command: one process, or a recipe of steps.
@@ -25,14 +26,15 @@ type Command struct {
 	recipe    bool
 	obs       Observer
 	startedAt time.Time
-	capture   *Capture
+	capture   *capture.Capture
 	// stdout, stderr and events serialise the capture's writers for the
 	// pumps of overlapping steps.
 	stdout, stderr, events *lockedWriter
 	// stdin holds Spec.Stdin in an unlinked temporary file; nil when empty.
 	stdin *os.File
 	timer *time.Timer
-	// cg is the command's cgroup, nil without cgroups; removed by end.
+	// cg is the command's cgroup, nil without cgroups; end releases it to
+	// the session, which may hand it to a later command, and sets it nil.
 	cg *cgroup
 
 	// pumps owns the pumps and waiters of every step; the supervisor waits
@@ -120,7 +122,7 @@ func (c *Command) begin() (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := CaptureOptions{InlineLimit: c.spec.OutputLimit, OnMarker: c.onMarker}
+	opts := capture.Options{InlineLimit: c.spec.OutputLimit, OnMarker: c.onMarker}
 	if c.spec.StreamOutput && c.obs.OnOutput != nil {
 		opts.OnOutput = c.onOutput
 	}
@@ -133,7 +135,8 @@ func (c *Command) begin() (*proc, error) {
 	c.events = &lockedWriter{w: c.capture.Events()}
 	abandon := func() {
 		if c.cg != nil {
-			_ = c.cg.remove()
+			_ = c.m.cgs.release(c.cg, true) // nothing was forked into it
+			c.cg = nil
 		}
 		_, _ = c.capture.Close()
 		c.m.artifacts.Finished(c.id)
@@ -148,7 +151,7 @@ func (c *Command) begin() (*proc, error) {
 		}
 	}
 	if cs := c.m.cgroups(); cs != nil {
-		if c.cg, err = cs.newGroup(c.id); err != nil {
+		if c.cg, err = cs.newGroup(); err != nil {
 			c.m.log.Debug("no cgroup for the command", "command", c.id, "err", err)
 			c.cg = nil
 		}
@@ -261,16 +264,6 @@ func (c *Command) PGID() int {
 
 // StartedAt returns when the first process was forked.
 func (c *Command) StartedAt() time.Time { return c.startedAt }
-
-// Argv returns the command's argv, or a recipe's first step's.
-func (c *Command) Argv() []string { return slices.Clone(c.steps[0].Argv) }
-
-// Label returns Spec.Label or its default.
-func (c *Command) Label() string { return c.spec.Label }
-
-// Marker returns the TOOLHOST_COMMAND value every process of the command
-// carries.
-func (c *Command) Marker() string { return c.marker }
 
 // Done is closed once the command has ended, its processes are gone and its
 // Result is final.

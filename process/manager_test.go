@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolhost/toolhost/capture"
 )
 
 // helperEnv switches the test binary into a helper program (see
@@ -224,7 +225,7 @@ func waitDone(t *testing.T, c *Command, d time.Duration) Result {
 	case <-c.Done():
 		return c.Result()
 	case <-timer.C:
-		t.Fatalf("command %s (%q) not done after %v", c.ID(), c.Argv(), d)
+		t.Fatalf("command %s (%q) not done after %v", c.ID(), c.steps[0].Argv, d)
 		return Result{}
 	}
 }
@@ -284,23 +285,23 @@ func TestStartResults(t *testing.T) {
 		want Result
 	}{
 		{"exit zero", Spec{Argv: []string{"sh", "-c", "echo out; echo err >&2"}},
-			Result{Status: StatusCompleted, ExitCode: intp(0), Output: Output{Stdout: "out\n", Stderr: "err\n"}}},
+			Result{Status: StatusCompleted, ExitCode: intp(0), Output: capture.Output{Stdout: "out\n", Stderr: "err\n"}}},
 		{"exit code", Spec{Argv: []string{"sh", "-c", "exit 3"}},
 			Result{Status: StatusCompleted, ExitCode: intp(3)}},
 		{"killed by a signal", Spec{Argv: []string{"sh", "-c", "kill -KILL $$"}},
 			Result{Status: StatusCompleted, Signal: "SIGKILL"}},
 		{"stdin text", Spec{Argv: []string{"cat"}, Stdin: "hello\n"},
-			Result{Status: StatusCompleted, ExitCode: intp(0), Output: Output{Stdout: "hello\n"}}},
+			Result{Status: StatusCompleted, ExitCode: intp(0), Output: capture.Output{Stdout: "hello\n"}}},
 		{"stdin empty, never the server's", Spec{Argv: []string{"cat"}, Timeout: 10 * time.Second},
 			Result{Status: StatusCompleted, ExitCode: intp(0)}},
 		{"dir", Spec{Argv: []string{"pwd"}, Dir: "/"},
-			Result{Status: StatusCompleted, ExitCode: intp(0), Output: Output{Stdout: "/\n"}}},
+			Result{Status: StatusCompleted, ExitCode: intp(0), Output: capture.Output{Stdout: "/\n"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := run(t, m, tt.spec)
 			got = Result{Status: got.Status, ExitCode: got.ExitCode, Signal: got.Signal,
-				Output: Output{Stdout: got.Output.Stdout, Stderr: got.Output.Stderr}}
+				Output: capture.Output{Stdout: got.Output.Stdout, Stderr: got.Output.Stderr}}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
@@ -382,7 +383,7 @@ func TestStartErrors(t *testing.T) {
 			}
 		})
 	}
-	if n := m.Running(); n != 0 {
+	if n := m.runningCount(); n != 0 {
 		t.Errorf("failed starts left %d commands running", n)
 	}
 }

@@ -14,8 +14,9 @@ func newCgroupSession(nonce string) (*cgroupSession, error) {
 	return nil, errors.New("cgroups are Linux only")
 }
 
-func (s *cgroupSession) newGroup(id string) (*cgroup, error) { return nil, errors.ErrUnsupported }
-func (s *cgroupSession) remove() error                       { return nil }
+func (s *cgroupSession) newGroup() (*cgroup, error)  { return nil, errors.ErrUnsupported }
+func (s *cgroupSession) release(*cgroup, bool) error { return nil }
+func (s *cgroupSession) remove() error               { return nil }
 
 // cgroup is unsupported outside Linux.
 type cgroup struct{}

@@ -20,10 +20,19 @@ import (
 // Read sizes of an output pump: it starts small (a thousand idle commands
 // hold three pumps each) and grows to pumpBufSize once a read fills its
 // buffer, so a child printing fast is drained in few reads, each written
-// to the files in one write(2) and hashed in one call.
+// to the files in one write(2). The pipe itself grows then too (growPipe),
+// not at the fork: most commands never print enough to need it.
 const (
 	pumpFirstBufSize = 32 << 10
 	pumpBufSize      = 256 << 10
+)
+
+// smallBufs and bigBufs hold the pumps' read buffers (pumpFirstBufSize and
+// pumpBufSize bytes) between commands: they were most of what a short
+// command allocated, and so most of the garbage collector's work.
+var (
+	smallBufs = sync.Pool{New: func() any { b := make([]byte, pumpFirstBufSize); return &b }}
+	bigBufs   = sync.Pool{New: func() any { b := make([]byte, pumpBufSize); return &b }}
 )
 
 // proc is one spawned process (a plain command, or one recipe step) with
@@ -89,7 +98,6 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 			return nil, false, &SpawnError{Argv0: req.argv[0], Reason: "pipe: " + err.Error(), Err: err}
 		}
 		files = append(files, r, w)
-		growPipe(r)
 		readers = append(readers, r)
 		writers = append(writers, w)
 	}
@@ -214,7 +222,10 @@ func (p *proc) pump(r *os.File, w io.Writer, logger *slog.Logger) {
 			close(p.eof)
 		}
 	}()
-	buf := make([]byte, pumpFirstBufSize)
+	pool := &smallBufs
+	bp := pool.Get().(*[]byte)
+	defer func() { pool.Put(bp) }()
+	buf := *bp
 	var broken bool
 	for {
 		n, err := r.Read(buf)
@@ -230,7 +241,11 @@ func (p *proc) pump(r *os.File, w io.Writer, logger *slog.Logger) {
 			return
 		}
 		if n == len(buf) && len(buf) < pumpBufSize {
-			buf = make([]byte, pumpBufSize) // the writers do not retain buf
+			growPipe(r)
+			pool.Put(bp) // the writers do not retain buf
+			pool = &bigBufs
+			bp = pool.Get().(*[]byte)
+			buf = *bp
 		}
 	}
 }

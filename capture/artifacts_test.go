@@ -1,4 +1,4 @@
-package process
+package capture
 
 import (
 	"bytes"
@@ -30,10 +30,10 @@ func TestArtifactsNewCaptureLayout(t *testing.T) {
 	if a.Dir() != realDir {
 		t.Errorf("Dir() = %q, want the resolved %q", a.Dir(), realDir)
 	}
-	if a.CapBytes() != DefaultArtifactsCap {
-		t.Errorf("CapBytes() = %d, want %d", a.CapBytes(), DefaultArtifactsCap)
+	if a.capBytes != DefaultArtifactsCap {
+		t.Errorf("capBytes = %d, want %d", a.capBytes, DefaultArtifactsCap)
 	}
-	c, err := a.NewCapture("cmd-42", CaptureOptions{})
+	c, err := a.NewCapture("cmd-42", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestArtifactsRejectsBadCommandIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"", ".", "..", ".spares", ".x", "a/b", "../x", "x/..", "a..b", "/abs", `a\b`, "nul\x00", strings.Repeat("x", 201)} {
-		if _, err := a.NewCapture(id, CaptureOptions{}); !errors.Is(err, ErrBadCommandID) {
+		if _, err := a.NewCapture(id, Options{}); !errors.Is(err, ErrBadCommandID) {
 			t.Errorf("NewCapture(%q) error = %v, want ErrBadCommandID", id, err)
 		}
 	}
@@ -75,10 +75,10 @@ func TestArtifactsRejectsBadCommandIDs(t *testing.T) {
 	if len(entries) != 0 {
 		t.Errorf("rejected IDs left %d entries in the artifacts dir", len(entries))
 	}
-	if _, err := a.NewCapture("ok", CaptureOptions{}); err != nil {
+	if _, err := a.NewCapture("ok", Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.NewCapture("ok", CaptureOptions{}); !errors.Is(err, ErrBadCommandID) {
+	if _, err := a.NewCapture("ok", Options{}); !errors.Is(err, ErrBadCommandID) {
 		t.Errorf("reused command ID: error = %v, want ErrBadCommandID", err)
 	}
 }
@@ -94,7 +94,7 @@ func TestArtifactsRefusesSymlinks(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(a.Dir(), "planted")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.NewCapture("planted", CaptureOptions{}); err == nil {
+	if _, err := a.NewCapture("planted", Options{}); err == nil {
 		t.Fatal("NewCapture over a symlinked directory succeeded")
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
@@ -149,7 +149,7 @@ func (l *logRecords) evicted(t *testing.T) []string {
 
 func writeCommand(t *testing.T, a *Artifacts, id string, n int) *Capture {
 	t.Helper()
-	c, err := a.NewCapture(id, CaptureOptions{})
+	c, err := a.NewCapture(id, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestArtifactsEviction(t *testing.T) {
 		if _, err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
-		a.Finished(c.CommandID())
+		a.Finished(c.id)
 	}
 	if diff := cmp.Diff([]string{"first", "running", "second"}, present(t, a)); diff != "" {
 		t.Fatalf("under the cap, nothing is evicted (-want +got):\n%s", diff)
@@ -204,8 +204,8 @@ func TestArtifactsEviction(t *testing.T) {
 	if diff := cmp.Diff([]string{"second"}, logs.evicted(t)); diff != "" {
 		t.Errorf("eviction log mismatch (-want +got):\n%s", diff)
 	}
-	if got := a.TotalBytes(); got != 1000 {
-		t.Errorf("TotalBytes() = %d, want 1000", got)
+	if got := a.totalBytes(); got != 1000 {
+		t.Errorf("totalBytes() = %d, want 1000", got)
 	}
 	// A running command is never evicted, even alone over the cap.
 	mustWrite(t, running.Stdout(), strings.Repeat("z", 1000))
@@ -273,7 +273,7 @@ func TestArtifactsRemoveAll(t *testing.T) {
 	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("artifacts dir still there after RemoveAll: %v", err)
 	}
-	if _, err := a.NewCapture("d", CaptureOptions{}); !errors.Is(err, ErrArtifactsClosed) {
+	if _, err := a.NewCapture("d", Options{}); !errors.Is(err, ErrArtifactsClosed) {
 		t.Errorf("NewCapture after RemoveAll: error = %v, want ErrArtifactsClosed", err)
 	}
 }
@@ -338,18 +338,18 @@ func TestArtifactsSpares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.NewCapture("cmd-1", CaptureOptions{}); err != nil {
+	if _, err := a.NewCapture("cmd-1", Options{}); err != nil {
 		t.Fatal(err)
 	}
 	// The first capture started the refill; wait for it to finish.
 	a.prep.Wait()
 	a.mu.Lock()
-	spares := len(a.spares)
+	spares := len(a.dirs)
 	a.mu.Unlock()
-	if spares != spareCount {
-		t.Fatalf("%d spares after the refill, want %d", spares, spareCount)
+	if spares != spareDirCount {
+		t.Fatalf("%d spares after the refill, want %d", spares, spareDirCount)
 	}
-	c, err := a.NewCapture("cmd-2", CaptureOptions{})
+	c, err := a.NewCapture("cmd-2", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestArtifactsSpares(t *testing.T) {
 	if diff := cmp.Diff([]string{"cmd-1", "cmd-2"}, names); diff != "" {
 		t.Errorf("after Close (-want +got):\n%s", diff)
 	}
-	if _, err := a.NewCapture("cmd-3", CaptureOptions{}); !errors.Is(err, ErrArtifactsClosed) {
+	if _, err := a.NewCapture("cmd-3", Options{}); !errors.Is(err, ErrArtifactsClosed) {
 		t.Errorf("NewCapture after Close: error = %v, want ErrArtifactsClosed", err)
 	}
 }
@@ -409,7 +409,7 @@ func TestArtifactsSpareRefusesPlantedName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.NewCapture("cmd-1", CaptureOptions{}); err != nil {
+	if _, err := a.NewCapture("cmd-1", Options{}); err != nil {
 		t.Fatal(err)
 	}
 	a.prep.Wait()
@@ -425,7 +425,7 @@ func TestArtifactsSpareRefusesPlantedName(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.NewCapture(planted, CaptureOptions{}); err == nil {
+		if _, err := a.NewCapture(planted, Options{}); err == nil {
 			t.Errorf("NewCapture over a planted %s succeeded", planted)
 		}
 	}

@@ -1,4 +1,4 @@
-package process
+package capture
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/sourcegraph/conc"
 )
@@ -30,8 +31,8 @@ var (
 	ErrBadCommandID = errors.New("invalid command id")
 	// ErrArtifactsClosed is returned by NewCapture after RemoveAll.
 	ErrArtifactsClosed = errors.New("artifacts directory removed")
-	// ErrCaptureClosed is returned by a Capture's writers after Close.
-	ErrCaptureClosed = errors.New("capture closed")
+	// ErrClosed is returned by a Capture's writers after Close.
+	ErrClosed = errors.New("capture closed")
 )
 
 // Artifacts manages the session's artifacts directory: one subdirectory per
@@ -59,15 +60,20 @@ type Artifacts struct {
 	removed   bool                      // RemoveAll was called
 	// closed is set by Close (and RemoveAll): no spare is made after it.
 	closed bool
-	// spares are prepared command directories (see spareSet), at most
-	// spareCount, taken by NewCapture; staged says dir/.spares exists
-	// (made by the first NewCapture); refilling says the refill goroutine
-	// runs; spareSeq names the spares; noSpares says the staging
-	// directory could not be made, so spares are off for good.
-	spares    []*spareSet
+	// What is prepared ahead of need under dir/.spares (see spareDirName).
+	// staged says dir/.spares exists (made by the first NewCapture);
+	// noSpares says it could not be made, so spares are off for good.
+	// empty is the path of the session's empty file, "" until it is made
+	// (or after it ran out of links); dirs are spare command directories,
+	// at most spareDirCount, taken by NewCapture; files are spare files, at
+	// most spareFileCount, taken by Captures (takeFile). refilling says
+	// the refill goroutine runs; spareSeq names what it makes.
 	staged    bool
-	refilling bool
 	noSpares  bool
+	empty     string
+	dirs      []string
+	files     []spareFile
+	refilling bool
 	spareSeq  uint64
 
 	// prep owns the refill goroutine; Close and RemoveAll wait for it.
@@ -76,26 +82,43 @@ type Artifacts struct {
 	prep conc.WaitGroup
 }
 
-// Spare command directories. Creating a directory and three files costs
-// about a millisecond on some file systems, more than forking and waiting
-// for a short command, so the next commands' sets are made ahead of need
-// under dir/.spares/<n>/ (0700, files 0600 created O_EXCL|O_NOFOLLOW, kept
-// open), and NewCapture renames one to dir/<commandID>: a single metadata
-// operation, refusing to replace an existing name. Hidden names are the
-// package's own: command IDs starting with "." are refused.
+// Prepared ahead of need. Creating a directory or a file costs from 0.1 to
+// over 1 ms of kernel time on some file systems (ext4 without a journal
+// scans past every inode freed in the last minutes for each new one), more
+// than forking and waiting for a short command. So the refill goroutine
+// keeps, under dir/.spares/ (0700), each made in dir/.spares/new/ first:
+//
+//   - new/empty-<n>: the session's empty file (0600), never written. Every name
+//     of a command's directory starts as a hard link to it, and a name gets
+//     an inode of its own only with its first byte, so a command that
+//     prints nothing costs one directory and three links.
+//   - d<n>: spare command directories (0700) holding the three names, which
+//     NewCapture renames to dir/<commandID>: a single metadata operation,
+//     refusing to replace an existing name.
+//   - f<n>: spare files (0600, created O_EXCL|O_NOFOLLOW, kept open), which
+//     a Capture renames over a name of its directory for that name's first
+//     byte.
+//
+// Hidden names are the package's own: command IDs starting with "." are
+// refused.
 const (
-	spareDirName = ".spares"
-	spareCount   = 2
+	spareDirName   = ".spares"
+	spareDirCount  = 2
+	spareFileCount = 2
+	// spareNewName is the directory under .spares where the refill makes
+	// the empty file, and each spare before renaming it into .spares:
+	// creating an inode holds its parent directory's lock for as long as
+	// the allocation takes, and a command's start renames out of .spares.
+	spareNewName = "new"
 )
 
-// spareSet is a prepared command directory with its open files.
-type spareSet struct {
-	dir   string
-	files [3]*os.File // stdout.log, stderr.log, output.log
+// spareFile is a prepared empty file, open for reading and writing.
+type spareFile struct {
+	path string
+	f    *os.File
 }
 
-// artifactFileNames are the files of a command directory, in spareSet.files
-// order.
+// artifactFileNames are the names in a command's directory.
 var artifactFileNames = [3]string{StdoutFile, StderrFile, OutputFile}
 
 // artifactEntry is one command's directory. Its fields are guarded by
@@ -149,9 +172,6 @@ func NewArtifacts(dir string, capBytes int64, logger *slog.Logger) (*Artifacts, 
 // resolved.
 func (a *Artifacts) Dir() string { return a.dir }
 
-// CapBytes returns the cap on total artifact bytes.
-func (a *Artifacts) CapBytes() int64 { return a.capBytes }
-
 // validateCommandID refuses IDs that could name anything but a new direct
 // child of the artifacts directory, and hidden names, which are the
 // package's own (the spares' staging directory).
@@ -164,16 +184,16 @@ func validateCommandID(id string) error {
 	return nil
 }
 
-// NewCapture creates dir/<commandID>/ (mode 0700) with stdout.log, stderr.log
-// and output.log (mode 0600, created exclusively, never through a symlink),
-// and returns the Capture that writes them. The command counts as running
-// until Finished is called for it. A commandID containing "/" or "..",
-// starting with ".", or already used in this session, is refused.
+// NewCapture creates dir/<commandID>/ (mode 0700) with stdout.log,
+// stderr.log and output.log (mode 0600, never through a symlink), and
+// returns the Capture that writes them. The command counts as running until
+// Finished is called for it. A commandID containing "/" or "..", starting
+// with ".", or already used in this session, is refused.
 //
 // The directory is a spare prepared ahead of need when there is one
 // (renamed into place); taking it starts making the next one in the
 // background.
-func (a *Artifacts) NewCapture(commandID string, o CaptureOptions) (*Capture, error) {
+func (a *Artifacts) NewCapture(commandID string, o Options) (*Capture, error) {
 	if err := validateCommandID(commandID); err != nil {
 		return nil, err
 	}
@@ -186,28 +206,23 @@ func (a *Artifacts) NewCapture(commandID string, o CaptureOptions) (*Capture, er
 		return nil, fmt.Errorf("%w: %q already used", ErrBadCommandID, commandID)
 	}
 	dir := filepath.Join(a.dir, commandID)
-	var (
-		c   *Capture
-		err error
-	)
-	if n := len(a.spares); n > 0 {
-		sp := a.spares[n-1]
-		a.spares[n-1] = nil
-		a.spares = a.spares[:n-1]
-		if err = renameNoReplace(sp.dir, dir); err != nil {
-			sp.discard()
+	var c *Capture
+	if n := len(a.dirs); n > 0 {
+		sp := a.dirs[n-1]
+		a.dirs = a.dirs[:n-1]
+		if err := renameNoReplace(sp, dir); err != nil {
+			_ = os.RemoveAll(sp)
 			a.refillLocked()
 			return nil, fmt.Errorf("artifacts for %s: %w", commandID, err)
 		}
-		c = captureOn(a, commandID, dir, o, sp.files)
+		c = newCapture(a, commandID, dir, o, nil, nil)
 	} else {
-		if err := os.Mkdir(dir, 0o700); err != nil {
+		stdout, stderr, err := a.makeDirLocked(dir)
+		if err != nil {
+			a.refillLocked()
 			return nil, fmt.Errorf("artifacts for %s: %w", commandID, err)
 		}
-		if c, err = newCapture(a, commandID, dir, o); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("artifacts for %s: %w", commandID, err)
-		}
+		c = newCapture(a, commandID, dir, o, stdout, stderr)
 	}
 	a.refillLocked()
 	a.entries[commandID] = &artifactEntry{id: commandID, dir: dir, capture: c}
@@ -215,18 +230,123 @@ func (a *Artifacts) NewCapture(commandID string, o CaptureOptions) (*Capture, er
 	return c, nil
 }
 
+// makeDirLocked creates a command's directory at dir with its three names:
+// links to the empty file when there is one, else stdout.log and stderr.log
+// (returned open) with output.log a link to stdout.log. a.mu is held.
+func (a *Artifacts) makeDirLocked(dir string) (stdout, stderr *os.File, err error) {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	if a.empty != "" {
+		err := linkNames(a.empty, dir)
+		if err == nil {
+			return nil, nil, nil
+		}
+		if errors.Is(err, syscall.EMLINK) {
+			a.dropEmptyLocked()
+		}
+	}
+	stdout, err = openArtifactFile(filepath.Join(dir, StdoutFile))
+	if err == nil {
+		err = os.Link(stdout.Name(), filepath.Join(dir, OutputFile))
+	}
+	if err == nil {
+		stderr, err = openArtifactFile(filepath.Join(dir, StderrFile))
+	}
+	if err != nil {
+		if stdout != nil {
+			_ = stdout.Close()
+		}
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return stdout, stderr, nil
+}
+
+// linkNames makes the three names in dir hard links to empty. On failure it
+// removes those it made.
+func linkNames(empty, dir string) error {
+	for i, name := range artifactFileNames {
+		if err := os.Link(empty, filepath.Join(dir, name)); err != nil {
+			for _, made := range artifactFileNames[:i] {
+				_ = os.Remove(filepath.Join(dir, made))
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// dropEmptyLocked forgets the empty file, which has as many links as the
+// file system allows; the refill goroutine makes another. The links made
+// keep it. a.mu is held.
+func (a *Artifacts) dropEmptyLocked() {
+	if a.empty == "" {
+		return
+	}
+	_ = os.Remove(a.empty)
+	a.empty = ""
+}
+
+// takeFile hands a spare file over to a Capture, which renames it over one
+// of its names; ok is false when there is none ready.
+func (a *Artifacts) takeFile() (f *os.File, path string, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(a.files)
+	if n > 0 {
+		sp := a.files[n-1]
+		a.files[n-1] = spareFile{}
+		a.files = a.files[:n-1]
+		f, path, ok = sp.f, sp.path, true
+	}
+	a.refillLocked()
+	return f, path, ok
+}
+
+// Kinds of things the refill goroutine makes.
+const (
+	makeNothing = iota
+	makeEmpty
+	makeDir
+	makeFile
+)
+
+// nextSpareLocked says what the refill goroutine should make next. a.mu is
+// held.
+func (a *Artifacts) nextSpareLocked() int {
+	switch {
+	case a.closed || a.removed || a.noSpares:
+		return makeNothing
+	case a.empty == "":
+		return makeEmpty
+	case len(a.dirs) < spareDirCount:
+		return makeDir
+	case len(a.files) < spareFileCount:
+		return makeFile
+	}
+	return makeNothing
+}
+
 // refillLocked starts the refill goroutine unless it runs or is not
 // wanted. The first call makes the staging directory; if that fails, no
-// spares are made and every capture creates its own directory. a.mu is
-// held.
+// spares are made and every capture creates its own directory and files.
+// a.mu is held.
 func (a *Artifacts) refillLocked() {
-	if a.closed || a.removed || a.noSpares || a.refilling || len(a.spares) >= spareCount {
+	if a.refilling || a.nextSpareLocked() == makeNothing {
 		return
 	}
 	if !a.staged {
 		// Made once: an existing name (a leftover of a server that died
 		// without Close) is not trusted, and spares stay off.
-		if err := os.Mkdir(filepath.Join(a.dir, spareDirName), 0o700); err != nil {
+		staging := filepath.Join(a.dir, spareDirName)
+		err := os.Mkdir(staging, 0o700)
+		if err == nil {
+			if err = os.Mkdir(filepath.Join(staging, spareNewName), 0o700); err != nil {
+				_ = os.Remove(staging)
+			}
+		}
+		if err != nil {
 			a.logger.Debug("no spare artifact directories: every command creates its own", "err", err)
 			a.noSpares = true
 			return
@@ -237,72 +357,117 @@ func (a *Artifacts) refillLocked() {
 	a.prep.Go(a.refill)
 }
 
-// refill makes spares until there are spareCount or Close is called. Its
-// owner is a.prep.
+// refill makes the empty file, spare directories and spare files until
+// there are enough or Close is called. Its owner is a.prep.
 func (a *Artifacts) refill() {
 	for {
 		a.mu.Lock()
-		if a.closed || a.removed || len(a.spares) >= spareCount {
+		what := a.nextSpareLocked()
+		if what == makeNothing {
 			a.refilling = false
 			a.mu.Unlock()
 			return
 		}
 		a.spareSeq++
-		dir := filepath.Join(a.dir, spareDirName, strconv.FormatUint(a.spareSeq, 10))
+		name := strconv.FormatUint(a.spareSeq, 10)
+		switch what {
+		case makeEmpty:
+			name = "empty-" + name
+		case makeDir:
+			name = "d" + name
+		case makeFile:
+			name = "f" + name
+		}
+		path := filepath.Join(a.dir, spareDirName, spareNewName, name)
+		ready := filepath.Join(a.dir, spareDirName, name)
+		empty := a.empty
 		a.mu.Unlock()
 
-		sp, err := makeSpare(dir)
+		var (
+			f   *os.File
+			err error
+		)
+		switch what {
+		case makeEmpty:
+			err = createEmpty(path)
+		case makeDir:
+			err = makeSpareDir(path, empty)
+		case makeFile:
+			f, err = openArtifactFile(path)
+		}
+		if err == nil && what != makeEmpty {
+			if err = os.Rename(path, ready); err == nil {
+				path = ready
+			} else {
+				if f != nil {
+					_ = f.Close()
+				}
+				_ = os.RemoveAll(path)
+			}
+		}
 
 		a.mu.Lock()
 		switch {
+		case err != nil && what == makeDir && errors.Is(err, syscall.EMLINK):
+			if a.empty == empty {
+				a.dropEmptyLocked()
+			}
+			a.mu.Unlock()
+			continue
 		case err != nil:
-			// Tried again when the next capture takes the slow path.
+			// Tried again when a capture next takes a spare.
 			a.refilling = false
 			a.mu.Unlock()
-			a.logger.Debug("cannot prepare a spare artifact directory", "dir", dir, "err", err)
+			a.logger.Debug("cannot prepare a spare artifact file or directory", "path", path, "err", err)
 			return
 		case a.closed || a.removed:
 			a.refilling = false
 			a.mu.Unlock()
-			sp.discard()
+			if f != nil {
+				_ = f.Close()
+			}
+			_ = os.RemoveAll(path)
 			return
 		}
-		a.spares = append(a.spares, sp)
+		switch what {
+		case makeEmpty:
+			a.empty = path
+		case makeDir:
+			a.dirs = append(a.dirs, path)
+		case makeFile:
+			a.files = append(a.files, spareFile{path: path, f: f})
+		}
 		a.mu.Unlock()
 	}
 }
 
-// makeSpare creates dir (0700) and the three artifact files in it.
-func makeSpare(dir string) (*spareSet, error) {
+// createEmpty creates the empty file at path: exclusively, 0600, never
+// through a symlink.
+func createEmpty(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// makeSpareDir creates dir (0700) holding the three names, links to empty.
+func makeSpareDir(dir, empty string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, err
+		return err
 	}
-	sp := &spareSet{dir: dir}
-	for i, name := range artifactFileNames {
-		f, err := openArtifactFile(filepath.Join(dir, name))
-		if err != nil {
-			sp.discard()
-			return nil, err
-		}
-		sp.files[i] = f
+	if err := linkNames(empty, dir); err != nil {
+		_ = os.Remove(dir)
+		return err
 	}
-	return sp, nil
+	return nil
 }
 
-// discard closes the spare's files and removes its directory.
-func (sp *spareSet) discard() {
-	for _, f := range sp.files {
-		if f != nil {
-			_ = f.Close()
-		}
-	}
-	_ = os.RemoveAll(sp.dir)
-}
-
-// openArtifactFile creates one artifact file: exclusively, 0600, refusing to
-// follow a symlink.
+// openArtifactFile creates one artifact file, open for reading (the hash
+// reads output.log back) and writing: exclusively, 0600, refusing to follow
+// a symlink.
 func openArtifactFile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
 }
 
 // Finished marks the command's files as evictable (its command has ended)
@@ -324,8 +489,8 @@ func (a *Artifacts) Finished(commandID string) {
 	a.evictLocked(commandID)
 }
 
-// TotalBytes returns the bytes currently held in artifact files.
-func (a *Artifacts) TotalBytes() int64 {
+// totalBytes returns the bytes currently held in artifact files.
+func (a *Artifacts) totalBytes() int64 {
 	return a.total.Load()
 }
 
@@ -383,9 +548,9 @@ func (a *Artifacts) evictLocked(keep string) {
 }
 
 // Close stops making spares, waits for the goroutine that makes them and
-// removes the spares, leaving only the commands' directories; later
-// NewCapture calls fail with ErrArtifactsClosed. It is idempotent, and
-// RemoveAll calls it.
+// removes the spares, leaving only the commands' directories (their links
+// keep the empty file); later NewCapture calls fail with
+// ErrArtifactsClosed. It is idempotent, and RemoveAll calls it.
 func (a *Artifacts) Close() {
 	a.mu.Lock()
 	a.closed = true
@@ -393,11 +558,17 @@ func (a *Artifacts) Close() {
 	a.prep.Wait()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, sp := range a.spares {
-		sp.discard()
+	for _, d := range a.dirs {
+		_ = os.RemoveAll(d)
 	}
-	a.spares = nil
+	for _, sp := range a.files {
+		_ = sp.f.Close()
+		_ = os.Remove(sp.path)
+	}
+	a.dirs, a.files = nil, nil
+	a.dropEmptyLocked()
 	if a.staged {
+		_ = os.Remove(filepath.Join(a.dir, spareDirName, spareNewName))
 		_ = os.Remove(filepath.Join(a.dir, spareDirName))
 		a.staged = false
 	}

@@ -1,8 +1,9 @@
-package process
+package capture
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 )
@@ -19,4 +20,14 @@ func renameChecked(oldpath, newpath string) error {
 		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fmt.Errorf("target: %w", err)}
 	}
 	return os.Rename(oldpath, newpath)
+}
+
+// copyPrefixRead appends bytes [from, n) of src to dst through a buffer,
+// without moving src's offset.
+func copyPrefixRead(dst, src *os.File, from, n int64) error {
+	w, err := io.Copy(dst, io.NewSectionReader(src, from, n-from))
+	if err == nil && w < n-from {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
 }

@@ -146,13 +146,15 @@ func (c *Command) end(code *int, sig string) {
 	c.mu.Unlock()
 	// The command has ended: end whatever it left behind. After a stop the
 	// ladder has spent the grace, so it is KILL at once.
-	if !killLadder(c.killTarget(), c.m.cfg.KillGrace, !signalled, c.m.urgent) {
+	gone := killLadder(c.killTarget(), c.m.cfg.KillGrace, !signalled, c.m.urgent)
+	if !gone {
 		c.m.log.Warn("processes survived SIGKILL", "command", c.id)
 	}
 	if c.cg != nil {
-		if err := c.cg.remove(); err != nil {
+		if err := c.m.cgs.release(c.cg, gone); err != nil {
 			c.m.log.Warn("removing the command's cgroup", "command", c.id, "err", err)
 		}
+		c.cg = nil // it may be another command's now
 	}
 	c.mu.Lock()
 	procs := c.procs

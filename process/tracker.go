@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc/panics"
+	"github.com/toolhost/toolhost/capture"
 )
 
 // heartbeatEvery is the least time between two OnHeartbeat calls of one
@@ -38,7 +39,7 @@ type markerTracker struct {
 // onMarker receives the Capture's markers, from the pump goroutines. In a
 // recipe the recipe's own steps are authoritative: a child's step markers
 // there count as heartbeats of the running step.
-func (c *Command) onMarker(mk Marker) {
+func (c *Command) onMarker(mk capture.Marker) {
 	now := time.Now()
 	ts := mk.TS
 	if ts.IsZero() {
@@ -57,7 +58,7 @@ func (c *Command) onMarker(mk Marker) {
 		c.mu.Lock()
 	}
 	c.updatedAt = now
-	if mk.Kind == MarkerHeartbeat || c.recipe {
+	if mk.Kind == capture.MarkerHeartbeat || c.recipe {
 		c.lastHB = now
 		name, el := mk.Step, mk.Elapsed
 		switch {
@@ -87,7 +88,7 @@ func (c *Command) onMarker(mk Marker) {
 }
 
 // trackStep applies a step marker to a plain command; the caller holds mu.
-func (c *Command) trackStep(mk Marker, now, ts time.Time) []StepEvent {
+func (c *Command) trackStep(mk capture.Marker, now, ts time.Time) []StepEvent {
 	t := &c.tracker
 	if mk.Total > 0 {
 		c.totalSteps = mk.Total

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package process
+package capture
 
 // oNoFollow is 0 where the platform has no O_NOFOLLOW; O_EXCL still refuses
 // an existing name, symlinks included.

@@ -1,10 +1,11 @@
-package process
+package capture
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,9 +26,9 @@ type captureRecorder struct {
 	out     map[string]*bytes.Buffer
 }
 
-func (r *captureRecorder) options(limit int) CaptureOptions {
+func (r *captureRecorder) options(limit int) Options {
 	r.out = map[string]*bytes.Buffer{"stdout": {}, "stderr": {}}
-	return CaptureOptions{
+	return Options{
 		InlineLimit: limit,
 		OnMarker: func(m Marker) {
 			r.mu.Lock()
@@ -300,9 +301,9 @@ func TestCaptureInterleavesAndSummarises(t *testing.T) {
 		ByteCount:  int64(len(want)),
 		LineCount:  5,
 		Sha256:     hex.EncodeToString(sum[:]),
-		StdoutPath: filepath.Join(c.Dir(), "stdout.log"),
-		StderrPath: filepath.Join(c.Dir(), "stderr.log"),
-		OutputPath: filepath.Join(c.Dir(), "output.log"),
+		StdoutPath: filepath.Join(c.dir, "stdout.log"),
+		StderrPath: filepath.Join(c.dir, "stderr.log"),
+		OutputPath: filepath.Join(c.dir, "output.log"),
 	}
 	if diff := cmp.Diff(wantSummary, got.Summary); diff != "" {
 		t.Errorf("Output mismatch (-want +got):\n%s", diff)
@@ -378,8 +379,8 @@ func TestCaptureCloseIdempotentAndFinal(t *testing.T) {
 	for name, w := range map[string]interface{ Write([]byte) (int, error) }{
 		"stdout": c.Stdout(), "stderr": c.Stderr(), "events": c.Events(),
 	} {
-		if _, err := w.Write([]byte("x")); !errors.Is(err, ErrCaptureClosed) {
-			t.Errorf("%s Write after Close: err = %v, want ErrCaptureClosed", name, err)
+		if _, err := w.Write([]byte("x")); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s Write after Close: err = %v, want ErrClosed", name, err)
 		}
 	}
 	c.Flush() // harmless after Close
@@ -462,7 +463,7 @@ func TestCaptureMemoryBounded(t *testing.T) {
 	}
 	var seen int64
 	var markers int
-	c, err := a.NewCapture("big", CaptureOptions{
+	c, err := a.NewCapture("big", Options{
 		OnOutput: func(_ string, p []byte) { seen += int64(len(p)) },
 		OnMarker: func(Marker) { markers++ },
 	})
@@ -526,14 +527,14 @@ func checkSplitEquivalence(t *testing.T, a *Artifacts, stream, splits []byte) {
 	t.Helper()
 	splitSeq++
 	whole, rw := newTestCaptureIn(t, a, "whole-"+strconv.Itoa(splitSeq), 64)
-	defer os.RemoveAll(whole.Dir())
+	defer os.RemoveAll(whole.dir)
 	if len(stream) > 0 {
 		mustWrite(t, whole.Stderr(), string(stream))
 	}
 	want := collect(t, whole, rw)
 
 	split, rs := newTestCaptureIn(t, a, "split-"+strconv.Itoa(splitSeq), 64)
-	defer os.RemoveAll(split.Dir())
+	defer os.RemoveAll(split.dir)
 	rest := stream
 	for i := 0; len(rest) > 0; i++ {
 		n := len(rest)
@@ -571,4 +572,150 @@ func FuzzCaptureSplit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream, splits []byte) {
 		checkSplitEquivalence(t, a, stream, splits)
 	})
+}
+
+// sameFile reports whether the names a and b are one inode.
+func sameFile(t *testing.T, a, b string) bool {
+	t.Helper()
+	fa, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.SameFile(fa, fb)
+}
+
+// TestCaptureFilesSharedUntilSplit follows the files through a run: the
+// three names exist from the start; stdout.log and output.log are one
+// inode while only stdout has spoken; at the first stderr byte output.log
+// keeps its inode (a descriptor opened on it reads everything) and
+// stdout.log becomes a copy that goes on alone.
+func TestCaptureFilesSharedUntilSplit(t *testing.T) {
+	a, err := newTestArtifacts(t, t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{"made in place", "spare"} {
+		t.Run(from, func(t *testing.T) {
+			if from == "spare" {
+				a.prep.Wait() // the first capture started the refill
+			}
+			c, r := newTestCaptureIn(t, a, "cmd-"+strings.ReplaceAll(from, " ", "-"), 0)
+			out, errPath, both := c.stdout.file.path, c.stderr.file.path, c.out.path
+			for _, p := range []string{out, errPath, both} {
+				if got := readFile(t, p); got != "" {
+					t.Fatalf("%s holds %q before any output", p, got)
+				}
+			}
+			mustWrite(t, c.Stdout(), "out 1\n")
+			if !sameFile(t, out, both) {
+				t.Errorf("stdout.log and output.log are two files while only stdout has spoken")
+			}
+			if got := readFile(t, both); got != "out 1\n" {
+				t.Errorf("output.log = %q mid-run", got)
+			}
+			held, err := os.Open(both)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			before, err := os.Stat(both)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, c.Stderr(), "err 1\n")
+			after, err := os.Stat(both)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !os.SameFile(before, after) {
+				t.Errorf("output.log changed inode at the split")
+			}
+			if sameFile(t, out, both) {
+				t.Errorf("stdout.log still is output.log after a stderr byte")
+			}
+			mustWrite(t, c.Stdout(), "out 2\n")
+			if got := readFile(t, out); got != "out 1\nout 2\n" {
+				t.Errorf("stdout.log = %q mid-run after the split", got)
+			}
+			got := collect(t, c, r)
+			want := "out 1\nerr 1\nout 2\n"
+			if got.Output != want || got.Stdout != "out 1\nout 2\n" || got.Stderr != "err 1\n" {
+				t.Errorf("files: output %q stdout %q stderr %q", got.Output, got.Stdout, got.Stderr)
+			}
+			whole, err := io.ReadAll(held)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(whole) != want {
+				t.Errorf("a descriptor opened on output.log before the split read %q, want %q", whole, want)
+			}
+		})
+	}
+}
+
+// TestCaptureNoOutput: a command that prints nothing has its three files,
+// empty and private, and the hash of nothing.
+func TestCaptureNoOutput(t *testing.T) {
+	a, err := newTestArtifacts(t, t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.NewCapture("first", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	a.prep.Wait()
+	c, r := newTestCaptureIn(t, a, "quiet", 0)
+	got := collect(t, c, r)
+	empty := sha256.Sum256(nil)
+	if got.Summary.Sha256 != hex.EncodeToString(empty[:]) || got.Summary.ByteCount != 0 || got.Summary.LineCount != 0 {
+		t.Errorf("summary %+v, want the hash of nothing and no bytes", got.Summary)
+	}
+	for _, p := range []string{got.Summary.StdoutPath, got.Summary.StderrPath, got.Summary.OutputPath} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != 0o600 || fi.Size() != 0 {
+			t.Errorf("%s: mode %v size %d, want an empty -rw-------", p, fi.Mode(), fi.Size())
+		}
+	}
+	if got := a.totalBytes(); got != 0 {
+		t.Errorf("totalBytes() = %d for empty files", got)
+	}
+}
+
+// TestCaptureLargeOutputHash writes past the size at which a goroutine
+// takes over the hash, with the split in the middle, and checks the
+// summary and the files against what was written.
+func TestCaptureLargeOutputHash(t *testing.T) {
+	c, r := newTestCapture(t, 0)
+	chunk := bytes.Repeat([]byte("0123456789abcdef0123456789abcde\n"), 2048) // 64 KiB
+	var want, stdout bytes.Buffer
+	for i := range 64 { // 4 MiB
+		if i == 32 {
+			mustWrite(t, c.Stderr(), "half way\n")
+			want.WriteString("half way\n")
+		}
+		mustWrite(t, c.Stdout(), string(chunk))
+		want.Write(chunk)
+		stdout.Write(chunk)
+	}
+	got := collect(t, c, r)
+	sum := sha256.Sum256(want.Bytes())
+	if got.Summary.Sha256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("Sha256 is not the hash of what was written")
+	}
+	if got.Summary.ByteCount != int64(want.Len()) || got.Summary.LineCount != int64(bytes.Count(want.Bytes(), []byte{'\n'})) {
+		t.Errorf("ByteCount %d LineCount %d, want %d and %d", got.Summary.ByteCount, got.Summary.LineCount, want.Len(), bytes.Count(want.Bytes(), []byte{'\n'}))
+	}
+	if got.Output != want.String() {
+		t.Errorf("output.log differs from what was written (%d bytes, want %d)", len(got.Output), want.Len())
+	}
+	if got.Stdout != stdout.String() {
+		t.Errorf("stdout.log differs from stdout (%d bytes, want %d)", len(got.Stdout), stdout.Len())
+	}
 }

@@ -1,4 +1,4 @@
-package process
+package capture
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of the step-marker syntax. They are shared by ParseMarker and by the
+// Limits of the step-marker syntax. They are shared by parseMarker and by the
 // Capture's decision to hold back a partial stderr line, and must agree: a
 // prefix that markerCandidate rejects can never grow into a line that
-// ParseMarker accepts, or the result would depend on how writes were split.
+// parseMarker accepts, or the result would depend on how writes were split.
 const (
 	// maxMarkerLine is the longest line (without its newline) that can be a
 	// marker. A longer line is plain output and is streamed through.
@@ -71,7 +71,7 @@ type Marker struct {
 	Elapsed time.Duration
 	// TS is the time the marker states, else the zero time.
 	TS time.Time
-	// Raw is the line exactly as passed to ParseMarker (no newline; a
+	// Raw is the line exactly as passed to parseMarker (no newline; a
 	// trailing CR, if any, is kept).
 	Raw string
 }
@@ -99,7 +99,7 @@ const (
 	variationSelector16 = "\uFE0F"
 )
 
-// ParseMarker reports whether line (one line without its newline) is a step
+// parseMarker reports whether line (one line without its newline) is a step
 // marker, and parses it. A trailing CR is ignored. Up to 32 spaces or tabs may
 // precede any form. The forms are:
 //
@@ -113,8 +113,8 @@ const (
 // (with "status" start|done|fail|skip and a non-empty "step") or heartbeat;
 // other fields are tolerated, and optional fields of an unexpected type are
 // ignored. Text forms need a non-empty step name. A line longer than 64 KiB is
-// never a marker. ParseMarker never panics, whatever the bytes.
-func ParseMarker(line []byte) (Marker, bool) {
+// never a marker. parseMarker never panics, whatever the bytes.
+func parseMarker(line []byte) (Marker, bool) {
 	if len(line) > maxMarkerLine {
 		return Marker{}, false
 	}
@@ -160,7 +160,7 @@ func skipMarkerIndent(b []byte) ([]byte, bool) {
 // markerCandidate reports whether a partial line starting with prefix could
 // still become a marker, looking only at its first markerDecidePrefix bytes
 // (the caller checks the length limit). It errs towards true, never towards
-// false: if it returns false, ParseMarker rejects every line that starts with
+// false: if it returns false, parseMarker rejects every line that starts with
 // prefix.
 func markerCandidate(prefix []byte) bool {
 	if len(prefix) > markerDecidePrefix {

@@ -1,4 +1,4 @@
-package process
+package capture
 
 import (
 	"bytes"
@@ -13,10 +13,12 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sourcegraph/conc"
 )
 
 // DefaultInlineLimit is the inline bytes kept per stream when
-// CaptureOptions.InlineLimit is 0.
+// Options.InlineLimit is 0.
 const DefaultInlineLimit = 64 << 10
 
 // Names of the artifact files in a command's directory.
@@ -26,8 +28,17 @@ const (
 	OutputFile = "output.log"
 )
 
-// CaptureOptions configures a Capture.
-type CaptureOptions struct {
+// Hashing output.log (see the package doc). Up to hashAfter bytes, Close
+// hashes it, read back from the page cache; past that a goroutine follows
+// the file as it grows, reading hashBufSize bytes at a time, so the hash is
+// taken beside the pump rather than on its path.
+const (
+	hashAfter   = 1 << 20
+	hashBufSize = 256 << 10
+)
+
+// Options configures a Capture.
+type Options struct {
 	// InlineLimit is the bytes kept in memory per stream for Output.Stdout
 	// and Output.Stderr: the first half and the last half of what the
 	// stream printed. 0 (or less) means DefaultInlineLimit.
@@ -80,12 +91,15 @@ type Output struct {
 //	         came) and OnMarker; other lines are dropped and go to no
 //	         artifact, so the events pipe never mixes into stderr.
 //
+// How the files are made and shared (a hard link, a copy at the first byte
+// that is not stdout's) is in the package doc.
+//
 // A stderr line is held back only while it may still become a marker (its
 // first non-blank byte is '{', '[' or a marker glyph and it is at most 64 KiB
-// long); other bytes are passed on as soon as they arrive. A write error on a
-// file stops writes to that file, is logged once, and is returned by Close;
-// the writers keep accepting bytes, so a child is never blocked on a full pipe
-// because a disk is full.
+// long); other bytes are passed on as soon as they arrive. An error making or
+// writing a file stops writes to that file, is logged once, and is returned
+// by Close; the writers keep accepting bytes, so a child is never blocked on
+// a full pipe because a disk is full.
 //
 // The writers of different streams may be used concurrently with each other
 // and with Bytes, Flush and Close.
@@ -103,22 +117,42 @@ type Capture struct {
 
 	// visible counts user-visible bytes (stdout, and stderr without markers).
 	visible atomic.Int64
-	// fileBytes counts bytes written to the three files, for the artifacts
-	// cap; every addition is also added to arts.total.
+	// fileBytes counts the bytes of the three files, each name by its own
+	// size (a byte in stdout.log and output.log counts twice, whether they
+	// are one inode or two), for the artifacts cap; every addition is also
+	// added to arts.total.
 	fileBytes atomic.Int64
 	// closed is set once Close has closed the files.
 	closed atomic.Bool
 
-	// outMu guards output.log and its running summary. Lock order:
+	// outMu guards output.log, stdout's file (stdout.file: a split
+	// replaces it from another stream's goroutine, so stdout writes its
+	// file under outMu), the hash and the running summary. Lock order:
 	// closeMu, then a stream's mu, then outMu, then Artifacts.mu.
-	outMu    sync.Mutex
-	outFile  *os.File
-	outPath  string
-	outErr   error // first write error on output.log; no writes after it
-	outHash  hash.Hash
-	outBytes int64
+	outMu sync.Mutex
+	out   artifactFile
+	// shared says stdout.log and output.log are one inode: set from the
+	// start until the first byte that is not stdout's (split), then never
+	// again. While it is set, out.f is stdout.file.f and out.err follows
+	// stdout.file.err.
+	shared   bool
+	outBytes int64 // bytes in output.log; out.f is set before it grows
 	outLines int64 // newlines so far
 	outLast  byte  // last byte written, to count a final partial line
+
+	// The hash of output.log. hashed counts the bytes h has taken. While
+	// hashing is set, h and hashed advance only in the follower goroutine
+	// (hashed under outMu); Close takes h over once it has waited for it.
+	h        hash.Hash
+	hashed   int64
+	hashing  bool  // the follower was started
+	hashStop bool  // Close asks the follower to end once it has caught up
+	hashErr  error // first error reading output.log back
+	// hashWake (L is &outMu) wakes the follower when output.log grows or
+	// Close asks it to end.
+	hashWake sync.Cond
+	// follower owns the hashing goroutine; Close waits for it.
+	follower conc.WaitGroup
 
 	// closeMu serialises Close; result and resultErr are set under it.
 	closeMu   sync.Mutex
@@ -127,19 +161,31 @@ type Capture struct {
 	resultErr error
 }
 
+// artifactFile is one of a command's files.
+type artifactFile struct {
+	path string // absolute; immutable
+	// f is the open file; nil while the name is a link to the session's
+	// empty file, until the first byte for it arrives.
+	f *os.File
+	// err is the first error making or writing the file; nothing is
+	// written to it after.
+	err error
+}
+
 // captureStream is stdout or stderr.
 type captureStream struct {
 	c       *Capture
 	name    string // "stdout" or "stderr"
 	markers bool   // stderr: recognise step markers
-	path    string // immutable
+
+	// file is the stream's artifact. stderr's is guarded by mu, stdout's
+	// by Capture.outMu (see there).
+	file artifactFile
 
 	// mu guards everything below.
-	mu      sync.Mutex
-	file    *os.File
-	fileErr error // first write error; no writes to file after it
-	closed  bool
-	inline  headTail
+	mu     sync.Mutex
+	closed bool
+	inline headTail
 	// pending holds the start of a stderr line that may still be a marker
 	// (never more than maxMarkerLine bytes; empty unless markers).
 	pending []byte
@@ -160,25 +206,10 @@ type eventsStream struct {
 	discarding bool
 }
 
-// newCapture opens the files in dir, which the caller has just created.
-func newCapture(a *Artifacts, id, dir string, o CaptureOptions) (*Capture, error) {
-	var files [3]*os.File
-	for i, name := range artifactFileNames {
-		f, err := openArtifactFile(filepath.Join(dir, name))
-		if err != nil {
-			for _, opened := range files[:i] {
-				_ = opened.Close()
-			}
-			return nil, err
-		}
-		files[i] = f
-	}
-	return captureOn(a, id, dir, o, files), nil
-}
-
-// captureOn returns the Capture writing files (stdout.log, stderr.log and
-// output.log, open and empty) in dir.
-func captureOn(a *Artifacts, id, dir string, o CaptureOptions, files [3]*os.File) *Capture {
+// newCapture returns the Capture writing in dir, which holds the three
+// names. stdout (also output.log's inode) and stderr are their open files,
+// or nil where the name is a link to the session's empty file.
+func newCapture(a *Artifacts, id, dir string, o Options, stdout, stderr *os.File) *Capture {
 	limit := o.InlineLimit
 	if limit <= 0 {
 		limit = DefaultInlineLimit
@@ -190,21 +221,18 @@ func captureOn(a *Artifacts, id, dir string, o CaptureOptions, files [3]*os.File
 		logger:   a.logger,
 		onMarker: o.OnMarker,
 		onOutput: o.OnOutput,
-		outHash:  sha256.New(),
-		outPath:  filepath.Join(dir, OutputFile),
+		shared:   true,
+		h:        sha256.New(),
 	}
-	c.stdout = captureStream{c: c, name: "stdout", path: filepath.Join(dir, StdoutFile), inline: newHeadTail(limit)}
-	c.stderr = captureStream{c: c, name: "stderr", markers: true, path: filepath.Join(dir, StderrFile), inline: newHeadTail(limit)}
+	c.hashWake.L = &c.outMu
+	c.stdout = captureStream{c: c, name: "stdout", inline: newHeadTail(limit),
+		file: artifactFile{path: filepath.Join(dir, StdoutFile), f: stdout}}
+	c.stderr = captureStream{c: c, name: "stderr", markers: true, inline: newHeadTail(limit),
+		file: artifactFile{path: filepath.Join(dir, StderrFile), f: stderr}}
+	c.out = artifactFile{path: filepath.Join(dir, OutputFile), f: stdout}
 	c.events = eventsStream{c: c}
-	c.stdout.file, c.stderr.file, c.outFile = files[0], files[1], files[2]
 	return c
 }
-
-// CommandID returns the command ID the Capture was made for.
-func (c *Capture) CommandID() string { return c.id }
-
-// Dir returns the absolute path of the command's artifacts directory.
-func (c *Capture) Dir() string { return c.dir }
 
 // Stdout returns the writer for the child's stdout.
 func (c *Capture) Stdout() io.Writer { return &c.stdout }
@@ -232,9 +260,9 @@ func (c *Capture) Flush() {
 	c.events.flush()
 }
 
-// Close flushes, closes the files and returns the summary. It is idempotent:
-// later calls return the same Output and error. After Close the writers
-// return ErrCaptureClosed.
+// Close flushes, finishes the hash, closes the files and returns the
+// summary. It is idempotent: later calls return the same Output and error.
+// After Close the writers return ErrClosed.
 func (c *Capture) Close() (Output, error) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
@@ -243,17 +271,40 @@ func (c *Capture) Close() (Output, error) {
 	}
 	c.Flush()
 	var errs []error
-	stdoutText, stdoutTrunc, err := c.stdout.close()
-	errs = append(errs, err)
-	stderrText, stderrTrunc, err := c.stderr.close()
+	stdoutText, stdoutTrunc := c.stdout.close()
+	stderrText, stderrTrunc, err := c.stderr.closeStderr()
 	errs = append(errs, err)
 	c.events.mu.Lock()
 	c.events.closed = true
 	c.events.line = nil
 	c.events.mu.Unlock()
 
+	// No writer runs now: let the follower catch up, then hash the rest.
 	c.outMu.Lock()
-	errs = append(errs, c.outErr, closeErr(c.outFile))
+	c.hashStop = true
+	c.hashWake.Broadcast()
+	c.outMu.Unlock()
+	c.follower.Wait()
+
+	c.outMu.Lock()
+	if c.hashErr == nil && c.hashed < c.outBytes {
+		buf := make([]byte, min(c.outBytes-c.hashed, hashBufSize))
+		if err := hashFile(c.h, c.out.f, c.hashed, c.outBytes, buf); err != nil {
+			c.hashErr = fmt.Errorf("hash %s: %w", c.out.path, err)
+		}
+		c.hashed = c.outBytes
+	}
+	sum := ""
+	if c.hashErr == nil {
+		sum = hex.EncodeToString(c.h.Sum(nil))
+	}
+	errs = append(errs, c.stdout.file.err, c.out.err, c.hashErr)
+	if f := c.stdout.file.f; f != nil && f != c.out.f {
+		errs = append(errs, closeErr(f))
+	}
+	if c.out.f != nil {
+		errs = append(errs, closeErr(c.out.f))
+	}
 	lines := c.outLines
 	if c.outBytes > 0 && c.outLast != '\n' {
 		lines++
@@ -263,12 +314,12 @@ func (c *Capture) Close() (Output, error) {
 		Stderr:          stderrText,
 		StdoutTruncated: stdoutTrunc,
 		StderrTruncated: stderrTrunc,
-		StdoutPath:      c.stdout.path,
-		StderrPath:      c.stderr.path,
-		OutputPath:      c.outPath,
+		StdoutPath:      c.stdout.file.path,
+		StderrPath:      c.stderr.file.path,
+		OutputPath:      c.out.path,
 		ByteCount:       c.outBytes,
 		LineCount:       lines,
-		Sha256:          hex.EncodeToString(c.outHash.Sum(nil)),
+		Sha256:          sum,
 	}
 	c.outMu.Unlock()
 
@@ -287,15 +338,27 @@ func closeErr(f *os.File) error {
 	return nil
 }
 
-// close closes the stream's file and renders its inline text.
-func (s *captureStream) close() (string, bool, error) {
+// close stops the stream's writer and renders its inline text.
+func (s *captureStream) close() (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
 	s.pending = nil
-	text, truncated := s.inline.Text(s.path)
+	text, truncated := s.inline.Text(s.file.path)
 	s.inline = headTail{}
-	return text, truncated, errors.Join(s.fileErr, closeErr(s.file))
+	return text, truncated
+}
+
+// closeStderr is close for stderr, which also closes its file.
+func (s *captureStream) closeStderr() (string, bool, error) {
+	text, truncated := s.close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.file.err
+	if s.file.f != nil {
+		err = errors.Join(err, closeErr(s.file.f))
+	}
+	return text, truncated, err
 }
 
 // Write takes a chunk from the pump. It always accepts the whole chunk
@@ -304,7 +367,7 @@ func (s *captureStream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return 0, fmt.Errorf("%s of %s: %w", s.name, s.c.id, ErrCaptureClosed)
+		return 0, fmt.Errorf("%s of %s: %w", s.name, s.c.id, ErrClosed)
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -345,7 +408,7 @@ func (s *captureStream) writeMarked(p []byte) {
 		default:
 			s.pending = append(append(s.pending, seg...), '\n')
 			line := s.pending[:len(s.pending)-1]
-			if m, ok := ParseMarker(line); ok {
+			if m, ok := parseMarker(line); ok {
 				s.emitMarker(m, s.pending)
 			} else {
 				s.emitPlain(s.pending)
@@ -366,7 +429,7 @@ func (s *captureStream) writeMarked(p []byte) {
 			continue
 		}
 		if nl >= 0 {
-			if m, ok := ParseMarker(p[i : i+nl]); ok {
+			if m, ok := parseMarker(p[i : i+nl]); ok {
 				if run < i {
 					s.emitPlain(p[run:i])
 				}
@@ -421,16 +484,13 @@ func (s *captureStream) flush() {
 // emitPlain sends user-visible bytes everywhere they go. s.mu is held.
 func (s *captureStream) emitPlain(p []byte) {
 	c := s.c
-	if s.fileErr == nil {
-		n, err := s.file.Write(p)
-		c.addFileBytes(n)
-		if err != nil {
-			s.fileErr = fmt.Errorf("write %s: %w", s.path, err)
-			c.logger.Error("artifact write failed; further output to it is dropped", "commandId", c.id, "file", s.path, "err", err)
-		}
+	if s == &c.stdout {
+		c.writeStdout(p)
+	} else {
+		c.addFileBytes(c.writeFile(&s.file, p))
+		c.appendOutput(p)
 	}
 	s.inline.Write(p)
-	c.appendOutput(p)
 	c.visible.Add(int64(len(p)))
 	if c.onOutput != nil {
 		c.onOutput(s.name, p)
@@ -446,27 +506,224 @@ func (s *captureStream) emitMarker(m Marker, lineNL []byte) {
 	}
 }
 
-// appendOutput appends p to output.log and its running summary.
+// writeStdout writes stdout's bytes to stdout.log and output.log: one write
+// while they are one inode. stdout.mu is held.
+func (c *Capture) writeStdout(p []byte) {
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	if !c.shared {
+		c.addFileBytes(c.writeFile(&c.stdout.file, p))
+		c.appendOutputLocked(p)
+		return
+	}
+	so := &c.stdout.file
+	if so.f == nil && so.err == nil {
+		c.makeShared()
+	}
+	if so.err != nil {
+		return
+	}
+	n, err := so.f.Write(p)
+	c.addFileBytes(2 * n) // two names
+	c.countOutput(p[:n])
+	if err != nil {
+		err = fmt.Errorf("write %s: %w", so.path, err)
+		c.fail(so, err)
+		c.fail(&c.out, err)
+	}
+}
+
+// makeShared gives stdout.log and output.log, links to the empty file so
+// far, a new inode of their own, for stdout's first byte. outMu is held and
+// shared is set.
+func (c *Capture) makeShared() {
+	so := &c.stdout.file
+	f, tmp, err := c.newFile(StdoutFile)
+	if err == nil {
+		// output.log first, through a temporary name: a link cannot
+		// replace a name, a rename can.
+		tmpOut := filepath.Join(c.dir, "."+OutputFile)
+		if err = os.Link(tmp, tmpOut); err == nil {
+			if err = os.Rename(tmpOut, c.out.path); err != nil {
+				_ = os.Remove(tmpOut)
+			}
+		}
+		if err == nil {
+			err = os.Rename(tmp, so.path)
+		}
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("create %s: %w", so.path, err)
+		c.fail(so, err)
+		c.fail(&c.out, err)
+		return
+	}
+	so.f, c.out.f = f, f
+}
+
+// split ends the sharing of stdout.log's inode with output.log, for the
+// first byte that is not stdout's: output.log keeps the inode, and
+// stdout.log becomes a copy of what it held so far, renamed over its name,
+// that stdout goes on writing alone. outMu is held, so no stdout byte
+// arrives meanwhile.
+func (c *Capture) split() {
+	c.shared = false
+	so := &c.stdout.file
+	if so.f == nil {
+		// No stdout byte yet: output.log gets a file of its own with its
+		// first byte, stdout.log with stdout's.
+		return
+	}
+	f, tmp, err := c.newFile(StdoutFile)
+	if err == nil {
+		if err = copyPrefix(f, so.f, c.outBytes); err == nil {
+			err = os.Rename(tmp, so.path)
+		}
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}
+	if err != nil {
+		// stdout.log would take the other streams' bytes from now on:
+		// better no file than a wrong one.
+		_ = os.Remove(so.path)
+		so.f = nil // still open as out.f
+		c.fail(so, fmt.Errorf("copy %s: %w", so.path, err))
+		return
+	}
+	so.f = f
+}
+
+// newFile returns an empty artifact file open for reading and writing at a
+// temporary path, for the caller to rename to the file called name: a
+// spare file when there is one, else a new one in the command's directory.
+func (c *Capture) newFile(name string) (*os.File, string, error) {
+	if f, path, ok := c.arts.takeFile(); ok {
+		return f, path, nil
+	}
+	path := filepath.Join(c.dir, "."+name)
+	f, err := openArtifactFile(path)
+	return f, path, err
+}
+
+// writeFile writes p to af, first giving af an inode of its own if its
+// name is still a link to the empty file, and returns the bytes written.
+// The caller holds the lock that guards af.
+func (c *Capture) writeFile(af *artifactFile, p []byte) int {
+	if af.err != nil {
+		return 0
+	}
+	if af.f == nil {
+		f, tmp, err := c.newFile(filepath.Base(af.path))
+		if err == nil {
+			if err = os.Rename(tmp, af.path); err != nil {
+				_ = f.Close()
+				_ = os.Remove(tmp)
+			}
+		}
+		if err != nil {
+			c.fail(af, fmt.Errorf("create %s: %w", af.path, err))
+			return 0
+		}
+		af.f = f
+	}
+	n, err := af.f.Write(p)
+	if err != nil {
+		c.fail(af, fmt.Errorf("write %s: %w", af.path, err))
+	}
+	return n
+}
+
+// fail records the first error of af and logs it. The caller holds the
+// lock that guards af.
+func (c *Capture) fail(af *artifactFile, err error) {
+	if af.err != nil {
+		return
+	}
+	af.err = err
+	c.logger.Error("artifact file failed; further output to it is dropped", "commandId", c.id, "file", af.path, "err", err)
+}
+
+// appendOutput appends p, bytes that are not stdout's, to output.log.
 func (c *Capture) appendOutput(p []byte) {
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
-	if c.outErr != nil {
-		return
+	c.appendOutputLocked(p)
+}
+
+// appendOutputLocked appends p to output.log; outMu is held. While
+// stdout.log and output.log are shared, p is not stdout's: they split.
+func (c *Capture) appendOutputLocked(p []byte) {
+	if c.shared {
+		c.split()
 	}
-	n, err := c.outFile.Write(p)
+	n := c.writeFile(&c.out, p)
 	c.addFileBytes(n)
-	if err != nil {
-		c.outErr = fmt.Errorf("write %s: %w", c.outPath, err)
-		c.logger.Error("artifact write failed; further output to it is dropped", "commandId", c.id, "file", c.outPath, "err", err)
-		p = p[:n]
-	}
+	c.countOutput(p[:n])
+}
+
+// countOutput adds p, just written to output.log, to the running summary,
+// and keeps the hash going. outMu is held.
+func (c *Capture) countOutput(p []byte) {
 	if len(p) == 0 {
 		return
 	}
-	c.outHash.Write(p)
 	c.outBytes += int64(len(p))
 	c.outLines += int64(bytes.Count(p, []byte{'\n'}))
 	c.outLast = p[len(p)-1]
+	switch {
+	case c.hashing:
+		c.hashWake.Signal()
+	case c.outBytes > hashAfter:
+		c.hashing = true
+		c.follower.Go(c.follow)
+	}
+}
+
+// follow hashes output.log as it grows, reading it back, until Close asks
+// it to end and it has caught up. Its owner is c.follower.
+func (c *Capture) follow() {
+	buf := make([]byte, hashBufSize)
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	for {
+		for c.hashed == c.outBytes && !c.hashStop {
+			c.hashWake.Wait()
+		}
+		if c.hashed == c.outBytes {
+			return
+		}
+		f, from, to := c.out.f, c.hashed, c.outBytes
+		c.outMu.Unlock()
+		err := hashFile(c.h, f, from, to, buf)
+		c.outMu.Lock()
+		if err != nil {
+			c.hashErr = fmt.Errorf("hash %s: %w", c.out.path, err)
+			return
+		}
+		c.hashed = to
+	}
+}
+
+// hashFile feeds bytes [from, to) of f to h.
+func hashFile(h hash.Hash, f *os.File, from, to int64, buf []byte) error {
+	for from < to {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), to-from)], from)
+		h.Write(buf[:n])
+		from += int64(n)
+		if err != nil && (from < to || !errors.Is(err, io.EOF)) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // addFileBytes counts bytes written to the files and checks the artifacts
@@ -487,7 +744,7 @@ func (e *eventsStream) Write(p []byte) (int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return 0, fmt.Errorf("events of %s: %w", e.c.id, ErrCaptureClosed)
+		return 0, fmt.Errorf("events of %s: %w", e.c.id, ErrClosed)
 	}
 	n := len(p)
 	for len(p) > 0 {
@@ -519,7 +776,7 @@ func (e *eventsStream) Write(p []byte) (int, error) {
 
 // endLine handles a complete events line held in e.line. e.mu is held.
 func (e *eventsStream) endLine() {
-	m, ok := ParseMarker(e.line)
+	m, ok := parseMarker(e.line)
 	if !ok {
 		return
 	}

@@ -1,4 +1,4 @@
-package process
+package capture
 
 import (
 	"bufio"
@@ -89,16 +89,16 @@ func TestParseMarker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseMarker([]byte(tt.line))
+			got, ok := parseMarker([]byte(tt.line))
 			want := tt.want
 			if tt.ok {
 				want.Raw = tt.line
 			}
 			if ok != tt.ok {
-				t.Fatalf("ParseMarker(%q) ok = %v, want %v (got %+v)", tt.line, ok, tt.ok, got)
+				t.Fatalf("parseMarker(%q) ok = %v, want %v (got %+v)", tt.line, ok, tt.ok, got)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("ParseMarker(%q) mismatch (-want +got):\n%s", tt.line, diff)
+				t.Errorf("parseMarker(%q) mismatch (-want +got):\n%s", tt.line, diff)
 			}
 		})
 	}
@@ -127,16 +127,16 @@ func readMarkerLines(t testing.TB, name string) [][]byte {
 
 func TestParseMarkerTestdata(t *testing.T) {
 	for _, line := range readMarkerLines(t, "valid.txt") {
-		m, ok := ParseMarker(line)
+		m, ok := parseMarker(line)
 		if !ok {
-			t.Errorf("ParseMarker(%q) not recognised", line)
+			t.Errorf("parseMarker(%q) not recognised", line)
 			continue
 		}
 		checkMarkerInvariants(t, line, m)
 	}
 	for _, line := range readMarkerLines(t, "invalid.txt") {
-		if m, ok := ParseMarker(line); ok {
-			t.Errorf("ParseMarker(%q) = %+v, want not a marker", line, m)
+		if m, ok := parseMarker(line); ok {
+			t.Errorf("parseMarker(%q) = %+v, want not a marker", line, m)
 		}
 	}
 }
@@ -162,36 +162,36 @@ func TestMarkerCandidatePrefixes(t *testing.T) {
 func checkMarkerInvariants(t testing.TB, line []byte, m Marker) {
 	t.Helper()
 	if !utf8.ValidString(m.Step) {
-		t.Errorf("ParseMarker(%q).Step = %q: invalid UTF-8", line, m.Step)
+		t.Errorf("parseMarker(%q).Step = %q: invalid UTF-8", line, m.Step)
 	}
 	if n := utf8.RuneCountInString(m.Step); n > maxStepRunes {
-		t.Errorf("ParseMarker(%q).Step has %d runes, want <= %d", line, n, maxStepRunes)
+		t.Errorf("parseMarker(%q).Step has %d runes, want <= %d", line, n, maxStepRunes)
 	}
 	if strings.IndexFunc(m.Step, unicode.IsControl) >= 0 {
-		t.Errorf("ParseMarker(%q).Step = %q: has control characters", line, m.Step)
+		t.Errorf("parseMarker(%q).Step = %q: has control characters", line, m.Step)
 	}
 	switch m.Kind {
 	case MarkerStep:
 		switch m.Status {
 		case "start", "done", "fail", "skip":
 		default:
-			t.Errorf("ParseMarker(%q).Status = %q", line, m.Status)
+			t.Errorf("parseMarker(%q).Status = %q", line, m.Status)
 		}
 		if m.Step == "" {
-			t.Errorf("ParseMarker(%q): step marker without a step name", line)
+			t.Errorf("parseMarker(%q): step marker without a step name", line)
 		}
 	case MarkerHeartbeat:
 		if m.Status != "" {
-			t.Errorf("ParseMarker(%q): heartbeat with status %q", line, m.Status)
+			t.Errorf("parseMarker(%q): heartbeat with status %q", line, m.Status)
 		}
 	default:
-		t.Errorf("ParseMarker(%q).Kind = %v", line, m.Kind)
+		t.Errorf("parseMarker(%q).Kind = %v", line, m.Kind)
 	}
 	if m.Index < 0 || m.Total < 0 || m.Elapsed < 0 {
-		t.Errorf("ParseMarker(%q) = %+v: negative index, total or elapsed", line, m)
+		t.Errorf("parseMarker(%q) = %+v: negative index, total or elapsed", line, m)
 	}
 	if m.Raw != string(line) {
-		t.Errorf("ParseMarker(%q).Raw = %q", line, m.Raw)
+		t.Errorf("parseMarker(%q).Raw = %q", line, m.Raw)
 	}
 }
 
@@ -203,9 +203,9 @@ func FuzzParseMarker(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		if bytes.IndexByte(line, '\n') >= 0 {
-			return // ParseMarker takes one line
+			return // parseMarker takes one line
 		}
-		m, ok := ParseMarker(line)
+		m, ok := parseMarker(line)
 		if !ok {
 			return
 		}
@@ -221,7 +221,7 @@ func FuzzParseMarker(f *testing.F) {
 func TestMarkerGlyphsShareLeadByte(t *testing.T) {
 	for _, g := range markerGlyphs {
 		if g.enc[0] != glyphLeadByte {
-			t.Errorf("glyph %q starts with %#x, but ParseMarker only tries glyphs after %#x", g.enc, g.enc[0], glyphLeadByte)
+			t.Errorf("glyph %q starts with %#x, but parseMarker only tries glyphs after %#x", g.enc, g.enc[0], glyphLeadByte)
 		}
 	}
 }

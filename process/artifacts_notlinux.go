@@ -1,8 +1,0 @@
-//go:build !linux
-
-package process
-
-// renameNoReplace renames oldpath to newpath, failing if newpath exists.
-func renameNoReplace(oldpath, newpath string) error {
-	return renameChecked(oldpath, newpath)
-}
