@@ -26,9 +26,6 @@ type group struct {
 	// own: made by this package, killed and removed by finish; a v2 group
 	// of the caller is only written to.
 	own bool
-	// pidsMax is the pids limit, restored after the forking thread left a
-	// v1 group (which holds one more while the thread is in it).
-	pidsMax int64
 }
 
 // groupSeq numbers the groups this process makes.
@@ -43,8 +40,6 @@ const groupPrefix = "toolhost-sandbox-"
 var staleOnce sync.Map // parent dir -> *sync.Once
 
 // newGroup makes a group under parent for ctrls, with the limits of l.
-// A v1 pids group is given one more pid than asked: the forking thread
-// sits in it while it forks.
 func newGroup(version int, parent string, ctrls []string, l Limits) (*group, error) {
 	once, _ := staleOnce.LoadOrStore(parent, new(sync.Once))
 	once.(*sync.Once).Do(func() { removeStaleGroups(parent) })
@@ -106,12 +101,7 @@ func (g *group) write(name, value string) error {
 // setLimits writes the limits of l the group carries.
 func (g *group) setLimits(l Limits) error {
 	if g.has("pids") {
-		g.pidsMax = l.Pids
-		n := l.Pids
-		if g.version == 1 {
-			n++
-		}
-		if err := g.write("pids.max", strconv.FormatInt(n, 10)); err != nil {
+		if err := g.write("pids.max", strconv.FormatInt(l.Pids, 10)); err != nil {
 			return err
 		}
 	}
@@ -147,64 +137,46 @@ func (g *group) setLimits(l Limits) error {
 	return nil
 }
 
-// joined holds what a thread that joined a v1 group needs to leave it once
-// it is confined and can no longer open files under /sys: the files it
-// writes, opened before.
+// joined is a v1 group the forking thread joined, with the tasks file of
+// the group's parent, where the server's threads are, opened before the
+// thread was confined: it could no longer open files under /sys then.
 type joined struct {
-	g *group
-	// orig is the tasks file of the group's parent, where the server's
-	// threads are.
+	g    *group
 	orig *os.File
-	// pidsMax is the group's pids.max, nil for a memory group.
-	pidsMax *os.File
 }
 
 // join moves the calling thread into the v1 group (threads move one by
-// one there; a child forked by the thread starts in its groups). It must
-// run before the thread is confined.
+// one there; a child forked by the thread starts in its groups). In a pids
+// group the thread counts: with the exact limit there, the thread and the
+// child's tree together never exceed it, and once the thread has left the
+// tree may use it all. It must run before the thread is confined.
 func (g *group) join() (*joined, error) {
-	j := &joined{g: g}
-	var err error
-	if j.orig, err = os.OpenFile(filepath.Join(filepath.Dir(g.dir), "tasks"), os.O_WRONLY, 0); err != nil {
+	orig, err := os.OpenFile(filepath.Join(filepath.Dir(g.dir), "tasks"), os.O_WRONLY, 0)
+	if err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
-	if g.has("pids") {
-		if j.pidsMax, err = os.OpenFile(filepath.Join(g.dir, "pids.max"), os.O_WRONLY, 0); err != nil {
-			j.close()
-			return nil, fmt.Errorf("cgroup: %w", err)
-		}
-	}
 	if err := g.write("tasks", strconv.Itoa(unix.Gettid())); err != nil {
-		j.close()
+		_ = orig.Close()
 		return nil, err
 	}
-	return j, nil
+	return &joined{g: g, orig: orig}, nil
 }
 
-// leave gives a pids group its exact limit (the thread still counts, so
-// the child's tree can never hold more than asked), then moves the calling
-// thread back among the server's threads.
+// leave moves the calling thread back among the server's threads.
 func (j *joined) leave() error {
 	defer j.close()
-	if j.pidsMax != nil {
-		if _, err := j.pidsMax.WriteString(strconv.FormatInt(j.g.pidsMax, 10)); err != nil {
-			return fmt.Errorf("cgroup: %s pids.max: %w", j.g.dir, err)
-		}
-	}
 	if _, err := j.orig.WriteString(strconv.Itoa(unix.Gettid())); err != nil {
 		return fmt.Errorf("cgroup: leaving %s: %w", j.g.dir, err)
 	}
 	return nil
 }
 
-// close closes the files of j.
-func (j *joined) close() {
-	if j.orig != nil {
-		_ = j.orig.Close()
-	}
-	if j.pidsMax != nil {
-		_ = j.pidsMax.Close()
-	}
+// close closes the parent's tasks file.
+func (j *joined) close() { _ = j.orig.Close() }
+
+// add moves process pid, stopped at its exec, into the v1 group.
+func (g *group) add(pid int) error {
+	return g.write("cgroup.procs", strconv.Itoa(pid))
 }
 
 // readKeyed parses a flat keyed file ("key value" lines).
@@ -363,6 +335,10 @@ type watch struct {
 	f    *os.File
 	kind Limit
 	g    *group
+	// certain: every notification is a hit. The v1 OOM eventfd fires when
+	// the group enters OOM, which may be before oom_kill is counted; an
+	// events file is modified for other reasons too.
+	certain bool
 }
 
 // pollEvery is how often a limit without notifications is looked at while
@@ -396,7 +372,7 @@ func (g *group) watches() ([]watch, error) {
 		if err != nil {
 			return fail(err)
 		}
-		out = append(out, watch{f: f, kind: LimitMemory, g: g})
+		out = append(out, watch{f: f, kind: LimitMemory, g: g, certain: g.version == 1})
 	}
 	if g.has("pids") {
 		// Linux notifies changes of pids.events on v2 only.

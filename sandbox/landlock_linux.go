@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"unsafe"
@@ -86,22 +85,31 @@ func restrictThread(ly layers) error {
 
 	if ly.fsHandled {
 		handled := attr.Handled_access_fs
-		if ly.fsGrantAll {
-			if err := addPathRule(ruleset, "/", handled); err != nil {
+		static, err := staticRules()
+		if err != nil {
+			return err
+		}
+		for _, r := range static {
+			rights := fsDevice & handled
+			switch {
+			case r.path == "/" && ly.fsGrantAll:
+				rights = handled
+			case r.path == "/":
+				rights = fsRead & handled
+			case ly.fsGrantAll:
+				continue // "/" grants it all already
+			}
+			if err := addRule(ruleset, r.path, r.fd, r.dir, rights); err != nil {
 				return err
 			}
-		} else {
-			if err := addPathRule(ruleset, "/", fsRead&handled); err != nil {
-				return err
-			}
+		}
+		if !ly.fsGrantAll {
 			for _, w := range ly.writable {
-				if err := addPathRule(ruleset, w, handled&^fsNeverInWritable); err != nil {
-					return err
+				fd, ok := ly.fds[w]
+				if !ok {
+					return fmt.Errorf("landlock rule: %s was not opened", w)
 				}
-			}
-			for _, d := range devicePaths {
-				err := addPathRule(ruleset, d, fsDevice&handled)
-				if err != nil && !errors.Is(err, os.ErrNotExist) {
+				if err := addRule(ruleset, w, fd, true, handled&^fsNeverInWritable); err != nil {
 					return err
 				}
 			}
@@ -116,19 +124,11 @@ func restrictThread(ly layers) error {
 	return nil
 }
 
-// addPathRule grants rights beneath path (or on path, for a file, where
-// only the file rights apply).
-func addPathRule(ruleset int, path string, rights uint64) error {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "landlock rule", Path: path, Err: err}
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return &os.PathError{Op: "landlock rule", Path: path, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+// addRule grants rights beneath the directory fd (or on the file fd, where
+// only the file rights apply) of path. A writable path must be a
+// directory.
+func addRule(ruleset int, path string, fd int, dir bool, rights uint64) error {
+	if !dir {
 		rights &= fsFileOnly
 	}
 	if rights == 0 {

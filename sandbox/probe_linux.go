@@ -91,11 +91,11 @@ func landlockABI() (int, error) {
 
 // onThrowawayThread runs f on a goroutine locked to a thread other than
 // the main one (goLocked), which exits with whatever f changed in it, and
-// waits for it.
+// returns f's error.
 func onThrowawayThread(f func() error) error {
-	var err error
-	<-goLocked(func() { err = f() })
-	return err
+	errc := make(chan error, 1)
+	goLocked(func() { errc <- f() })
+	return <-errc
 }
 
 // probeMountNS does on the calling (throwaway) thread what applyMountNS

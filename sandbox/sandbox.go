@@ -245,6 +245,9 @@ type layers struct {
 	fsHandled, fsGrantAll bool
 	// writable are the directories granted write rights.
 	writable []string
+	// fds are O_PATH descriptors of the policy's paths, by real path
+	// (Linux; the caller owns them).
+	fds map[string]int
 	// netTCP: Landlock denies TCP bind and connect.
 	netTCP bool
 	// scoped: Landlock scopes signals and abstract unix sockets.
@@ -262,12 +265,17 @@ type layers struct {
 	// while the child is stopped at its exec.
 	cpuSeconds uint64
 	cpuAtExec  bool
+	// pidsAtExec puts the child in its v1 pids group while it is stopped
+	// at its exec, where the forking thread cannot join the group first: a
+	// limit of one leaves no room for the thread and the child.
+	pidsAtExec bool
 }
 
 // stopAtExec reports whether the child is stopped at its exec to finish
-// its set-up: RLIMIT_CPU, or the id maps of its user namespace.
+// its set-up: RLIMIT_CPU, its v1 pids group, or the id maps of its user
+// namespace.
 func (ly layers) stopAtExec() bool {
-	return ly.cpuAtExec || ly.netns == NetNSUserNS
+	return ly.cpuAtExec || ly.pidsAtExec || ly.netns == NetNSUserNS
 }
 
 // Plan says what Start would apply for p and l given caps, without
@@ -441,7 +449,12 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 		rep.Limits[kind] = fmt.Sprintf("cgroup-v%d", c.Version)
 	}
 	cgroupLimit(LimitMemory, l.MemoryBytes, caps.Memory, &ly.memory)
-	cgroupLimit(LimitPids, l.Pids, caps.Pids, &ly.pids)
+	if l.Pids == 1 && caps.Pids.Version == 1 && !caps.PtraceStop {
+		missing = append(missing, "pids limit 1: "+caps.reason("ptrace", "the child cannot be stopped at its exec"))
+	} else {
+		cgroupLimit(LimitPids, l.Pids, caps.Pids, &ly.pids)
+		ly.pidsAtExec = l.Pids == 1 && ly.pids.Version == 1
+	}
 	if l.CPU > 0 && !caps.CPULimit {
 		missing = append(missing, "cpu limit: "+caps.reason("cpu", "no RLIMIT_CPU"))
 	} else if l.CPU > 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -35,10 +34,8 @@ type sysState struct {
 	cpuSeconds uint64
 
 	// release is closed by Finish: the confining goroutine returns and
-	// its thread, still locked, exits. threadDone is closed when it has
-	// returned.
-	release    chan struct{}
-	threadDone <-chan struct{}
+	// the runtime ends its thread, still locked.
+	release chan struct{}
 
 	// mu guards hit and finished.
 	mu sync.Mutex
@@ -53,14 +50,16 @@ func start(cmd *exec.Cmd, spec Spec, caps Capabilities) (*Sandbox, error) {
 	if cmd.Process != nil {
 		return nil, errors.New("sandbox: the command has already started")
 	}
-	pol, err := resolvePolicy(spec.Policy)
+	pol, fds, err := openPolicy(spec.Policy)
 	if err != nil {
 		return nil, err
 	}
+	defer fds.close() // the confining thread has used them when Start returns
 	ly, rep, err := plan(pol, spec.Limits, caps)
 	if err != nil && (spec.Require || !errors.Is(err, ErrUnavailable)) {
 		return nil, err
 	}
+	ly.fds = fds
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -81,33 +80,30 @@ func start(cmd *exec.Cmd, spec Spec, caps Capabilities) (*Sandbox, error) {
 	st := &s.sys
 	st.onLimit = spec.OnLimit
 	st.cpuSeconds = ly.cpuSeconds
-	st.release = make(chan struct{})
 	st.stop = make(chan struct{})
+	st.release = make(chan struct{})
 	v2fd, err := st.makeGroups(ly, spec, attr)
 	if err != nil {
-		st.removeGroups()
+		_ = st.removeGroups()
 		return nil, err
 	}
 	for _, g := range st.groups {
 		ws, err := g.watches()
 		if err != nil {
 			st.closeWatches()
-			st.removeGroups()
+			_ = st.removeGroups()
 			return nil, err
 		}
 		st.watches = append(st.watches, ws...)
 	}
 
-	// The confining goroutine: its owner is the Sandbox, and Finish waits
-	// for it (threadDone) after closing release.
 	started := make(chan error, 1)
-	st.threadDone = goLocked(func() { st.confined(cmd, ly, started) })
+	goLocked(func() { st.confined(cmd, ly, started) })
 	err = <-started
 	if v2fd != nil {
 		_ = v2fd.Close()
 	}
 	if err != nil {
-		<-st.threadDone
 		st.closeWatches()
 		_ = st.removeGroups()
 		return nil, err
@@ -116,47 +112,6 @@ func start(cmd *exec.Cmd, spec Spec, caps Capabilities) (*Sandbox, error) {
 		st.monitors.Go(func() { st.monitor(w) })
 	}
 	return s, nil
-}
-
-// resolvePolicy resolves the symlinks of every path of p: bind mounts and
-// the nesting of read roots in writable directories are decided on real
-// paths. Every path must exist.
-func resolvePolicy(p Policy) (Policy, error) {
-	if err := p.validate(); err != nil {
-		return p, err
-	}
-	res := func(d string) (string, error) {
-		if d == "" {
-			return "", nil
-		}
-		r, err := filepath.EvalSymlinks(d)
-		if err != nil {
-			return "", fmt.Errorf("sandbox: %w", err)
-		}
-		return r, nil
-	}
-	var err error
-	for _, d := range []*string{&p.Root, &p.TempDir, &p.CacheDir} {
-		if *d, err = res(*d); err != nil {
-			return p, err
-		}
-	}
-	out := Policy{Filesystem: p.Filesystem, Network: p.Network, Root: p.Root, TempDir: p.TempDir, CacheDir: p.CacheDir}
-	for _, d := range p.Writable {
-		r, err := res(d)
-		if err != nil {
-			return p, err
-		}
-		out.Writable = append(out.Writable, r)
-	}
-	for _, d := range p.ReadRoots {
-		r, err := res(d)
-		if err != nil {
-			return p, err
-		}
-		out.ReadRoots = append(out.ReadRoots, r)
-	}
-	return out, nil
 }
 
 // makeGroups makes the limit cgroups ly asks for. A v2 group is the
@@ -219,13 +174,15 @@ func (st *sysState) makeGroups(ly layers, spec Spec, attr *syscall.SysProcAttr) 
 // unlocked: it joins the v1 limit groups, confines the thread
 // (capabilities, network and mount namespaces, Landlock, seccomp), starts
 // cmd, which inherits all of it, finishes the child's set-up while it is
-// stopped at its exec, leaves the groups, reports on started, and parks
-// until Finish closes release. Then it returns and the runtime ends the
-// thread, so nothing else ever runs confined. The thread stays alive while
-// the command runs because Pdeathsig fires when the thread that forked a
-// child exits. New threads of the runtime are never cloned from a locked
-// thread (they come from its template thread), so none inherits the
-// confinement.
+// stopped at its exec, leaves the groups and reports on started. It then
+// holds the thread until Finish releases it, since Pdeathsig fires when
+// the thread that forked a child exits; then it returns and the runtime
+// ends the thread, so nothing else ever runs confined. New threads of the
+// runtime are never cloned from a locked thread (they come from its
+// template thread), so none inherits the confinement. It waits on a
+// channel, not in a system call: a parked goroutine gives its P back at
+// once, so the goroutine it woke with started runs without waiting for the
+// runtime to notice a blocked thread.
 func (st *sysState) confined(cmd *exec.Cmd, ly layers, started chan<- error) {
 	err := st.confineAndStart(cmd, ly)
 	started <- err
@@ -235,64 +192,43 @@ func (st *sysState) confined(cmd *exec.Cmd, ly layers, started chan<- error) {
 	<-st.release
 }
 
+// confiners owns the goroutines locked to confining threads (goLocked):
+// each returns once its Sandbox is finished, or at once when its Start
+// failed, and the runtime then ends its thread. Drain waits for them.
+// Finish does not: a goroutine woken on a thread about to exit would wait
+// for the runtime to find it another, which costs more than the rest of
+// Finish.
+var confiners sync.WaitGroup
+
+// Drain waits until the confining goroutine of every Start has returned:
+// those of sandboxes not finished yet keep it waiting. The runtime ends
+// their threads right after. Call it at shutdown, after the last Finish.
+func Drain() { confiners.Wait() }
+
 // goLocked runs f on a new goroutine locked to an OS thread that is not the
-// process's main thread, and never unlocks it, so that the thread exits
-// when f returns. The runtime never ends the main thread (a goroutine that
-// exits locked to it wedges it instead, with whatever was done to it), so
-// if the goroutine lands there it holds the main thread while a second
-// goroutine, which then cannot be scheduled on it, locks another thread
-// and runs f; it then gives the main thread back. The returned channel is
-// closed once f and the goroutines have returned, and the thread has
-// exited where the kernel can tell (a pidfd of the thread, Linux 6.9): its
-// receiver is their owner.
-func goLocked(f func()) <-chan struct{} {
-	done := make(chan struct{})
-	run := func() {
-		// The runtime ends the thread after the goroutine has returned;
-		// a goroutine on another thread waits for that.
-		pidfd, err := unix.PidfdOpen(unix.Gettid(), pidfdThread)
-		returned := make(chan struct{})
-		go func() {
-			defer close(done)
-			<-returned
-			if err == nil {
-				waitThreadExit(pidfd)
-			}
-		}()
-		f()
-		close(returned)
-	}
-	go func() {
+// process's main thread, and never unlocks it, so that the runtime ends
+// the thread when f returns. The runtime never ends the main thread (a
+// goroutine that exits locked to it wedges it instead, with whatever was
+// done to it), so if the goroutine lands there it holds the main thread
+// while a second goroutine, which then cannot be scheduled on it, locks
+// another thread and runs f; it then gives the main thread back. The
+// goroutines belong to confiners.
+func goLocked(f func()) {
+	confiners.Go(func() {
 		runtime.LockOSThread()
 		if unix.Gettid() != unix.Getpid() {
-			run()
+			f()
 			return // still locked: the thread exits
 		}
 		locked := make(chan struct{})
-		go func() {
+		confiners.Go(func() {
 			runtime.LockOSThread() // never unlocked: the thread exits
 			close(locked)
-			run()
-		}()
+			f()
+		})
 		<-locked
 		runtime.UnlockOSThread()
-	}()
-	return done
-}
-
-// pidfdThread is PIDFD_THREAD (O_EXCL): a pidfd of one thread, readable
-// when that thread exits.
-const pidfdThread = unix.O_EXCL
-
-// waitThreadExit waits until the thread of pidfd has exited, and closes it.
-func waitThreadExit(pidfd int) {
-	defer unix.Close(pidfd)
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	for {
-		if _, err := unix.Poll(fds, -1); !errors.Is(err, unix.EINTR) {
-			return
-		}
-	}
+	})
 }
 
 // confineAndStart is the body of confined up to the report.
@@ -303,8 +239,13 @@ func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
 			j.close()
 		}
 	}()
+	var pidsAtExec *group
 	for _, g := range st.groups {
 		if g.version != 1 {
+			continue
+		}
+		if ly.pidsAtExec && g.has("pids") {
+			pidsAtExec = g
 			continue
 		}
 		j, err := g.join()
@@ -349,11 +290,20 @@ func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
 	if ly.stopAtExec() {
 		errs = append(errs, atExecStop(pid, func() error {
 			var errs []error
-			if ly.netns == NetNSUserNS {
-				// The thread is confined: writing the child's maps under
-				// /proc is for a goroutine on another thread.
+			if ly.netns == NetNSUserNS || pidsAtExec != nil {
+				// The thread is confined: writing under /proc and /sys is
+				// for a goroutine on another thread.
 				errc := make(chan error, 1)
-				go func() { errc <- writeIDMaps(pid) }()
+				go func() {
+					var err error
+					if ly.netns == NetNSUserNS {
+						err = writeIDMaps(pid)
+					}
+					if pidsAtExec != nil {
+						err = errors.Join(err, pidsAtExec.add(pid))
+					}
+					errc <- err
+				}()
 				errs = append(errs, <-errc)
 			}
 			if ly.cpuSeconds > 0 {
@@ -450,6 +400,10 @@ func (st *sysState) monitor(w watch) {
 			if _, err := w.f.Read(buf); err != nil {
 				return // closed by Finish
 			}
+			if w.certain {
+				st.limitHit(w.kind)
+				return
+			}
 			continue
 		}
 		select {
@@ -513,11 +467,12 @@ var errFinished = errors.New("sandbox: already finished")
 // Finish ends the sandbox once cmd.Wait has returned: it stops watching
 // the limits, says which limit the command exceeded ("" if none), kills
 // whatever is left in the limit cgroups the package made and removes them,
-// and lets the confining thread exit. A limit counts as exceeded when a
+// and lets the confining thread go: the runtime ends it right after (Drain
+// waits for that). A limit counts as exceeded when a
 // cgroup saw an OOM kill or a refused fork, or when the command's process
 // died of SIGXCPU, or of SIGKILL after using its CPU time. Call it exactly
-// once; if cmd.Wait has not returned, releasing the thread fires the
-// command's Pdeathsig, if it has one.
+// once; if the command still runs, releasing the thread fires its
+// Pdeathsig, if it has one.
 func (s *Sandbox) Finish() (Limit, error) {
 	st := &s.sys
 	st.mu.Lock()
@@ -551,6 +506,5 @@ func (s *Sandbox) Finish() (Limit, error) {
 	}
 	err := st.removeGroups()
 	close(st.release)
-	<-st.threadDone
 	return hit, err
 }
