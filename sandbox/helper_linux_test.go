@@ -76,6 +76,21 @@ func helper(args []string) string {
 		pid, _ := strconv.Atoi(args[0])
 		sig, _ := strconv.Atoi(args[1])
 		return outcome("kill", unix.Kill(pid, unix.Signal(sig)))
+	case "unix-bind":
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err != nil {
+			return outcome("socket", err)
+		}
+		return outcome("bind", unix.Bind(fd, &unix.SockaddrUnix{Name: args[0]}))
+	case "ptrace-attach":
+		pid, _ := strconv.Atoi(args[0])
+		return outcome("ptrace", unix.PtraceAttach(pid))
+	case "open-write":
+		fd, err := unix.Open(args[0], unix.O_WRONLY, 0)
+		if err == nil {
+			_ = unix.Close(fd)
+		}
+		return outcome("open", err)
 	case "rlimit-cpu":
 		var r unix.Rlimit
 		if err := unix.Getrlimit(unix.RLIMIT_CPU, &r); err != nil {

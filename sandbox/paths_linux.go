@@ -27,7 +27,7 @@ func (f policyFDs) close() {
 // paths, which bind mounts and the nesting of read roots in writable
 // directories are decided on, and the descriptors. One open and one
 // readlink of /proc/self/fd per path cost less than resolving symlinks one
-// component at a time. Every path must exist.
+// component at a time. Every path must be an existing directory.
 func openPolicy(p Policy) (Policy, policyFDs, error) {
 	if err := p.validate(); err != nil {
 		return p, nil, err
@@ -37,7 +37,7 @@ func openPolicy(p Policy) (Policy, policyFDs, error) {
 		if path == "" {
 			return "", nil
 		}
-		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return "", fmt.Errorf("sandbox: %w", &os.PathError{Op: "open", Path: path, Err: err})
 		}

@@ -28,7 +28,9 @@ const (
 )
 
 // Policy describes the confinement asked for one command. Every mode reads
-// anything the user can. Paths must be absolute; Start resolves symlinks.
+// anything the user can. Paths must be absolute directories; Start
+// resolves symlinks. The zero Policy is the tightest: workspace-write
+// (with no directory to write) and no network.
 type Policy struct {
 	// Filesystem is the filesystem mode; the zero value is WorkspaceWrite.
 	Filesystem Filesystem
@@ -525,8 +527,17 @@ func (s *Sandbox) Report() Report { return s.report }
 
 // Start starts cmd (which must not have been started) confined as spec
 // asks, with cmd.Start on a dedicated OS thread: the server itself is never
-// confined. On success the caller owns cmd as usual (cmd.Wait, pipes) and
-// must call Finish once cmd.Wait has returned.
+// confined. It sets fields of cmd.SysProcAttr (Ptrace, Cloneflags,
+// UseCgroupFD and CgroupFD) as the layers need, and leaves the caller's
+// (Setpgid, Pdeathsig, ...) alone. On success the caller owns cmd as usual
+// (cmd.Wait, pipes) and must call Finish once cmd.Wait has returned. On
+// error the command is not running: if it had started, it was killed and
+// waited for.
+//
+// Where a child may be stopped at its exec (Report.Limits has cpu, or the
+// network namespace is a user namespace's), it is a traced child until
+// Start returns: a waitid(P_ALL) elsewhere in the process must not reap or
+// consume its stop meanwhile.
 func Start(cmd *exec.Cmd, spec Spec) (*Sandbox, error) {
 	caps := spec.Caps
 	if caps == nil {

@@ -166,6 +166,10 @@ try "copy out" cp "$1/f" "$5/copy"
 try "rename out" mv "$1/f" "$5/moved"
 try "link outside file in" ln "$5/existing" "$1/in"
 try "write through /proc/self/root" sh -c 'echo x > "/proc/self/root$0/viaproc"' "$5"
+try "write through /proc/self/cwd/.." sh -c 'cd "$0" && echo x > /proc/self/cwd/../viacwd' "$1"
+try "write through a symlink out" sh -c 'echo x > "$0/out/viasymlink"' "$1"
+try "setsid descendant writes outside" setsid -w sh -c 'echo x > "$0/bysetsid"' "$5"
+try "nohup descendant writes outside" nohup sh -c 'echo x > "$0/bynohup"' "$5"
 try "chmod outside" chmod 600 "$5/existing"
 try "touch outside" touch "$5/existing"
 `
@@ -193,12 +197,17 @@ func TestWorkspaceWrite(t *testing.T) {
 			c.MountNS = tc.mountNS
 			c.CapDrop = false // this test is about the filesystem layers
 			d := newDirs(t)
+			if err := os.Symlink(d.outside, filepath.Join(d.root, "out")); err != nil {
+				t.Fatal(err)
+			}
 			r := shell(t, Spec{Policy: d.policy(), Caps: &c}, tryWrites, d.root, d.tmp, d.cache, d.extra, d.outside)
 			want := []string{
 				"write root ok", "write tmp ok", "write cache ok", "write extra ok", "dev null ok", "read /etc/hosts ok",
 				"write outside refused", "truncate outside refused", "mkdir outside refused", "symlink outside refused",
 				"hard link outside refused", "copy out refused", "rename out refused", "link outside file in refused",
-				"write through /proc/self/root refused",
+				"write through /proc/self/root refused", "write through /proc/self/cwd/.. refused",
+				"write through a symlink out refused", "setsid descendant writes outside refused",
+				"nohup descendant writes outside refused",
 				"chmod outside " + tc.metadata, "touch outside " + tc.metadata,
 			}
 			if diff := cmp.Diff(want, lines(r.out)); diff != "" {
@@ -210,6 +219,12 @@ func TestWorkspaceWrite(t *testing.T) {
 			metadataGap := slices.ContainsFunc(r.report.NotEnforced, func(s string) bool { return strings.HasPrefix(s, "metadata") })
 			if metadataGap == tc.mountNS {
 				t.Errorf("report lists the metadata gap: %v, want %v: %q", metadataGap, !tc.mountNS, r.report.NotEnforced)
+			}
+			if got := helperRun(t, Spec{Policy: d.policy(), Caps: &c}, "unix-bind", filepath.Join(d.outside, "sock")); got == "bind: ok" {
+				t.Errorf("a unix socket was made outside")
+			}
+			if got := helperRun(t, Spec{Policy: d.policy(), Caps: &c}, "unix-bind", filepath.Join(d.root, "sock")); got != "bind: ok" {
+				t.Errorf("a unix socket in the root: %s", got)
 			}
 			// Nothing outside changed but, without the mount namespace,
 			// the mode and times.
@@ -539,8 +554,8 @@ func TestNetworkOff(t *testing.T) {
 }
 
 // TestSignalsScoped checks that a confined command cannot signal the test
-// process or another process outside its sandbox, and still signals its
-// own children.
+// process or another process outside its sandbox, trace it, or write to
+// the test's stdout through /proc, and still signals its own children.
 func TestSignalsScoped(t *testing.T) {
 	caps := probed(t, "landlock6")
 	outside := exec.Command("sleep", "60")
@@ -556,8 +571,10 @@ func TestSignalsScoped(t *testing.T) {
 	got := []string{
 		helperRun(t, spec, "kill", strconv.Itoa(os.Getpid()), "0"),
 		helperRun(t, spec, "kill", strconv.Itoa(outside.Process.Pid), strconv.Itoa(int(unix.SIGKILL))),
+		helperRun(t, spec, "ptrace-attach", strconv.Itoa(outside.Process.Pid)),
+		helperRun(t, spec, "open-write", fmt.Sprintf("/proc/%d/fd/1", os.Getpid())),
 	}
-	if diff := cmp.Diff([]string{"kill: EPERM", "kill: EPERM"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"kill: EPERM", "kill: EPERM", "ptrace: EPERM", "open: EACCES"}, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 	// The outside process has not exited (WNOWAIT leaves it be).

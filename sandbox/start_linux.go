@@ -467,8 +467,8 @@ var errFinished = errors.New("sandbox: already finished")
 // Finish ends the sandbox once cmd.Wait has returned: it stops watching
 // the limits, says which limit the command exceeded ("" if none), kills
 // whatever is left in the limit cgroups the package made and removes them,
-// and lets the confining thread go: the runtime ends it right after (Drain
-// waits for that). A limit counts as exceeded when a
+// and lets the confining goroutine return (Drain waits for that), after
+// which the runtime ends its thread. A limit counts as exceeded when a
 // cgroup saw an OOM kill or a refused fork, or when the command's process
 // died of SIGXCPU, or of SIGKILL after using its CPU time. Call it exactly
 // once; if the command still runs, releasing the thread fires its
