@@ -18,13 +18,16 @@ import (
 // they make exactly one system call of interest and print its outcome.
 const helperEnv = "SANDBOX_TEST_HELPER"
 
-// TestMain runs the helper when asked, else the tests.
+// TestMain runs the helper when asked, else the tests, and then waits for
+// the confining goroutines of every Start.
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		fmt.Println(helper(os.Args[1:]))
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	Drain() // every test finishes its sandboxes: a leak hangs here
+	os.Exit(code)
 }
 
 // outcome renders a system call's error the way the tests compare it.

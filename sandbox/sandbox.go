@@ -507,8 +507,8 @@ type Spec struct {
 	CgroupV2Dir string
 	// OnLimit, if set, is called once, from a goroutine of the Sandbox,
 	// when a cgroup limit is hit while the command runs, after every
-	// process in the limit's cgroups has been sent SIGKILL. It must not
-	// block for long.
+	// process in the limit's cgroups has been sent SIGKILL. Finish waits
+	// for it: it must not block for long, nor wait for Finish.
 	OnLimit func(Limit)
 }
 
