@@ -1,0 +1,548 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Filesystem is a filesystem mode of a Policy.
+type Filesystem string
+
+// The filesystem modes of the brief.
+const (
+	// WorkspaceWrite writes only under the workspace root, the command's
+	// temporary directory, the session cache directory and the extra
+	// writable directories.
+	WorkspaceWrite Filesystem = "workspace-write"
+	// ReadOnly writes only to the command's temporary directory.
+	ReadOnly Filesystem = "read-only"
+	// Full adds no filesystem confinement (read roots are still protected
+	// where a mount namespace can be made).
+	Full Filesystem = "full"
+)
+
+// Policy describes the confinement asked for one command. Every mode reads
+// anything the user can. Paths must be absolute directories; Start
+// resolves symlinks. The zero Policy is the tightest: workspace-write
+// (with no directory to write) and no network.
+type Policy struct {
+	// Filesystem is the filesystem mode; the zero value is WorkspaceWrite.
+	Filesystem Filesystem
+	// Network allows the network; false cuts the command off from it.
+	Network bool
+	// Root is the workspace root, writable in WorkspaceWrite.
+	Root string
+	// TempDir is the command's own temporary directory (its TMPDIR),
+	// writable in WorkspaceWrite and ReadOnly.
+	TempDir string
+	// CacheDir is the session cache directory, writable in WorkspaceWrite.
+	CacheDir string
+	// Writable are the extra writable directories (--writable), writable in
+	// WorkspaceWrite.
+	Writable []string
+	// ReadRoots are never written, in any mode, even when nested in a
+	// writable directory.
+	ReadRoots []string
+}
+
+// mode returns the filesystem mode with the zero value resolved.
+func (p Policy) mode() Filesystem {
+	if p.Filesystem == "" {
+		return WorkspaceWrite
+	}
+	return p.Filesystem
+}
+
+// writableDirs lists the directories the mode lets the command write,
+// cleaned and without duplicates; nil for Full (everything).
+func (p Policy) writableDirs() []string {
+	var dirs []string
+	switch p.mode() {
+	case WorkspaceWrite:
+		dirs = append([]string{p.Root, p.TempDir, p.CacheDir}, p.Writable...)
+	case ReadOnly:
+		dirs = []string{p.TempDir}
+	}
+	return cleanPaths(dirs)
+}
+
+// cleanPaths drops empty paths, cleans the rest and removes duplicates.
+func cleanPaths(in []string) []string {
+	var out []string
+	for _, p := range in {
+		if p == "" {
+			continue
+		}
+		p = filepath.Clean(p)
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// validate checks the mode and that every path is absolute.
+func (p Policy) validate() error {
+	switch p.mode() {
+	case WorkspaceWrite, ReadOnly, Full:
+	default:
+		return fmt.Errorf("unknown filesystem mode %q", p.Filesystem)
+	}
+	all := append([]string{p.Root, p.TempDir, p.CacheDir}, p.Writable...)
+	all = append(all, p.ReadRoots...)
+	for _, d := range all {
+		if d != "" && !filepath.IsAbs(d) {
+			return fmt.Errorf("path %q is not absolute", d)
+		}
+	}
+	return nil
+}
+
+// Limits are the resource limits of one command; zero fields are unlimited.
+type Limits struct {
+	// MemoryBytes caps the memory of the command's whole tree (cgroup).
+	MemoryBytes int64
+	// Pids caps how many tasks (processes and threads) the tree holds at
+	// once (cgroup).
+	Pids int64
+	// CPU is each process's CPU time (RLIMIT_CPU), rounded up to whole
+	// seconds: SIGXCPU then, SIGKILL a second later.
+	CPU time.Duration
+}
+
+// Limit names a limit a command exceeded.
+type Limit string
+
+// The limits a command can exceed; "" is none.
+const (
+	LimitMemory Limit = "memory"
+	LimitPids   Limit = "pids"
+	LimitCPU    Limit = "cpu"
+)
+
+// NetNSMethod says how a network namespace of its own is given to a child.
+type NetNSMethod string
+
+// The ways to make a network namespace.
+const (
+	// NetNSNone: no network namespace can be made.
+	NetNSNone NetNSMethod = ""
+	// NetNSUnshare: the forking thread unshares CLONE_NEWNET before the
+	// fork (needs CAP_SYS_ADMIN); the namespace's loopback is brought up.
+	NetNSUnshare NetNSMethod = "unshare"
+	// NetNSUserNS: the child is cloned into a new user namespace, mapping
+	// only the server's uid and gid, and a new network namespace (no
+	// privileges needed where user namespaces are allowed); its loopback
+	// stays down. The maps are written while the child is stopped at its
+	// exec, so it needs PtraceStop.
+	NetNSUserNS NetNSMethod = "userns"
+)
+
+// Controller says where a cgroup controller (pids or memory) is usable.
+type Controller struct {
+	// Version is 2 (a delegated cgroup v2 controller), 1 (a v1 hierarchy)
+	// or 0 (unavailable).
+	Version int `json:"version"`
+	// Parent is the directory under which per-command groups are made.
+	Parent string `json:"parent,omitempty"`
+}
+
+// Capabilities are what the kernel and the server's privileges offer, as
+// Probe measured them. A test may build one by hand to fake a kernel.
+type Capabilities struct {
+	// LandlockABI is the Landlock ABI version, 0 without Landlock.
+	LandlockABI int `json:"landlockAbi"`
+	// NetNS is how a network namespace can be made.
+	NetNS NetNSMethod `json:"netns,omitempty"`
+	// MountNS reports whether the forking thread can unshare a mount
+	// namespace and remount in it (CAP_SYS_ADMIN and mount_setattr).
+	MountNS bool `json:"mountns"`
+	// Seccomp reports whether a seccomp filter can be installed on this
+	// architecture.
+	Seccomp bool `json:"seccomp"`
+	// CapDrop reports whether the server may drop capabilities from a
+	// child's bounding set (it runs as root with CAP_SETPCAP).
+	CapDrop bool `json:"capDrop"`
+	// CPULimit reports whether RLIMIT_CPU can be set on a child (prlimit).
+	CPULimit bool `json:"cpuLimit"`
+	// PtraceStop reports whether a child can be stopped at its exec
+	// (PTRACE_TRACEME), so that RLIMIT_CPU is set before it runs.
+	PtraceStop bool `json:"ptraceStop"`
+	// Pids and Memory are the cgroup controllers for the limits.
+	Pids   Controller `json:"pids"`
+	Memory Controller `json:"memory"`
+	// Reasons explain each missing piece, keyed by "landlock", "netns",
+	// "mountns", "seccomp", "pids", "memory", "cpu", "ptrace".
+	Reasons map[string]string `json:"reasons,omitempty"`
+}
+
+// reason returns the recorded reason for a missing piece, or a default.
+func (c Capabilities) reason(key, def string) string {
+	if r := c.Reasons[key]; r != "" {
+		return r
+	}
+	return def
+}
+
+// maxABI is the newest Landlock ABI whose rights this package knows; on a
+// newer kernel it asks for these rights and reports this ABI.
+const maxABI = 7
+
+// Report says what was really applied to a command. It never claims what
+// was not enforced.
+type Report struct {
+	// Filesystem is the mode enforced: Full when nothing confines writes.
+	Filesystem Filesystem `json:"filesystem"`
+	// Network is false only when the command cannot reach the network
+	// (TCP and UDP) outside its own loopback.
+	Network bool `json:"network"`
+	// EnforcedBy lists the layers applied, joined by "+", for example
+	// "landlock-abi-7+mntns+netns"; "" when none.
+	EnforcedBy string `json:"enforcedBy"`
+	// Limits maps each limit applied to how: "cgroup-v1", "cgroup-v2",
+	// "rlimit".
+	Limits map[Limit]string `json:"limits,omitempty"`
+	// NotEnforced lists, one sentence each, what was asked for or is
+	// usually expected and was not enforced.
+	NotEnforced []string `json:"notEnforced,omitempty"`
+}
+
+// ErrUnavailable is the sentinel for confinement the kernel cannot give.
+// Errors from Plan and Start wrap it in an *UnavailableError.
+var ErrUnavailable = errors.New("sandbox unavailable")
+
+// UnavailableError names what is missing for the confinement asked.
+type UnavailableError struct {
+	// Missing lists each missing piece, one phrase each.
+	Missing []string
+}
+
+// Error lists the missing pieces.
+func (e *UnavailableError) Error() string {
+	return "sandbox unavailable: " + strings.Join(e.Missing, "; ")
+}
+
+// Unwrap returns ErrUnavailable.
+func (e *UnavailableError) Unwrap() error { return ErrUnavailable }
+
+// bind is one bind mount of the mount namespace: path onto itself,
+// read-only or read-write.
+type bind struct {
+	path     string
+	readOnly bool
+}
+
+// layers is the plan of what to apply to one child.
+type layers struct {
+	// abi is the Landlock ABI whose rights are used; 0: no Landlock.
+	abi int
+	// fsHandled: Landlock handles filesystem rights; fsGrantAll grants
+	// them all on "/" (Full mode, to lock the mount namespace's binds).
+	fsHandled, fsGrantAll bool
+	// writable are the directories granted write rights.
+	writable []string
+	// fds are O_PATH descriptors of the policy's paths, by real path
+	// (Linux; the caller owns them).
+	fds map[string]int
+	// netTCP: Landlock denies TCP bind and connect.
+	netTCP bool
+	// scoped: Landlock scopes signals and abstract unix sockets.
+	scoped bool
+	// mntns: a mount namespace; roRoot remounts every mount read-only
+	// before binds are applied in order.
+	mntns, roRoot bool
+	binds         []bind
+	netns         NetNSMethod
+	seccomp       bool
+	capDrop       bool
+	// pids and memory are the controllers used, Version 0 when not.
+	pids, memory Controller
+	// cpuSeconds is RLIMIT_CPU's soft limit, 0 for none; cpuAtExec sets it
+	// while the child is stopped at its exec.
+	cpuSeconds uint64
+	cpuAtExec  bool
+	// pidsAtExec puts the child in its v1 pids group while it is stopped
+	// at its exec, where the forking thread cannot join the group first: a
+	// limit of one leaves no room for the thread and the child.
+	pidsAtExec bool
+}
+
+// stopAtExec reports whether the child is stopped at its exec to finish
+// its set-up: RLIMIT_CPU, its v1 pids group, or the id maps of its user
+// namespace.
+func (ly layers) stopAtExec() bool {
+	return ly.cpuAtExec || ly.pidsAtExec || ly.netns == NetNSUserNS
+}
+
+// Plan says what Start would apply for p and l given caps, without
+// applying anything. The error wraps ErrUnavailable (an *UnavailableError)
+// when the kernel cannot give the core of what is asked: filesystem
+// confinement, a network cut off for TCP and UDP, read roots kept
+// read-only inside writable directories, or a cgroup limit. The Report is
+// what would be applied anyway, degraded.
+func Plan(p Policy, l Limits, caps Capabilities) (Report, error) {
+	_, r, err := plan(p, l, caps)
+	return r, err
+}
+
+// plan computes the layers and the report; see Plan.
+func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
+	if err := p.validate(); err != nil {
+		return layers{}, Report{}, err
+	}
+	var (
+		ly      layers
+		missing []string
+		gaps    []string
+		by      []string
+	)
+	mode := p.mode()
+	abi := min(caps.LandlockABI, maxABI)
+	rep := Report{Filesystem: Full, Network: true}
+
+	// Filesystem.
+	confineFS := mode != Full
+	readRoots := cleanPaths(p.ReadRoots)
+	if confineFS {
+		if abi == 0 {
+			missing = append(missing, "filesystem confinement: "+caps.reason("landlock", "no Landlock"))
+		} else {
+			ly.abi = abi
+			ly.fsHandled = true
+			ly.writable = p.writableDirs()
+			rep.Filesystem = mode
+			if abi < 3 {
+				gaps = append(gaps, "truncating files outside the writable directories (Landlock ABI < 3)")
+			}
+			if abi < 5 {
+				gaps = append(gaps, "ioctl on devices (Landlock ABI < 5)")
+			}
+			if caps.MountNS {
+				ly.mntns, ly.roRoot = true, true
+				for _, w := range ly.writable {
+					ly.binds = append(ly.binds, bind{path: w})
+				}
+				for _, r := range readRoots {
+					if under(r, ly.writable) {
+						ly.binds = append(ly.binds, bind{path: r, readOnly: true})
+					}
+				}
+			} else {
+				gaps = append(gaps, "metadata outside the writable directories (chmod, chown, utimensat, setxattr): Landlock does not cover it and "+caps.reason("mountns", "no mount namespace can be made"))
+				for _, r := range readRoots {
+					if under(r, ly.writable) {
+						missing = append(missing, "read root "+r+" inside a writable directory stays writable: "+caps.reason("mountns", "no mount namespace can be made"))
+					}
+				}
+			}
+		}
+	} else if len(readRoots) > 0 {
+		// Full mode still never writes a read root: bind them read-only,
+		// and let Landlock (granting everything) forbid undoing the binds.
+		if caps.MountNS && abi > 0 {
+			ly.abi = abi
+			ly.fsHandled, ly.fsGrantAll = true, true
+			ly.mntns = true
+			for _, r := range readRoots {
+				ly.binds = append(ly.binds, bind{path: r, readOnly: true})
+			}
+		} else {
+			why := caps.reason("mountns", "no mount namespace can be made")
+			if abi == 0 {
+				why = caps.reason("landlock", "no Landlock to keep the read-only binds in place")
+			}
+			missing = append(missing, "read roots kept read-only in full mode: "+why)
+		}
+	}
+	slices.SortStableFunc(ly.binds, func(a, b bind) int {
+		// Shallow first, so that deeper binds sit on top; at equal paths
+		// read-only comes last and wins.
+		if c := strings.Count(a.path, "/") - strings.Count(b.path, "/"); c != 0 {
+			return c
+		}
+		if a.path != b.path {
+			return strings.Compare(a.path, b.path)
+		}
+		if a.readOnly == b.readOnly {
+			return 0
+		}
+		if a.readOnly {
+			return 1
+		}
+		return -1
+	})
+
+	// Network.
+	if !p.Network {
+		if abi >= 4 {
+			ly.abi = max(ly.abi, abi)
+			ly.netTCP = true
+		}
+		switch {
+		case caps.NetNS == NetNSUnshare || (caps.NetNS == NetNSUserNS && caps.PtraceStop):
+			ly.netns = caps.NetNS
+			rep.Network = false
+		case caps.Seccomp:
+			ly.seccomp = true
+			rep.Network = false
+		default:
+			why := caps.reason("netns", "no network namespace") + ", " + caps.reason("seccomp", "no seccomp")
+			if ly.netTCP {
+				missing = append(missing, "UDP cut off: "+why)
+				gaps = append(gaps, "UDP and raw sockets (only TCP is denied, by Landlock)")
+			} else {
+				missing = append(missing, "network cut off: "+why)
+				gaps = append(gaps, "the network (nothing can cut it off)")
+			}
+		}
+	}
+
+	// Scoping of signals and abstract unix sockets, whatever the mode.
+	if abi >= 6 {
+		ly.abi = max(ly.abi, abi)
+		ly.scoped = true
+	} else if ly.netns == NetNSNone {
+		gaps = append(gaps, "signals to, and abstract unix sockets of, processes outside the sandbox (Landlock ABI < 6)")
+	} else {
+		gaps = append(gaps, "signals to processes outside the sandbox (Landlock ABI < 6; abstract unix sockets are cut off by the network namespace)")
+	}
+	ly.capDrop = caps.CapDrop && ly.fsHandled && !ly.fsGrantAll
+
+	// Layers, in the order they are applied.
+	if ly.abi > 0 {
+		by = append(by, fmt.Sprintf("landlock-abi-%d", ly.abi))
+	}
+	if ly.mntns {
+		by = append(by, "mntns")
+	}
+	switch ly.netns {
+	case NetNSUnshare:
+		by = append(by, "netns")
+	case NetNSUserNS:
+		by = append(by, "userns-netns")
+	}
+	if ly.seccomp {
+		by = append(by, "seccomp")
+	}
+	if ly.capDrop {
+		by = append(by, "capdrop")
+	}
+	rep.EnforcedBy = strings.Join(by, "+")
+
+	// Limits.
+	cgroupLimit := func(kind Limit, want int64, c Controller, dst *Controller) {
+		if want <= 0 {
+			return
+		}
+		if c.Version == 0 {
+			missing = append(missing, string(kind)+" limit: "+caps.reason(string(kind), "no cgroup "+string(kind)+" controller"))
+			return
+		}
+		*dst = c
+		if rep.Limits == nil {
+			rep.Limits = make(map[Limit]string)
+		}
+		rep.Limits[kind] = fmt.Sprintf("cgroup-v%d", c.Version)
+	}
+	cgroupLimit(LimitMemory, l.MemoryBytes, caps.Memory, &ly.memory)
+	if l.Pids == 1 && caps.Pids.Version == 1 && !caps.PtraceStop {
+		missing = append(missing, "pids limit 1: "+caps.reason("ptrace", "the child cannot be stopped at its exec"))
+	} else {
+		cgroupLimit(LimitPids, l.Pids, caps.Pids, &ly.pids)
+		ly.pidsAtExec = l.Pids == 1 && ly.pids.Version == 1
+	}
+	if l.CPU > 0 && !caps.CPULimit {
+		missing = append(missing, "cpu limit: "+caps.reason("cpu", "no RLIMIT_CPU"))
+	} else if l.CPU > 0 {
+		ly.cpuSeconds = uint64((l.CPU + time.Second - 1) / time.Second)
+		ly.cpuAtExec = caps.PtraceStop
+		if rep.Limits == nil {
+			rep.Limits = make(map[Limit]string)
+		}
+		rep.Limits[LimitCPU] = "rlimit"
+		if !ly.cpuAtExec {
+			gaps = append(gaps, "cpu limit for processes forked before it was set, right after exec: "+caps.reason("ptrace", "the child cannot be stopped at its exec"))
+		}
+	}
+
+	rep.NotEnforced = append(slices.Clone(missing), gaps...)
+	if len(missing) > 0 {
+		return ly, rep, &UnavailableError{Missing: missing}
+	}
+	return ly, rep, nil
+}
+
+// under reports whether path is one of dirs or lies beneath one.
+func under(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if path == d || strings.HasPrefix(path, d+string(filepath.Separator)) || d == "/" {
+			return true
+		}
+	}
+	return false
+}
+
+// Spec is everything Start needs besides the command.
+type Spec struct {
+	// Policy is the confinement asked.
+	Policy Policy
+	// Limits are the resource limits.
+	Limits Limits
+	// Require refuses, with an error wrapping ErrUnavailable and without
+	// starting the command, when Plan reports something missing. Without
+	// it Start applies what it can and the Report says what that was.
+	Require bool
+	// Caps is the probe to plan with; nil uses DefaultCapabilities.
+	Caps *Capabilities
+	// CgroupV2Dir is the command's own cgroup v2 directory when the caller
+	// already forks it there (SysProcAttr.UseCgroupFD): v2 limits are then
+	// written there. Empty: Start makes a v2 group of its own if it needs
+	// one and the caller did not set UseCgroupFD.
+	CgroupV2Dir string
+	// OnLimit, if set, is called once, from a goroutine of the Sandbox,
+	// when a cgroup limit is hit while the command runs, after every
+	// process in the limit's cgroups has been sent SIGKILL. Finish waits
+	// for it: it must not block for long, nor wait for Finish.
+	OnLimit func(Limit)
+}
+
+// DefaultCapabilities returns Probe's result, measured once per process.
+var DefaultCapabilities = sync.OnceValue(Probe)
+
+// Sandbox is one confined command, from Start to Finish.
+type Sandbox struct {
+	cmd    *exec.Cmd
+	report Report
+	sys    sysState
+}
+
+// Report returns what was applied to the command.
+func (s *Sandbox) Report() Report { return s.report }
+
+// Start starts cmd (which must not have been started) confined as spec
+// asks, with cmd.Start on a dedicated OS thread: the server itself is never
+// confined. It sets fields of cmd.SysProcAttr (Ptrace, Cloneflags,
+// UseCgroupFD and CgroupFD) as the layers need, and leaves the caller's
+// (Setpgid, Pdeathsig, ...) alone. On success the caller owns cmd as usual
+// (cmd.Wait, pipes) and must call Finish once cmd.Wait has returned. On
+// error the command is not running: if it had started, it was killed and
+// waited for.
+//
+// Where a child may be stopped at its exec (Report.Limits has cpu, or the
+// network namespace is a user namespace's), it is a traced child until
+// Start returns: a waitid(P_ALL) elsewhere in the process must not reap or
+// consume its stop meanwhile.
+func Start(cmd *exec.Cmd, spec Spec) (*Sandbox, error) {
+	caps := spec.Caps
+	if caps == nil {
+		c := DefaultCapabilities()
+		caps = &c
+	}
+	return start(cmd, spec, *caps)
+}
