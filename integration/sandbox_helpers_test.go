@@ -165,13 +165,13 @@ func sbNoConnectionBefore(t *testing.T, l net.Listener) {
 // receives and may answer each.
 type sbUDPPeer struct {
 	conn *net.UDPConn
-	got  chan []byte   // every datagram received, in order
+	got  chan []byte   // the datagrams received, in order (the first 64)
 	done chan struct{} // closed when serve returns
 }
 
 // sbStartUDPPeer listens on 127.0.0.1 and answers every datagram d with
-// reply(d) (nil, or a nil answer: it answers nothing). The peer is closed at the test's
-// end, which waits for its goroutine.
+// reply(d) (a nil reply, or a nil answer: nothing). The peer is closed at
+// the test's end, which waits for its goroutine.
 func sbStartUDPPeer(t *testing.T, reply func(d []byte) []byte) *sbUDPPeer {
 	t.Helper()
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
