@@ -17,7 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolhost/toolhost/sandbox"
+
 	"github.com/sourcegraph/conc"
+
 	"github.com/toolhost/toolhost/capture"
 )
 
@@ -103,6 +106,9 @@ type Config struct {
 	ArtifactsCapBytes int64
 	// KeepArtifacts keeps ArtifactsDir at Shutdown.
 	KeepArtifacts bool
+	// TempRoot holds the temporary directories of confined commands
+	// (Spec.Confine); "" makes a private one, removed at Shutdown.
+	TempRoot string
 	// KillGrace is the time between SIGTERM and SIGKILL (default 2s).
 	KillGrace time.Duration
 	// DefaultTimeout applies when Spec.Timeout is 0; 0 means none.
@@ -158,6 +164,13 @@ type Manager struct {
 	// rest of their grace.
 	urgent     chan struct{}
 	urgentOnce sync.Once
+
+	// tmp is Config.TempRoot, or a private directory made at the first
+	// confined command (tmpMade) and removed by Shutdown; guarded by
+	// tmpOnce.
+	tmpOnce sync.Once
+	tmp     string
+	tmpMade bool
 
 	mu sync.Mutex // guards the fields below
 	// running holds commands from Start's reservation until their Result
@@ -291,6 +304,23 @@ type Spec struct {
 	Handle bool
 	// StreamOutput passes output to Observer.OnOutput.
 	StreamOutput bool
+	// Confine confines every step by the kernel (package sandbox); nil runs
+	// them unconfined.
+	Confine *Confinement
+}
+
+// Confinement is how a command's processes are confined. Each process gets
+// Policy (or its step's) with TempDir set to the command's own temporary
+// directory, which the Manager makes before the first fork, passes as
+// TMPDIR unless Env sets it, and removes when the command has ended.
+type Confinement struct {
+	Policy sandbox.Policy
+	Limits sandbox.Limits
+	// Require refuses to run a step with less confinement than asked: the
+	// spawn fails with an error wrapping sandbox.ErrUnavailable.
+	Require bool
+	// Caps is the kernel probe to plan with; nil is sandbox's own.
+	Caps *sandbox.Capabilities
 }
 
 // Step is one step of a recipe. Dir and Env default to the Spec's; Env is
@@ -301,6 +331,9 @@ type Step struct {
 	Dir             string
 	Env             map[string]*string
 	ContinueOnError bool
+	// Policy, if set, confines this step instead of Spec.Confine's policy
+	// (its limits and Require still apply). Ignored without Spec.Confine.
+	Policy *sandbox.Policy
 }
 
 // Observer receives a command's events. Each callback may be nil; they are
@@ -348,6 +381,10 @@ type Result struct {
 	// Steps are a recipe's steps, or the steps the child reported with
 	// markers.
 	Steps []StepResult
+	// Sandbox is what confined the first process; nil when unconfined.
+	Sandbox *sandbox.Report
+	// LimitExceeded is the limit the command hit first, or "".
+	LimitExceeded sandbox.Limit
 }
 
 // StepResult is one step of a finished command. ExitCode is nil for steps
@@ -357,6 +394,9 @@ type StepResult struct {
 	Status   string // done | fail | skip | cancelled | running
 	Duration time.Duration
 	ExitCode *int
+	// Sandbox is what confined the step's process; nil when it did not run
+	// or was unconfined.
+	Sandbox *sandbox.Report
 }
 
 // Snapshot is a command's progress at one moment.
@@ -594,6 +634,13 @@ func (m *Manager) shutdown(ctx context.Context) error {
 	if rec := m.wg.WaitAndRecover(); rec != nil {
 		errs = append(errs, fmt.Errorf("goroutine panicked: %v", rec.Value))
 	}
+	sandbox.Drain()         // every confining thread has returned
+	m.tmpOnce.Do(func() {}) // no directory is made from here on
+	if m.tmpMade {
+		if err := os.RemoveAll(m.tmp); err != nil {
+			errs = append(errs, fmt.Errorf("remove the temporary directories: %w", err))
+		}
+	}
 	m.artifacts.Close() // the spares go, and the goroutine making them
 	if !m.cfg.KeepArtifacts {
 		if err := m.artifacts.RemoveAll(); err != nil {
@@ -626,4 +673,23 @@ func (m *Manager) killSessionOrphans() {
 	if !killLadder(t, 0, false, m.urgent) {
 		m.log.Warn("session processes survived SIGKILL")
 	}
+}
+
+// tmpRoot returns the directory that holds confined commands' temporary
+// directories.
+func (m *Manager) tmpRoot() string {
+	m.tmpOnce.Do(func() {
+		m.tmp = m.cfg.TempRoot
+		if m.tmp != "" {
+			return
+		}
+		dir, err := os.MkdirTemp("", "toolhost-tmp-")
+		if err != nil {
+			m.tmp = os.TempDir()
+			m.log.Warn("no private directory for temporary directories", "err", err)
+			return
+		}
+		m.tmp, m.tmpMade = dir, true
+	})
+	return m.tmp
 }

@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/toolhost/toolhost/sandbox"
+
 	"github.com/sourcegraph/conc"
+
 	"github.com/toolhost/toolhost/capture"
 )
 
@@ -26,7 +30,10 @@ type Command struct {
 	recipe    bool
 	obs       Observer
 	startedAt time.Time
-	capture   *capture.Capture
+	// tmpDir is the confined command's own temporary directory (its
+	// TMPDIR), made by begin and removed by end; "" when unconfined.
+	tmpDir  string
+	capture *capture.Capture
 	// stdout, stderr and events serialise the capture's writers for the
 	// pumps of overlapping steps.
 	stdout, stderr, events *lockedWriter
@@ -118,8 +125,17 @@ func newCommand(m *Manager, seq uint64, spec Spec, steps []Step, obs Observer) *
 func (c *Command) begin() (*proc, error) {
 	// Resolve before creating the capture, so a missing executable costs
 	// no artifacts.
+	if c.spec.Confine != nil {
+		// Made first: the environment names it.
+		c.tmpDir = filepath.Join(c.m.tmpRoot(), c.id)
+		if err := os.Mkdir(c.tmpDir, 0o700); err != nil {
+			c.tmpDir = ""
+			return nil, fmt.Errorf("the command's temporary directory: %w", err)
+		}
+	}
 	env, path, err := c.stepEnv(0)
 	if err != nil {
+		c.removeTmp()
 		return nil, err
 	}
 	opts := capture.Options{InlineLimit: c.spec.OutputLimit, OnMarker: c.onMarker}
@@ -134,6 +150,7 @@ func (c *Command) begin() (*proc, error) {
 	c.stderr = &lockedWriter{w: c.capture.Stderr()}
 	c.events = &lockedWriter{w: c.capture.Events()}
 	abandon := func() {
+		c.removeTmp()
 		if c.cg != nil {
 			_ = c.m.cgs.release(c.cg, true) // nothing was forked into it
 			c.cg = nil
@@ -194,6 +211,9 @@ func (c *Command) stepEnv(i int) ([]string, string, error) {
 	applyEnv(env, s.Env)
 	env[EnvCommand] = c.marker
 	env[EnvEventsFD] = eventsFD
+	if c.tmpDir != "" && !setsVar("TMPDIR", c.spec.Env, s.Env) {
+		env["TMPDIR"] = c.tmpDir
+	}
 	path, err := resolveArgv0(s.Argv[0], s.Dir, env["PATH"])
 	if err != nil {
 		return nil, "", err
@@ -225,8 +245,9 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 			default:
 			}
 		},
-		cg:     c.cg,
-		logger: c.m.log,
+		cg:      c.cg,
+		confine: c.confinement(i),
+		logger:  c.m.log,
 	}, &c.pumps)
 	if broken {
 		c.m.disableCgroups(c.id)
@@ -234,6 +255,7 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.step = i
 	c.pid, c.pgid = p.pid, p.pgid
 	c.pgids = append(c.pgids, p.pgid)
 	c.mains[p.pid] = struct{}{}
@@ -473,4 +495,40 @@ func labelOf(s Step) string {
 		return s.Name
 	}
 	return strings.Join(s.Argv, " ")
+}
+
+// confinement returns the sandbox spec of step i, nil when unconfined.
+func (c *Command) confinement(i int) *sandbox.Spec {
+	cf := c.spec.Confine
+	if cf == nil {
+		return nil
+	}
+	pol := cf.Policy
+	if p := c.steps[i].Policy; p != nil {
+		pol = *p
+	}
+	pol.TempDir = c.tmpDir
+	return &sandbox.Spec{Policy: pol, Limits: cf.Limits, Require: cf.Require, Caps: cf.Caps}
+}
+
+// removeTmp removes the command's temporary directory, once its processes
+// are gone.
+func (c *Command) removeTmp() {
+	if c.tmpDir == "" {
+		return
+	}
+	if err := os.RemoveAll(c.tmpDir); err != nil {
+		c.m.log.Warn("removing the command's temporary directory", "command", c.id, "err", err)
+	}
+	c.tmpDir = ""
+}
+
+// setsVar reports whether one of the overrides sets or unsets name.
+func setsVar(name string, overrides ...map[string]*string) bool {
+	for _, o := range overrides {
+		if _, ok := o[name]; ok {
+			return true
+		}
+	}
+	return false
 }

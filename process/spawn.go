@@ -15,6 +15,8 @@ import (
 
 	"github.com/sourcegraph/conc"
 	"github.com/sourcegraph/conc/panics"
+
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // Read sizes of an output pump: it starts small (a thousand idle commands
@@ -55,6 +57,13 @@ type proc struct {
 	pending atomic.Int32
 	// readers are the parent's read ends; each pump closes its own.
 	readers []*os.File
+
+	// step is the recipe step the process runs (0 for a plain command).
+	step int
+	// report is what confined the process, nil when unconfined; limit is
+	// the limit it exceeded, set by the waiter before exited is closed.
+	report *sandbox.Report
+	limit  sandbox.Limit
 }
 
 // spawnRequest is everything needed to fork one process.
@@ -71,8 +80,10 @@ type spawnRequest struct {
 	// is closed.
 	onExit func(*proc)
 	// cg, if not nil, is the cgroup to fork into.
-	cg     *cgroup
-	logger *slog.Logger
+	cg *cgroup
+	// confine, if not nil, confines the process (package sandbox).
+	confine *sandbox.Spec
+	logger  *slog.Logger
 }
 
 // spawnProc forks one process in a group of its own, with stdout, stderr
@@ -123,12 +134,12 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 	}
 
 	cmd := newCmd(req.cg)
-	err = forkOnFreshGoroutine(cmd)
-	if err != nil && req.cg != nil {
+	sb, err := forkOnFreshGoroutine(cmd, req.confine)
+	if err != nil && req.cg != nil && !errors.Is(err, sandbox.ErrUnavailable) {
 		// The kernel may refuse CLONE_INTO_CGROUP; the command can still
 		// run, attributed by markers only.
 		cmd = newCmd(nil)
-		if err = forkOnFreshGoroutine(cmd); err == nil {
+		if sb, err = forkOnFreshGoroutine(cmd, req.confine); err == nil {
 			cgroupBroken = true
 		}
 	}
@@ -138,6 +149,9 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 	if err != nil {
 		for _, r := range readers {
 			_ = r.Close()
+		}
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			return nil, false, err
 		}
 		return nil, false, spawnError(req.argv[0], err)
 	}
@@ -150,6 +164,10 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 		eof:     make(chan struct{}),
 		readers: readers,
 	}
+	if sb != nil {
+		rep := sb.Report()
+		p.report = &rep
+	}
 	p.pending.Store(int32(len(readers)))
 	outs := []io.Writer{req.stdout, req.stderr, req.events}
 	for i, r := range readers {
@@ -159,6 +177,13 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 		// Wait returns once the process has exited: the pipes are *os.File,
 		// so os/exec runs no copying goroutines of its own.
 		_ = cmd.Wait()
+		if sb != nil {
+			limit, err := sb.Finish()
+			if err != nil {
+				req.logger.Warn("ending a confined process", "pid", p.pid, "err", err)
+			}
+			p.limit = limit
+		}
 		p.state = cmd.ProcessState
 		p.ended = time.Now()
 		execRemove(p.pid)
@@ -173,23 +198,33 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 
 // forkOnFreshGoroutine starts cmd from a new goroutine, which never holds
 // runtime.LockOSThread, so Pdeathsig is tied to a thread that lives as long
-// as the server. It holds execTable.gate for reading from before the fork
-// until the pid is recorded, so the orphan reaper cannot wait for the new
-// child. The caller waits for the goroutine, its owner.
-func forkOnFreshGoroutine(cmd *exec.Cmd) error {
-	var err error
+// as the server; a confined cmd is started by sandbox.Start, from a thread
+// of its own that lives until the Sandbox is finished. It holds
+// execTable.gate for reading from before the fork until the pid is
+// recorded, so the orphan reaper cannot wait for the new child (nor see a
+// confined child stopped at its exec). The caller waits for the goroutine,
+// its owner.
+func forkOnFreshGoroutine(cmd *exec.Cmd, confine *sandbox.Spec) (*sandbox.Sandbox, error) {
+	var (
+		sb  *sandbox.Sandbox
+		err error
+	)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		execTable.gate.RLock()
 		defer execTable.gate.RUnlock()
-		err = cmd.Start()
+		if confine != nil {
+			sb, err = sandbox.Start(cmd, *confine)
+		} else {
+			err = cmd.Start()
+		}
 		if err == nil {
 			execAdd(cmd.Process.Pid)
 		}
 	}()
 	<-done
-	return err
+	return sb, err
 }
 
 // spawnError turns a failed fork/exec into a *SpawnError with a reason a

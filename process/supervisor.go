@@ -183,6 +183,7 @@ func (c *Command) end(code *int, sig string) {
 	if c.stdin != nil {
 		_ = c.stdin.Close()
 	}
+	c.removeTmp()
 	c.finishMarkers(code, signalled)
 
 	ended := time.Now()
@@ -196,6 +197,18 @@ func (c *Command) end(code *int, sig string) {
 		ExitCode: code, Signal: sig,
 		StartedAt: c.startedAt, EndedAt: ended, Duration: ended.Sub(c.startedAt),
 		Output: out, Steps: append([]StepResult(nil), c.stepResults...),
+	}
+	// The waiters have all returned (pumps above): each proc's limit is set.
+	for _, p := range procs {
+		if c.result.Sandbox == nil {
+			c.result.Sandbox = p.report
+		}
+		if c.result.LimitExceeded == "" {
+			c.result.LimitExceeded = p.limit
+		}
+		if c.recipe && p.step < len(c.result.Steps) {
+			c.result.Steps[p.step].Sandbox = p.report
+		}
 	}
 	c.updatedAt = ended
 	// Invariant: Done is closed exactly once, after the Result is final.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc/panics"
+
 	"github.com/toolhost/toolhost/capture"
 )
 

@@ -45,6 +45,9 @@ func wsError(err error) error {
 
 // procError maps a process error to its wire error.
 func procError(err error) error {
+	if e, ok := sandboxError(err); ok {
+		return e
+	}
 	data := &rpc.ErrorData{Reason: err.Error()}
 	var se *process.SpawnError
 	if errors.As(err, &se) {

@@ -42,6 +42,15 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 		return nil, initError("rootUri", err)
 	}
 
+	conf, err := newConfinement(t.cfg.Sandbox, ws, opts.Sandbox)
+	if err != nil {
+		ws.Close()
+		cleanup()
+		return nil, err
+	}
+	cleanupAll := cleanup
+	cleanup = func() { conf.remove(); cleanupAll() }
+
 	killGrace := t.cfg.KillGrace
 	if opts.KillGraceMs != nil {
 		if *opts.KillGraceMs < 0 {
@@ -81,6 +90,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 		EnvAllow:          allow,
 		BaseEnv:           t.cfg.Env,
 		DisableCgroups:    t.cfg.DisableCgroups,
+		TempRoot:          conf.tmpRoot(),
 		Logger:            newClientLog(t.log, s),
 	})
 	if err != nil {
@@ -97,11 +107,16 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 	t.outputLimit = outputLimit
 	t.killGrace = killGrace
 	t.artifacts = artifacts
+	t.conf = conf
 	t.mu.Unlock()
+	sandboxCap := conf.capability()
+	if conf.mode == SandboxAuto && !sandboxCap.Available {
+		s.LogMessage(rpc.MessageWarning, "toolhost: commands run unconfined: %s", sandboxCap.Reason)
+	}
 	t.log.Info("workspace ready", "root", ws.Root(), "readRoots", ws.ReadRoots(), "artifactsDir", ws.ArtifactsDir())
 
 	return &rpc.InitializeResult{
-		Capabilities: rpc.ServerCapabilities{OutputLimitBytes: outputLimit},
+		Capabilities: rpc.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap},
 		Workspace: rpc.WorkspaceInfo{
 			Root:         ws.Root(),
 			ReadRoots:    append([]string{}, ws.ReadRoots()...),
@@ -247,7 +262,7 @@ func initError(field string, err error) error {
 // ctx ends). The first call also removes the artifacts, unless kept.
 func (t *Tools) Shutdown(ctx context.Context) {
 	t.mu.Lock()
-	mgr, artifacts := t.mgr, t.artifacts
+	mgr, artifacts, conf := t.mgr, t.artifacts, t.conf
 	first := !t.shutdown
 	t.shutdown = true
 	t.mu.Unlock()
@@ -272,5 +287,6 @@ func (t *Tools) Shutdown(ctx context.Context) {
 		// The manager removed the artifacts' contents; the directory
 		// itself is ours.
 		artifacts.remove(t.cfg.KeepArtifacts)
+		conf.remove()
 	}
 }

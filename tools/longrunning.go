@@ -13,14 +13,9 @@ import (
 // answers at once. The handle ends in exactly one toolResult notification.
 func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunningParams) (*rpc.LongRunningResult, error) {
 	ws, mgr := t.state()
-	spec, err := t.commandSpec(ws, &p.RunCommandParams, len(p.Steps) > 0)
+	spec, err := t.commandSpec(ws, &p.RunCommandParams, p.Steps)
 	if err != nil {
 		return nil, err
-	}
-	if len(p.Steps) > 0 {
-		if err := stepsSpec(ws, &spec, p.Steps); err != nil {
-			return nil, err
-		}
 	}
 	spec.Handle = true
 	spec.Label = p.Label

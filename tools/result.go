@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // toolResult converts a command's result to the wire.
@@ -22,6 +23,7 @@ func toolResult(r process.Result) rpc.ToolResult {
 			Status:     rpc.StepStatus(st.Status),
 			DurationMs: st.Duration.Milliseconds(),
 			ExitCode:   st.ExitCode,
+			Sandbox:    sandboxApplied(st.Sandbox),
 		})
 	}
 	o := r.Output
@@ -47,8 +49,19 @@ func toolResult(r process.Result) rpc.ToolResult {
 			LineCount:  o.LineCount,
 			Sha256:     o.Sha256,
 		},
-		Steps: steps,
+		Steps:         steps,
+		Sandbox:       sandboxApplied(r.Sandbox),
+		LimitExceeded: limitOf(r.LimitExceeded),
 	}
+}
+
+// limitOf returns the name of an exceeded limit, or nil.
+func limitOf(l sandbox.Limit) *string {
+	if l == "" {
+		return nil
+	}
+	s := string(l)
+	return &s
 }
 
 // progressOf converts a command's snapshot to the wire.

@@ -11,7 +11,7 @@ import (
 // -32800 with the partial result in error.data.partial.
 func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunCommandParams) (*rpc.ToolResult, error) {
 	ws, mgr := t.state()
-	spec, err := t.commandSpec(ws, p, false)
+	spec, err := t.commandSpec(ws, p, nil)
 	if err != nil {
 		return nil, err
 	}

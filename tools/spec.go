@@ -10,9 +10,28 @@ import (
 	"github.com/toolhost/toolhost/workspace"
 )
 
-// commandSpec checks the params runCommand and longRunning share and turns
-// them into a process spec. With steps, argv may be empty.
-func (t *Tools) commandSpec(ws *workspace.Workspace, p *rpc.RunCommandParams, steps bool) (process.Spec, error) {
+// commandSpec checks the params runCommand and longRunning share, and a
+// recipe's steps, and turns them into a process spec, confined as the
+// session and the request say. With steps, argv must be empty.
+func (t *Tools) commandSpec(ws *workspace.Workspace, p *rpc.RunCommandParams, steps []rpc.StepSpec) (process.Spec, error) {
+	spec, err := t.plainSpec(ws, p, len(steps) > 0)
+	if err != nil {
+		return spec, err
+	}
+	if len(steps) > 0 {
+		if err := stepsSpec(ws, &spec, steps); err != nil {
+			return spec, err
+		}
+	}
+	t.mu.Lock()
+	conf := t.conf
+	t.mu.Unlock()
+	return spec, conf.confine(p, &spec, steps)
+}
+
+// plainSpec checks the params runCommand and longRunning share. With steps,
+// argv may be empty.
+func (t *Tools) plainSpec(ws *workspace.Workspace, p *rpc.RunCommandParams, steps bool) (process.Spec, error) {
 	var spec process.Spec
 	if !steps {
 		if err := checkArgv("argv", p.Argv); err != nil {

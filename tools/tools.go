@@ -92,6 +92,7 @@ type Tools struct {
 	outputLimit int64
 	killGrace   time.Duration
 	artifacts   *artifactsDir               // created by Initialize, removed by Shutdown
+	conf        *confinement                // the session's confinement; its directory is removed by Shutdown
 	tokens      map[string]*process.Command // commands behind $/progress tokens, for window/workDoneProgress/cancel
 	shutdown    bool
 

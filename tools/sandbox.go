@@ -1,0 +1,342 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/workspace"
+)
+
+// confinement is a session's confinement of commands, fixed by Initialize:
+// the command line's, narrowed by initializationOptions.sandbox.
+type confinement struct {
+	mode string // SandboxAuto, SandboxRequired or SandboxOff
+	caps sandbox.Capabilities
+	// def is the confinement of a command that asks for none; explicit
+	// says the client chose it, so that it is required, never degraded.
+	def      level
+	explicit bool
+	// limits are the most a command may use; zero fields are unlimited.
+	limits sandbox.Limits
+	// root, writable and readOnly are the policy's directories.
+	root     string
+	writable []string
+	readOnly []string
+	// dir holds the session's cache ("cache") and the confined commands'
+	// temporary directories ("tmp"); Shutdown removes it.
+	dir string
+}
+
+// level is a filesystem mode and a network setting.
+type level struct {
+	fs      rpc.SandboxFilesystem
+	network bool
+}
+
+// strictness orders the filesystem modes: a request may only go up.
+var strictness = map[rpc.SandboxFilesystem]int{rpc.SandboxFull: 0, rpc.SandboxWorkspaceWrite: 1, rpc.SandboxReadOnly: 2}
+
+// tighten returns base narrowed by asked; field names asked for errors. A
+// looser mode, or the network on where base has it off, is InvalidParams.
+func tighten(base level, asked *rpc.Sandbox, field string) (level, error) {
+	if asked == nil {
+		return base, nil
+	}
+	out := base
+	if asked.Filesystem != "" {
+		n, ok := strictness[asked.Filesystem]
+		if !ok {
+			return base, rpc.InvalidParams(field+".filesystem", `must be "workspace-write", "read-only" or "full", not %q`, asked.Filesystem)
+		}
+		if n < strictness[base.fs] {
+			return base, rpc.InvalidParams(field+".filesystem", "%q is looser than %q, which the server or the session set; a client may tighten confinement, never loosen it", asked.Filesystem, base.fs)
+		}
+		out.fs = asked.Filesystem
+	}
+	if asked.Network != nil {
+		if *asked.Network && !base.network {
+			return base, rpc.InvalidParams(field+".network", "the network is off for this session (--sandbox-network off or initializationOptions.sandbox); a client may turn it off, never on")
+		}
+		out.network = *asked.Network
+	}
+	return out, nil
+}
+
+// newConfinement sets up the session's confinement: the session directory,
+// the kernel's capabilities and the default, narrowed by asked.
+func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *rpc.Sandbox) (*confinement, error) {
+	c := &confinement{
+		mode:   cfg.Mode,
+		def:    level{fs: cfg.Filesystem, network: cfg.Network},
+		limits: sandbox.Limits{MemoryBytes: cfg.Limits.MemoryBytes, Pids: cfg.Limits.Pids, CPU: cfg.Limits.CPU},
+		root:   ws.Root(),
+	}
+	if c.mode == "" {
+		c.mode = SandboxAuto
+	}
+	if c.def.fs == "" {
+		c.def.fs = rpc.SandboxWorkspaceWrite
+	}
+	if c.mode == SandboxOff {
+		c.def = level{fs: rpc.SandboxFull, network: true} // nothing is confined
+	}
+	def, err := tighten(c.def, asked, "initializationOptions.sandbox")
+	if err != nil {
+		return nil, err
+	}
+	c.def, c.explicit = def, asked != nil
+	if c.mode == SandboxOff {
+		return c, nil
+	}
+	c.caps = sandbox.DefaultCapabilities()
+	if cfg.NoLandlock {
+		c.caps.LandlockABI = 0
+		c.caps.Reasons = maps.Clone(c.caps.Reasons)
+		if c.caps.Reasons == nil {
+			c.caps.Reasons = map[string]string{}
+		}
+		c.caps.Reasons["landlock"] = "Landlock is not available (faked by --debug-no-landlock)"
+	}
+	for _, d := range cfg.Writable {
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return nil, fmt.Errorf("--writable %s: %w", d, err)
+		}
+		c.writable = append(c.writable, real)
+	}
+	c.readOnly = append(append([]string{}, ws.ReadRoots()...), ws.ArtifactsDir())
+	if c.dir, err = os.MkdirTemp("", "toolhost-session-"); err != nil {
+		return nil, fmt.Errorf("cannot create the session directory: %w", err)
+	}
+	for _, sub := range []string{"cache", "tmp"} {
+		if err := os.Mkdir(filepath.Join(c.dir, sub), 0o700); err != nil {
+			os.RemoveAll(c.dir)
+			return nil, fmt.Errorf("cannot create the session directory: %w", err)
+		}
+	}
+	if c.dir, err = filepath.EvalSymlinks(c.dir); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// remove removes the session directory; it is safe on nil.
+func (c *confinement) remove() {
+	if c != nil && c.dir != "" {
+		os.RemoveAll(c.dir)
+		c.dir = ""
+	}
+}
+
+// cacheDir is the session's cache directory, writable in workspace-write.
+func (c *confinement) cacheDir() string { return filepath.Join(c.dir, "cache") }
+
+// tmpRoot holds the confined commands' own temporary directories.
+func (c *confinement) tmpRoot() string {
+	if c == nil || c.dir == "" {
+		return ""
+	}
+	return filepath.Join(c.dir, "tmp")
+}
+
+// capability reports the confinement for initialize.
+func (c *confinement) capability() rpc.SandboxCapability {
+	net := c.def.network
+	cap := rpc.SandboxCapability{
+		Mode:    c.mode,
+		ABI:     c.caps.LandlockABI,
+		Default: rpc.Sandbox{Filesystem: c.def.fs, Network: &net},
+		Layers:  []string{},
+	}
+	if c.mode == SandboxOff {
+		cap.Reason = "confinement is off (--sandbox off)"
+		return cap
+	}
+	cap.Available = c.caps.LandlockABI > 0
+	if cap.Available {
+		cap.Layers = append(cap.Layers, fmt.Sprintf("landlock-abi-%d", min(c.caps.LandlockABI, 7)))
+	}
+	if c.caps.MountNS {
+		cap.Layers = append(cap.Layers, "mntns")
+	}
+	if c.caps.NetNS != sandbox.NetNSNone {
+		cap.Layers = append(cap.Layers, "netns")
+	}
+	if c.caps.Seccomp {
+		cap.Layers = append(cap.Layers, "seccomp")
+	}
+	for name, ctl := range map[string]sandbox.Controller{"memory": c.caps.Memory, "pids": c.caps.Pids} {
+		if ctl.Version > 0 {
+			cap.Layers = append(cap.Layers, fmt.Sprintf("%s:cgroup-v%d", name, ctl.Version))
+		}
+	}
+	if c.caps.CPULimit {
+		cap.Layers = append(cap.Layers, "cpu:rlimit")
+	}
+	var missing []string
+	for _, k := range []string{"landlock", "mountns", "netns"} {
+		if r := c.caps.Reasons[k]; r != "" {
+			missing = append(missing, r)
+		}
+	}
+	cap.Reason = strings.Join(missing, "; ")
+	return cap
+}
+
+// policy returns the sandbox policy of a level.
+func (c *confinement) policy(l level) sandbox.Policy {
+	return sandbox.Policy{
+		Filesystem: sandbox.Filesystem(l.fs),
+		Network:    l.network,
+		Root:       c.root,
+		CacheDir:   c.cacheDir(),
+		Writable:   c.writable,
+		ReadRoots:  c.readOnly,
+	}
+}
+
+// confine turns a request's sandbox, limits and steps into the process
+// confinement, and points the caches of a workspace-write command at the
+// session's cache directory unless env sets them. It returns nil for a
+// command that runs unconfined (--sandbox off, and nothing asked).
+func (c *confinement) confine(p *rpc.RunCommandParams, spec *process.Spec, steps []rpc.StepSpec) error {
+	explicit := c.explicit || p.Sandbox != nil || p.Limits != nil
+	for _, st := range steps {
+		explicit = explicit || st.Sandbox != nil
+	}
+	lvl, err := tighten(c.def, p.Sandbox, "sandbox")
+	if err != nil {
+		return err
+	}
+	limits, err := c.narrowLimits(p.Limits)
+	if err != nil {
+		return err
+	}
+	if c.mode == SandboxOff {
+		asked := lvl != level{fs: rpc.SandboxFull, network: true} || limits != (sandbox.Limits{})
+		for i, st := range steps {
+			if sl, err := tighten(lvl, st.Sandbox, fmt.Sprintf("steps[%d].sandbox", i)); err != nil {
+				return err
+			} else if sl != lvl {
+				asked = true
+			}
+		}
+		if explicit && asked {
+			return rpc.NewError(rpc.CodeSandboxUnavailable, &rpc.ErrorData{Field: "sandbox", Reason: "the server runs with --sandbox off", Missing: []string{"confinement is off (--sandbox off)"}},
+				"sandbox unavailable: the server runs with --sandbox off")
+		}
+		return nil
+	}
+	spec.Confine = &process.Confinement{
+		Policy:  c.policy(lvl),
+		Limits:  limits,
+		Require: c.mode == SandboxRequired || explicit,
+		Caps:    &c.caps,
+	}
+	workspaceWrite := lvl.fs == rpc.SandboxWorkspaceWrite
+	for i, st := range steps {
+		sl, err := tighten(lvl, st.Sandbox, fmt.Sprintf("steps[%d].sandbox", i))
+		if err != nil {
+			return err
+		}
+		if sl != lvl {
+			pol := c.policy(sl)
+			spec.Steps[i].Policy = &pol
+		}
+		workspaceWrite = workspaceWrite || sl.fs == rpc.SandboxWorkspaceWrite
+	}
+	if workspaceWrite {
+		spec.Env = c.cacheEnv(spec.Env)
+	}
+	return nil
+}
+
+// cacheEnv returns env with the cache variables pointed at the session's
+// cache directory, except those env sets or unsets.
+func (c *confinement) cacheEnv(env map[string]*string) map[string]*string {
+	cache := c.cacheDir()
+	vars := map[string]string{
+		"XDG_CACHE_HOME":   cache,
+		"GOCACHE":          filepath.Join(cache, "go-build"),
+		"GOMODCACHE":       filepath.Join(cache, "go-mod"),
+		"npm_config_cache": filepath.Join(cache, "npm"),
+		"PIP_CACHE_DIR":    filepath.Join(cache, "pip"),
+	}
+	out := make(map[string]*string, len(env)+len(vars))
+	for k, v := range vars {
+		out[k] = &v
+	}
+	maps.Copy(out, env)
+	return out
+}
+
+// narrowLimits returns the server's limits lowered by asked.
+func (c *confinement) narrowLimits(asked *rpc.Limits) (sandbox.Limits, error) {
+	l := c.limits
+	if asked == nil {
+		return l, nil
+	}
+	lower := func(field string, cur int64, v *int64, flag string) (int64, error) {
+		if v == nil {
+			return cur, nil
+		}
+		if *v <= 0 {
+			return 0, rpc.InvalidParams("limits."+field, "must be positive, not %d", *v)
+		}
+		if cur > 0 && *v > cur {
+			return 0, rpc.InvalidParams("limits."+field, "must be at most %d (%s); a client may lower a limit, never raise it", cur, flag)
+		}
+		return *v, nil
+	}
+	var err error
+	if l.MemoryBytes, err = lower("memoryBytes", l.MemoryBytes, asked.MemoryBytes, "--limit-memory"); err != nil {
+		return l, err
+	}
+	if l.Pids, err = lower("pids", l.Pids, asked.Pids, "--limit-pids"); err != nil {
+		return l, err
+	}
+	cpu, err := lower("cpuMs", l.CPU.Milliseconds(), asked.CPUMs, "--limit-cpu")
+	if err != nil {
+		return l, err
+	}
+	l.CPU = time.Duration(cpu) * time.Millisecond
+	return l, nil
+}
+
+// sandboxError maps a refusal of package sandbox to SandboxUnavailable.
+func sandboxError(err error) (error, bool) {
+	var ue *sandbox.UnavailableError
+	if !errors.As(err, &ue) {
+		return nil, false
+	}
+	return rpc.NewError(rpc.CodeSandboxUnavailable, &rpc.ErrorData{Reason: err.Error(), Missing: ue.Missing},
+		"sandbox unavailable: the kernel cannot give the confinement asked: %s", strings.Join(ue.Missing, "; ")), true
+}
+
+// sandboxApplied converts a sandbox report to the wire.
+func sandboxApplied(r *sandbox.Report) *rpc.SandboxApplied {
+	if r == nil {
+		return nil
+	}
+	a := &rpc.SandboxApplied{
+		Filesystem:  rpc.SandboxFilesystem(r.Filesystem),
+		Network:     r.Network,
+		EnforcedBy:  r.EnforcedBy,
+		NotEnforced: r.NotEnforced,
+	}
+	if len(r.Limits) > 0 {
+		a.Limits = make(map[string]string, len(r.Limits))
+		for k, v := range r.Limits {
+			a.Limits[string(k)] = v
+		}
+	}
+	return a
+}
