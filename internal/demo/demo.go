@@ -81,6 +81,17 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 		return err
 	}
 
+	p.say("\nCommands are confined by the kernel: this one may write in the root, not outside it,")
+	p.say("and its result says which layers enforced that:")
+	outside := filepath.Join(os.TempDir(), fmt.Sprintf("toolhost-demo-outside-%d", os.Getpid()))
+	defer os.Remove(outside)
+	if err := d.call(rpc.MethodRunCommand, rpc.RunCommandParams{
+		Argv:    []string{"sh", "-c", `echo inside > inside.txt && echo wrote inside.txt; echo outside > "$0" && echo wrote "$0"`, outside},
+		Sandbox: &rpc.Sandbox{Filesystem: rpc.SandboxWorkspaceWrite},
+	}, nil); err != nil {
+		return err
+	}
+
 	p.say("\nRun a recipe of three steps behind a handle; its transitions arrive live:")
 	if err := d.call(rpc.MethodLongRunning, rpc.LongRunningParams{Label: "build", Steps: []rpc.StepSpec{
 		{Name: "fetch", Argv: []string{"sh", "-c", "echo fetching"}},
