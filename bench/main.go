@@ -39,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	workDir := fs.String("work", "", "the `dir` for the servers' roots, artifacts and the baseline's file (default: a new temporary directory, removed at the end); the throughput figure writes 3 GiB at a time into it")
 	bin := fs.String("bin", "", "measure this toolhost `binary` instead of building one")
 	scale := fs.Float64("scale", 1, "multiply every iteration count by this `factor` (0.1 for a quick look)")
-	only := fs.String("only", "", "run only the figures whose key contains this `text` (rtt, readfile, runcommand, output, handles, markers, cancel)")
+	only := fs.String("only", "", "run only the figures whose key contains this `text` (rtt, readfile, runcommand, escape, output, handles, markers, cancel)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	b := &bench{work: work, self: self, scale: *scale, logf: logf}
-	b.bin = *bin
+	b.bin, b.repo = *bin, *repo
 	if b.bin == "" {
 		b.bin = filepath.Join(work, "toolhost")
 		logf("building toolhost from %s", *repo)
@@ -115,6 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // bench is one run of the suite.
 type bench struct {
 	bin   string  // the toolhost binary measured
+	repo  string  // the repository it is built from
 	self  string  // this program, run as the marker child
 	work  string  // where roots, artifacts and baseline files go
 	scale float64 // multiplies iteration counts

@@ -171,6 +171,12 @@ type Manager struct {
 	tmpOnce sync.Once
 	tmp     string
 	tmpMade bool
+	// tmpFree are emptied temporary directories of ended commands, ready
+	// for the next ones (a new directory inode costs far more than
+	// emptying one); tmpSeq names new ones. Guarded by tmpMu.
+	tmpMu   sync.Mutex
+	tmpFree []string
+	tmpSeq  int
 
 	mu sync.Mutex // guards the fields below
 	// running holds commands from Start's reservation until their Result
@@ -692,4 +698,63 @@ func (m *Manager) tmpRoot() string {
 		m.tmp, m.tmpMade = dir, true
 	})
 	return m.tmp
+}
+
+// maxFreeTmp bounds the emptied temporary directories kept for reuse.
+const maxFreeTmp = 16
+
+// takeTmp returns an empty temporary directory, mode 0700, for a confined
+// command: an emptied one of an ended command, else a new one.
+func (m *Manager) takeTmp() (string, error) {
+	root := m.tmpRoot()
+	m.tmpMu.Lock()
+	if n := len(m.tmpFree); n > 0 {
+		dir := m.tmpFree[n-1]
+		m.tmpFree = m.tmpFree[:n-1]
+		m.tmpMu.Unlock()
+		return dir, nil
+	}
+	m.tmpSeq++
+	dir := filepath.Join(root, "t"+strconv.Itoa(m.tmpSeq))
+	m.tmpMu.Unlock()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// giveTmp takes back a temporary directory whose command has ended and
+// whose processes are all gone: it is emptied and its mode reset, then kept
+// for the next command, or removed when enough are kept or it cannot be
+// emptied.
+func (m *Manager) giveTmp(dir string) {
+	keep := m.emptyDir(dir) == nil && os.Chmod(dir, 0o700) == nil
+	m.tmpMu.Lock()
+	if keep && len(m.tmpFree) < maxFreeTmp {
+		m.tmpFree = append(m.tmpFree, dir)
+		m.tmpMu.Unlock()
+		return
+	}
+	m.tmpMu.Unlock()
+	if err := os.RemoveAll(dir); err != nil {
+		m.log.Warn("removing a temporary directory", "dir", dir, "err", err)
+	}
+}
+
+// emptyDir removes everything in dir, never following a symlink out.
+func (m *Manager) emptyDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		errs = append(errs, os.RemoveAll(filepath.Join(dir, n)))
+	}
+	return errors.Join(errs...)
 }

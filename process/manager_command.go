@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -127,11 +126,11 @@ func (c *Command) begin() (*proc, error) {
 	// no artifacts.
 	if c.spec.Confine != nil {
 		// Made first: the environment names it.
-		c.tmpDir = filepath.Join(c.m.tmpRoot(), c.id)
-		if err := os.Mkdir(c.tmpDir, 0o700); err != nil {
-			c.tmpDir = ""
+		dir, err := c.m.takeTmp()
+		if err != nil {
 			return nil, fmt.Errorf("the command's temporary directory: %w", err)
 		}
+		c.tmpDir = dir
 	}
 	env, path, err := c.stepEnv(0)
 	if err != nil {
@@ -517,9 +516,7 @@ func (c *Command) removeTmp() {
 	if c.tmpDir == "" {
 		return
 	}
-	if err := os.RemoveAll(c.tmpDir); err != nil {
-		c.m.log.Warn("removing the command's temporary directory", "command", c.id, "err", err)
-	}
+	c.m.giveTmp(c.tmpDir)
 	c.tmpDir = ""
 }
 
