@@ -241,7 +241,9 @@ func TestRunEnvAllowlist(t *testing.T) {
 	for _, k := range secrets {
 		env = append(env, k+"=secret-"+k)
 	}
-	s := start(t, options{env: env})
+	// Unconfined: a confined command also gets its own TMPDIR and the
+	// session's cache variables (TestSandboxAllows checks those).
+	s := start(t, options{env: env, args: []string{"--sandbox", "off"}})
 	s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Env: &rpc.EnvOptions{Allow: []string{"MYCO_*"}}}})
 
 	wantBase := map[string]string{

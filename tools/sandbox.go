@@ -173,10 +173,11 @@ func (c *confinement) capability() rpc.SandboxCapability {
 	if c.caps.Seccomp {
 		cap.Layers = append(cap.Layers, "seccomp")
 	}
-	for name, ctl := range map[string]sandbox.Controller{"memory": c.caps.Memory, "pids": c.caps.Pids} {
-		if ctl.Version > 0 {
-			cap.Layers = append(cap.Layers, fmt.Sprintf("%s:cgroup-v%d", name, ctl.Version))
-		}
+	if v := c.caps.Memory.Version; v > 0 {
+		cap.Layers = append(cap.Layers, fmt.Sprintf("memory:cgroup-v%d", v))
+	}
+	if v := c.caps.Pids.Version; v > 0 {
+		cap.Layers = append(cap.Layers, fmt.Sprintf("pids:cgroup-v%d", v))
 	}
 	if c.caps.CPULimit {
 		cap.Layers = append(cap.Layers, "cpu:rlimit")
