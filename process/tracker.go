@@ -1,7 +1,6 @@
 package process
 
 import (
-	"slices"
 	"time"
 
 	"github.com/sourcegraph/conc/panics"
@@ -182,11 +181,4 @@ func (c *Command) heartbeat(ev HeartbeatEvent) {
 	if rec := pc.Recovered(); rec != nil {
 		c.m.log.Error("observer panicked", "command", c.id, "panic", rec.String())
 	}
-}
-
-// stepsSnapshot returns the steps so far (for callers that show them live).
-func (c *Command) stepsSnapshot() []StepResult {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.stepResults)
 }
