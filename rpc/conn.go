@@ -216,6 +216,12 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 
 // readLoop reads and dispatches messages until the input ends, then gives
 // the requests in flight EOFGrace to finish and ends the session.
+//
+// There is one read loop at a time. When a request must run concurrently,
+// the loop hands the reading over to a new goroutine and serves the request
+// itself: the handler starts at once, on a running goroutine, instead of
+// waiting for a new one to be scheduled. Each goroutine that served a
+// request is counted in handlers, which End waits for.
 func (s *Server) readLoop(fr *frameReader) {
 	for {
 		frame, err := fr.next()
@@ -225,7 +231,11 @@ func (s *Server) readLoop(fr *frameReader) {
 			}
 			break
 		}
-		s.dispatch(frame)
+		if serve := s.dispatch(frame); serve != nil {
+			go s.readLoop(fr) // the next reader; owned by Serve like this one
+			serve()
+			return
+		}
 	}
 	s.log.Info("input closed; waiting for requests in flight", "grace", s.opts.EOFGrace)
 	s.waitIdle(s.opts.EOFGrace)
@@ -233,16 +243,18 @@ func (s *Server) readLoop(fr *frameReader) {
 }
 
 // dispatch handles one frame, which it owns: a message, or a batch of them.
-func (s *Server) dispatch(frame []byte) {
+// For a request that must run concurrently it returns the function that
+// serves it, for the caller to run on a goroutine of its own.
+func (s *Server) dispatch(frame []byte) (serve func()) {
 	frame = bytes.TrimSpace(frame)
 	switch frame[0] {
 	case '{':
 		m, ok := s.parse(frame, nil)
 		if !ok {
-			return
+			return nil
 		}
 		s.waitRoom(m.kind == jsonrpc2.MessageViewCall)
-		s.handle(m, nil)
+		return s.handle(m, nil)
 	case '[':
 		s.dispatchBatch(frame)
 	default:
@@ -252,6 +264,7 @@ func (s *Server) dispatch(frame []byte) {
 		}
 		s.answerError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a message must be an object or a batch array"}, "invalid request: not an object"))
 	}
+	return nil
 }
 
 // dispatchBatch handles a batch: each member as a message of its own, the
@@ -282,7 +295,9 @@ func (s *Server) dispatchBatch(frame []byte) {
 			b.pending++
 			b.mu.Unlock()
 		}
-		s.handle(m, b)
+		if serve := s.handle(m, b); serve != nil {
+			go serve() // owned by Server through handlers
+		}
 	}
 	s.finishBatchMember(b, nil, nil)
 }
@@ -317,22 +332,25 @@ func (s *Server) parse(frame []byte, b *batch) (message, bool) {
 	return message{}, false
 }
 
-// handle serves one decoded message; b is its batch, or nil.
-func (s *Server) handle(m message, b *batch) {
+// handle serves one decoded message; b is its batch, or nil. A request
+// that must run concurrently comes back as the function that serves it.
+func (s *Server) handle(m message, b *batch) (serve func()) {
 	switch m.kind {
 	case jsonrpc2.MessageViewNotification:
 		s.notification(m.method, m.params)
 	case jsonrpc2.MessageViewResponseResult, jsonrpc2.MessageViewResponseError:
 		s.deliver(m)
 	case jsonrpc2.MessageViewCall:
-		s.call(m, b)
+		return s.call(m, b)
 	}
+	return nil
 }
 
 // call serves a request: lifecycle methods and inline methods on the read
-// loop, in wire order; every other method on a goroutine of its own, so
-// that a slow request never delays the next.
-func (s *Server) call(m message, b *batch) {
+// loop, in wire order. Every other method it returns as a function to run
+// on a goroutine of its own, so that a slow request never delays the next;
+// that goroutine is counted in handlers before call returns.
+func (s *Server) call(m message, b *batch) (serve func()) {
 	ctx, cancel := context.WithCancelCause(s.root)
 	req := &request{id: m.id, method: m.method, cancel: cancel, batch: b}
 	ctx = context.WithValue(ctx, requestKey{}, req)
@@ -399,11 +417,11 @@ func (s *Server) call(m message, b *batch) {
 	}
 	s.handlers.Add(1)
 	s.mu.Unlock()
-	go func() { // owned by Server: End waits on handlers
+	return func() {
 		defer s.handlers.Done()
 		res, e := s.run(ctx, m.method, h, m.params)
 		s.reply(req, res, e)
-	}()
+	}
 }
 
 // requestKey is the context key of the *request a handler serves.
