@@ -82,13 +82,13 @@ func (l envAllowList) filter(base []string) map[string]string {
 }
 
 // checkEnvOverrides rejects variable names a child environment cannot hold.
-func checkEnvOverrides(env map[string]*string) error {
+func checkEnvOverrides(field string, env map[string]*string) error {
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return fmt.Errorf("env name %q: %w", k, ErrInvalid)
+			return &InvalidError{Field: field, Reason: fmt.Sprintf("bad variable name %q", k)}
 		}
 		if v != nil && strings.Contains(*v, "\x00") {
-			return fmt.Errorf("env %s: value contains NUL: %w", k, ErrInvalid)
+			return &InvalidError{Field: field + "." + k, Reason: "must not contain a NUL byte"}
 		}
 	}
 	return nil

@@ -34,7 +34,8 @@ var (
 	ErrBusy = errors.New("too many running commands")
 	// ErrNotFound says the working directory does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrInvalid says a Spec or Config is malformed.
+	// ErrInvalid says a Spec or Config is malformed. A Spec's argv and env
+	// are refused with an *InvalidError that names the field.
 	ErrInvalid = errors.New("invalid argument")
 	// ErrClosed says the Manager has been shut down.
 	ErrClosed = errors.New("process manager is shut down")
@@ -470,31 +471,28 @@ func (m *Manager) validate(spec *Spec) ([]Step, error) {
 	if spec.OutputLimit == 0 {
 		spec.OutputLimit = m.cfg.OutputLimit
 	}
-	if err := checkEnvOverrides(spec.Env); err != nil {
+	if err := checkEnvOverrides("env", spec.Env); err != nil {
 		return nil, err
 	}
 	var steps []Step
+	prefix := ""
 	switch {
 	case len(spec.Steps) > 0 && len(spec.Argv) > 0:
-		return nil, fmt.Errorf("both argv and steps given: %w", ErrInvalid)
+		return nil, &InvalidError{Field: "steps", Reason: "give argv or steps, not both"}
 	case len(spec.Steps) > 0:
 		steps = append([]Step(nil), spec.Steps...)
-	case len(spec.Argv) > 0:
-		steps = []Step{{Argv: spec.Argv}}
 	default:
-		return nil, fmt.Errorf("empty argv: %w", ErrInvalid)
+		steps = []Step{{Argv: spec.Argv}}
 	}
 	for i := range steps {
 		s := &steps[i]
-		if len(s.Argv) == 0 || s.Argv[0] == "" {
-			return nil, fmt.Errorf("step %d: empty argv: %w", i+1, ErrInvalid)
+		if len(spec.Steps) > 0 {
+			prefix = fmt.Sprintf("steps[%d].", i)
 		}
-		for _, a := range s.Argv {
-			if strings.Contains(a, "\x00") {
-				return nil, fmt.Errorf("argument contains NUL: %w", ErrInvalid)
-			}
+		if err := checkArgv(prefix+"argv", s.Argv); err != nil {
+			return nil, err
 		}
-		if err := checkEnvOverrides(s.Env); err != nil {
+		if err := checkEnvOverrides(prefix+"env", s.Env); err != nil {
 			return nil, err
 		}
 		if s.Dir == "" {
@@ -757,4 +755,33 @@ func (m *Manager) emptyDir(dir string) error {
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, n)))
 	}
 	return errors.Join(errs...)
+}
+
+// InvalidError says which field of a Spec is malformed and why. It matches
+// ErrInvalid. Field is named as the wire names it: "argv", "argv[2]",
+// "env.NAME", "steps[1].argv".
+type InvalidError struct {
+	Field, Reason string
+}
+
+// Error names the field and the reason.
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
+
+// Unwrap returns ErrInvalid.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// checkArgv checks a command's argv: the one place argv is checked.
+func checkArgv(field string, argv []string) error {
+	if len(argv) == 0 {
+		return &InvalidError{Field: field, Reason: "required: the command and its arguments"}
+	}
+	if argv[0] == "" {
+		return &InvalidError{Field: field + "[0]", Reason: "the command must not be empty"}
+	}
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return &InvalidError{Field: fmt.Sprintf("%s[%d]", field, i), Reason: "must not contain a NUL byte"}
+		}
+	}
+	return nil
 }

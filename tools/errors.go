@@ -64,6 +64,10 @@ func procError(err error) error {
 		data.Reason = "the session is ending"
 		return rpc.NewError(rpc.CodeInvalidRequest, data, "%v", err)
 	case errors.Is(err, process.ErrInvalid):
+		var ie *process.InvalidError
+		if errors.As(err, &ie) {
+			return rpc.InvalidParams(ie.Field, "%s", ie.Reason)
+		}
 		return rpc.NewError(rpc.CodeInvalidParams, data, "%v", err)
 	}
 	return rpc.NewError(rpc.CodeInternalError, data, "%v", err)

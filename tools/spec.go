@@ -14,7 +14,7 @@ import (
 // recipe's steps, and turns them into a process spec, confined as the
 // session and the request say. With steps, argv must be empty.
 func (t *Tools) commandSpec(ws *workspace.Workspace, p *rpc.RunCommandParams, steps []rpc.StepSpec) (process.Spec, error) {
-	spec, err := t.plainSpec(ws, p, len(steps) > 0)
+	spec, err := t.plainSpec(ws, p)
 	if err != nil {
 		return spec, err
 	}
@@ -29,21 +29,13 @@ func (t *Tools) commandSpec(ws *workspace.Workspace, p *rpc.RunCommandParams, st
 	return spec, conf.confine(p, &spec, steps)
 }
 
-// plainSpec checks the params runCommand and longRunning share. With steps,
-// argv may be empty.
-func (t *Tools) plainSpec(ws *workspace.Workspace, p *rpc.RunCommandParams, steps bool) (process.Spec, error) {
+// plainSpec checks the params runCommand and longRunning share but argv
+// and env, which the process manager checks when the command starts.
+func (t *Tools) plainSpec(ws *workspace.Workspace, p *rpc.RunCommandParams) (process.Spec, error) {
 	var spec process.Spec
-	if !steps {
-		if err := checkArgv("argv", p.Argv); err != nil {
-			return spec, err
-		}
-	}
 	dir, err := ws.Dir(p.Cwd)
 	if err != nil {
 		return spec, cwdError("cwd", err)
-	}
-	if err := checkEnv("env", p.Env); err != nil {
-		return spec, err
 	}
 	spec = process.Spec{Argv: p.Argv, Dir: dir, Env: p.Env}
 	if p.Stdin != nil {
@@ -77,9 +69,6 @@ func stepsSpec(ws *workspace.Workspace, spec *process.Spec, steps []rpc.StepSpec
 		if strings.TrimSpace(st.Name) == "" {
 			return rpc.InvalidParams(field+".name", "required")
 		}
-		if err := checkArgv(field+".argv", st.Argv); err != nil {
-			return err
-		}
 		dir := spec.Dir
 		if st.Cwd != "" {
 			d, err := ws.Dir(st.Cwd)
@@ -87,9 +76,6 @@ func stepsSpec(ws *workspace.Workspace, spec *process.Spec, steps []rpc.StepSpec
 				return cwdError(field+".cwd", err)
 			}
 			dir = d
-		}
-		if err := checkEnv(field+".env", st.Env); err != nil {
-			return err
 		}
 		env := mergeEnv(spec.Env, st.Env)
 		spec.Steps = append(spec.Steps, process.Step{Name: st.Name, Argv: st.Argv, Dir: dir, Env: env, ContinueOnError: st.ContinueOnError})
@@ -110,35 +96,6 @@ func mergeEnv(base, over map[string]*string) map[string]*string {
 		m[k] = v
 	}
 	return m
-}
-
-// checkArgv checks a command's argv.
-func checkArgv(field string, argv []string) error {
-	if len(argv) == 0 {
-		return rpc.InvalidParams(field, "required: the command and its arguments")
-	}
-	if argv[0] == "" {
-		return rpc.InvalidParams(field+"[0]", "the command must not be empty")
-	}
-	for i, a := range argv {
-		if strings.IndexByte(a, 0) >= 0 {
-			return rpc.InvalidParams(fmt.Sprintf("%s[%d]", field, i), "must not contain a NUL byte")
-		}
-	}
-	return nil
-}
-
-// checkEnv checks the variables a request sets.
-func checkEnv(field string, env map[string]*string) error {
-	for k, v := range env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return rpc.InvalidParams(field, "bad variable name %q", k)
-		}
-		if v != nil && strings.IndexByte(*v, 0) >= 0 {
-			return rpc.InvalidParams(field+"."+k, "must not contain a NUL byte")
-		}
-	}
-	return nil
 }
 
 // cwdError maps a workspace error about a working directory.
