@@ -307,12 +307,15 @@ func TestCommandLine(t *testing.T) {
 	if err != nil || len(stdout) != 0 {
 		t.Errorf("--help: stdout %q, err %v; want help on stderr only", stdout, err)
 	}
-	for _, flag := range []string{"-root", "-read-root", "-framing", "-artifacts-dir", "-kill-grace", "-max-processes", "-max-message-bytes", "-log-level", "-log-file", "-version"} {
+	for _, flag := range []string{"-root", "-read-root", "-framing", "-artifacts-dir", "-kill-grace", "-max-processes", "-max-message-bytes", "-log-level", "-log-file", "-version",
+		"-sandbox", "-sandbox-default", "-sandbox-network", "-writable", "-limit-memory", "-limit-pids", "-limit-cpu"} {
 		if !strings.Contains(stderr.String(), flag) {
 			t.Errorf("--help does not explain %s", flag)
 		}
 	}
-	for _, args := range [][]string{{"--framing", "xml"}, {"--log-level", "loud"}, {"--no-such-flag"}, {"extra"}} {
+	for _, args := range [][]string{{"--framing", "xml"}, {"--log-level", "loud"}, {"--no-such-flag"}, {"extra"},
+		{"--sandbox", "maybe"}, {"--sandbox-default", "loose"}, {"--sandbox-network", "yes"}, {"--writable", "rel/dir"},
+		{"--limit-memory", "lots"}, {"--limit-pids", "-1"}, {"--sandbox", "off", "--limit-pids", "10"}} {
 		cmd := exec.Command(binary, args...)
 		cmd.Stdin = strings.NewReader("")
 		cmd.Stderr = io.Discard
