@@ -3,6 +3,10 @@
 package integration
 
 import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -472,14 +476,37 @@ d="$XDG_CACHE_HOME/toolhost-sandbox-$$" && mkdir -p "$d" && echo cache > "$d/f" 
 			wsWrite(t, filepath.Join(dir, "go.mod"), "module example.com/hello\n\ngo 1.26\n")
 			wsWrite(t, filepath.Join(dir, "main.go"), "package main\n\nfunc main() { println(\"built and ran\") }\n")
 		},
-		env: func(t *testing.T) map[string]any {
-			goBin, err := exec.LookPath("go")
-			if err != nil {
-				t.Skipf("no go on PATH: %v", err)
-			}
-			return map[string]any{"GOTOOLCHAIN": "local", "PATH": filepath.Dir(goBin) + ":" + os.Getenv("PATH")}
-		},
+		env:   sbGoEnv,
 		check: sbOutputIs("built and ran\n")},
+	{name: "go_test_module", script: `go test ./... 2>&1`, timeout: 2 * time.Minute,
+		layout: func(t *testing.T, dir string) {
+			wsWrite(t, filepath.Join(dir, "go.mod"), "module example.com/tested\n\ngo 1.26\n")
+			wsWrite(t, filepath.Join(dir, "add.go"), "package tested\n\nfunc Add(a, b int) int { return a + b }\n")
+			wsWrite(t, filepath.Join(dir, "add_test.go"), "package tested\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"2+3\")\n\t}\n}\n")
+		},
+		env:   sbGoEnv,
+		check: sbOutputHas("ok  \texample.com/tested"),
+	},
+	{name: "npm_ci", script: `npm ci --no-audit --no-fund --offline 2>&1 && test -d node_modules && echo installed`,
+		layout: func(t *testing.T, dir string) {
+			if _, err := exec.LookPath("npm"); err != nil {
+				t.Skipf("no npm on PATH: %v", err)
+			}
+			wsWrite(t, filepath.Join(dir, "package.json"), `{"name":"sandboxed","version":"1.0.0","dependencies":{"local-dep":"file:dep"}}`)
+			wsWrite(t, filepath.Join(dir, "dep", "package.json"), `{"name":"local-dep","version":"1.0.0"}`)
+			wsWrite(t, filepath.Join(dir, "package-lock.json"), `{"name":"sandboxed","version":"1.0.0","lockfileVersion":3,"requires":true,"packages":{"":{"name":"sandboxed","version":"1.0.0","dependencies":{"local-dep":"file:dep"}},"dep":{"name":"local-dep","version":"1.0.0"},"node_modules/local-dep":{"resolved":"dep","link":true}}}`)
+		},
+		check: sbOutputHas("installed"),
+	},
+	{name: "pip_install_target", script: `/usr/bin/python3 -m pip install --no-index --target lib ./sandboxed_mod-1.0-py3-none-any.whl 2>&1 && test -f lib/sandboxed_mod.py && echo installed`, timeout: time.Minute,
+		layout: func(t *testing.T, dir string) {
+			if exec.Command("/usr/bin/python3", "-m", "pip", "--version").Run() != nil {
+				t.Skip("/usr/bin/python3 has no pip here")
+			}
+			sbWriteWheel(t, filepath.Join(dir, "sandboxed_mod-1.0-py3-none-any.whl"))
+		},
+		check: sbOutputHas("installed"),
+	},
 	{name: "git_init_add_commit", script: `git init -q . && echo hello > a.txt && git add a.txt &&
 git -c user.name=toolhost -c user.email=toolhost@example.invalid -c commit.gpgsign=false commit -q -m first &&
 git log --format=%s`,
@@ -568,4 +595,57 @@ func TestSandboxReports(t *testing.T) {
 			t.Errorf("enforcedBy = %q, want a landlock-abi-N layer", res.Sandbox.EnforcedBy)
 		}
 	})
+}
+
+// sbGoEnv is the environment of a go command in the sandbox: go's own
+// directory on PATH, and no toolchain download.
+func sbGoEnv(t *testing.T) map[string]any {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go on PATH: %v", err)
+	}
+	return map[string]any{"GOTOOLCHAIN": "local", "PATH": filepath.Dir(goBin) + ":" + os.Getenv("PATH")}
+}
+
+// sbOutputHas checks the command's stdout holds want.
+func sbOutputHas(want string) func(*testing.T, rpc.ToolResult, string) {
+	return func(t *testing.T, res rpc.ToolResult, _ string) {
+		t.Helper()
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("stdout %q does not hold %q", res.Stdout, want)
+		}
+	}
+}
+
+// sbWriteWheel writes a pure-Python wheel of one module, so that pip
+// installs it without building anything or reaching an index.
+func sbWriteWheel(t *testing.T, path string) {
+	t.Helper()
+	files := []struct{ name, body string }{
+		{"sandboxed_mod.py", "X = 1\n"},
+		{"sandboxed_mod-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: sandboxed-mod\nVersion: 1.0\n"},
+		{"sandboxed_mod-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: toolhost-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	var record strings.Builder
+	for _, f := range files {
+		w, err := zw.Create(f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(f.body))
+		sum := sha256.Sum256([]byte(f.body))
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f.name, base64.RawURLEncoding.EncodeToString(sum[:]), len(f.body))
+	}
+	record.WriteString("sandboxed_mod-1.0.dist-info/RECORD,,\n")
+	w, err := zw.Create("sandboxed_mod-1.0.dist-info/RECORD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte(record.String()))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wsWrite(t, path, buf.String())
 }
