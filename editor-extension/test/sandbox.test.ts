@@ -4,12 +4,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import { sandboxOf } from '../src/answers';
-import { confinementOf, describeStepView, describeTool, LOCK, toolTooltip, ToolsModel } from '../src/model';
+import { confinementOf, describeStepView, describeTool, isConfined, LOCK, toolTooltip, ToolsModel } from '../src/model';
 import {
   CodeInvalidParams,
   CodePathOutsideWorkspace,
   type InitializeResult,
   MethodInitialize,
+  RunCommandRequest,
   type SandboxApplied,
   type SandboxCapability,
   type ToolResult,
@@ -221,5 +222,42 @@ test('the real server: a tightening toolhost.sandbox is accepted; a refused sett
     assert.match(initializeFailure(e, 'toolhost', 'x'), /^Toolhost: the server refused the toolhost\.readRoots setting: read root "\/etc" is outside/);
   } finally {
     await refused.close();
+  }
+});
+
+test('the real server: the session default reflects toolhost.sandbox, a looser one is refused naming the setting, and results say what was applied', async () => {
+  const tight = startServer('header');
+  try {
+    const init = await tight.conn.sendRequest<InitializeResult>(MethodInitialize, {
+      processId: process.pid,
+      rootUri: null,
+      capabilities: {},
+      initializationOptions: initializationOptions({ readRoots: [], sandbox: { network: false } }, tight.root),
+    });
+    const cap = sandboxOf(init);
+    assert.ok(cap, 'initialize answers capabilities.sandbox');
+    assert.deepEqual(cap.default, { filesystem: 'workspace-write', network: false });
+    const res = await tight.conn.sendRequest(RunCommandRequest, { argv: ['true'] });
+    if (cap.available) {
+      assert.equal(res.sandbox?.network, false);
+      assert.ok(res.sandbox && isConfined(res.sandbox), 'a confined result shows the lock');
+    }
+  } finally {
+    await tight.close();
+  }
+  const loose = startServer('header');
+  try {
+    const e = await loose.conn
+      .sendRequest(MethodInitialize, {
+        processId: process.pid,
+        rootUri: null,
+        capabilities: {},
+        initializationOptions: initializationOptions({ readRoots: [], sandbox: { filesystem: 'full' } }, loose.root),
+      })
+      .then(() => assert.fail('initialize accepted a looser sandbox than --sandbox-default'), (err: unknown) => err);
+    assert.ok(e instanceof ResponseError && e.code === CodeInvalidParams);
+    assert.equal(refusedSetting(e)?.setting, 'toolhost.sandbox');
+  } finally {
+    await loose.close();
   }
 });
