@@ -85,7 +85,8 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutpu
 		if from < 0 {
 			from = max(0, total+from)
 		}
-		res, err := readArtifact(path, from, min(maxBytes, max(0, total-from)), closed)
+		n := min(maxBytes, max(0, total-from))
+		res, err := readArtifact(path, from, n, closed || from+n < total)
 		if err != nil {
 			return nil, t.readError(p.HandleID, path, closed, err)
 		}
@@ -115,9 +116,11 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutpu
 }
 
 // readArtifact reads n bytes of the file at path from off; it opens the
-// name even for none, so that a removed artifact is seen. Unless final, a
-// rune cut at the end is left for the next read.
-func readArtifact(path string, off, n int64, final bool) (*rpc.ReadOutputResult, error) {
+// name even for none, so that a removed artifact is seen. A rune cut at
+// the end is left for the next read, unless that would leave nothing
+// though more bytes follow (more: then the caller would wait for bytes
+// that are already there), or the command has ended (more is then set).
+func readArtifact(path string, off, n int64, more bool) (*rpc.ReadOutputResult, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
@@ -129,8 +132,8 @@ func readArtifact(path string, off, n int64, final bool) (*rpc.ReadOutputResult,
 		return nil, err
 	}
 	buf = buf[:got]
-	if !final {
-		buf = buf[:completeRunes(buf)]
+	if k := completeRunes(buf); k > 0 || !more {
+		buf = buf[:k]
 	}
 	res := &rpc.ReadOutputResult{Offset: off, NextOffset: off + int64(len(buf)), Encoding: rpc.EncodingUTF8}
 	if utf8.Valid(buf) {
