@@ -432,3 +432,28 @@ func TestBothTimeoutsOnOneCommandSayWhichFired(t *testing.T) {
 		t.Errorf("chatty command: status %q, timeoutReason %q", chatty.Status, chatty.TimeoutReason)
 	}
 }
+
+// TestYieldedRunCommandKeepsItsProgressToken checks that a runCommand's
+// workDoneToken goes on working after the yield: the token cancels the
+// handle, and $/progress end comes before the handle's one toolResult.
+func TestYieldedRunCommandKeepsItsProgressToken(t *testing.T) {
+	t.Parallel()
+	s := start(t, options{})
+	s.initialize(nil)
+	newGate(t, s.root, "gate") // never released: the token's cancel ends the command
+	var res rpc.ToolResult
+	s.mustCall("runCommand", map[string]any{"argv": []string{"sh", "-c", "echo a; read x < gate"}, "yieldMs": 200, "workDoneToken": "tok-y"}, &res)
+	if res.Status != rpc.StatusRunning || res.HandleID == "" {
+		t.Fatalf("yield answer: %+v", res)
+	}
+	s.notify("window/workDoneProgress/cancel", map[string]any{"token": "tok-y"})
+	final := s.toolResultOf(res.HandleID)
+	if final.Status != rpc.StatusCancelled {
+		t.Errorf("toolResult after the token's cancel: %+v", final)
+	}
+	_, endAt := s.waitFor(0, "$/progress end", func(m msg) bool { return m.Method == "$/progress" && progIsEnd(m.Params) })
+	_, resultAt := s.waitFor(0, "toolResult", func(m msg) bool { return m.Method == "toolResult" })
+	if endAt > resultAt {
+		t.Errorf("$/progress end (message %d) came after the toolResult (message %d)", endAt, resultAt)
+	}
+}

@@ -368,7 +368,8 @@ func (c *Command) Result() Result {
 
 // Current returns the final Result once the command has finished, else
 // the Result so far: Status running, no exit code, EndedAt now, the output
-// written so far (capture.Capture.Snapshot) and the steps so far.
+// written so far (capture.Capture.Snapshot), the steps so far and what
+// confined the first process.
 func (c *Command) Current() Result {
 	out := c.capture.Snapshot()
 	c.mu.Lock()
@@ -379,11 +380,15 @@ func (c *Command) Current() Result {
 		return r
 	}
 	now := time.Now()
-	return Result{
+	r := Result{
 		CommandID: c.id, HandleID: c.handleID, Status: StatusRunning,
 		StartedAt: c.startedAt, EndedAt: now, Duration: now.Sub(c.startedAt),
 		Output: out, Steps: slices.Clone(c.stepResults),
 	}
+	if len(c.procs) > 0 {
+		r.Sandbox = c.procs[0].report // set at the fork, before procs holds it
+	}
+	return r
 }
 
 // Cancel stops the command: TERM to its groups and descendants, grace (<= 0:
