@@ -401,16 +401,25 @@ func TestInactivityTimeoutFiresOnASilentCommand(t *testing.T) {
 
 // TestInactivityTimeoutDoesNotFireWhileTheCommandPrints checks that output
 // every 100 ms keeps a command alive past its inactivityTimeoutMs: on
-// stdout, on stderr, and by step markers alone.
+// stdout, on stderr, and by heartbeat markers alone on TOOLHOST_EVENTS_FD
+// (fd 3), which print nothing.
 func TestInactivityTimeoutDoesNotFireWhileTheCommandPrints(t *testing.T) {
 	t.Parallel()
 	s := start(t, options{})
 	s.initialize(nil)
-	for _, print := range []string{`echo "$i"`, `echo "$i" >&2`, `echo '::toolhost::heartbeat' >&2`} {
-		script := fmt.Sprintf(`i=0; while [ $i -lt 12 ]; do %s; sleep 0.1; i=$((i+1)); done`, print)
-		res := s.run(map[string]any{"argv": []string{"sh", "-c", script}, "inactivityTimeoutMs": 600})
-		if res.Status != rpc.StatusCompleted || res.TimeoutReason != "" || res.DurationMs < 600 {
-			t.Errorf("%s: status %q, timeoutReason %q, durationMs %d", print, res.Status, res.TimeoutReason, res.DurationMs)
+	prints := []string{`echo "$i"`, `echo "$i" >&2`, `echo '{"type":"heartbeat"}' >&3`}
+	var ps []*client.Pending
+	for _, print := range prints { // concurrently: the test takes 1.5 s, not three times that
+		script := fmt.Sprintf(`i=0; while [ $i -lt 15 ]; do %s; sleep 0.1; i=$((i+1)); done`, print)
+		ps = append(ps, s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", script}, "inactivityTimeoutMs": 1000}))
+	}
+	for i, p := range ps {
+		var res rpc.ToolResult
+		if e := s.answer(p, &res); e != nil {
+			t.Fatalf("%s: %v", prints[i], e)
+		}
+		if res.Status != rpc.StatusCompleted || res.TimeoutReason != "" || res.DurationMs < 1000 || (i == 2 && res.Artifacts.LineCount != 15) {
+			t.Errorf("%s: status %q, timeoutReason %q, durationMs %d", prints[i], res.Status, res.TimeoutReason, res.DurationMs)
 		}
 	}
 }
