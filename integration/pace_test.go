@@ -76,9 +76,10 @@ func bytesOf(t testing.TB, r rpc.ReadOutputResult) []byte {
 
 // TestYieldOnARunningCommandAnswersRunningThenOneToolResult checks that a
 // runCommand outliving its yieldMs answers "running" with a handle and the
-// output so far, that the handle then works as a longRunning's (progress),
-// and that it ends in exactly one toolResult, after that answer, with the
-// whole output.
+// output so far, that $/cancelRequest after it leaves the handle alone,
+// that the handle then works as a longRunning's (progress), and that it
+// ends in exactly one toolResult, after that answer, with the whole
+// output.
 func TestYieldOnARunningCommandAnswersRunningThenOneToolResult(t *testing.T) {
 	t.Parallel()
 	s := start(t, options{})
@@ -95,6 +96,9 @@ func TestYieldOnARunningCommandAnswersRunningThenOneToolResult(t *testing.T) {
 	if res.Stdout != "a\n" || res.Artifacts.ByteCount != 2 || res.Artifacts.Sha256 != "" {
 		t.Errorf("yield answer's output: stdout %q, artifacts %+v", res.Stdout, res.Artifacts)
 	}
+	// $/cancelRequest after the yield finds the request answered: the
+	// handle lives on.
+	s.notify("$/cancelRequest", map[string]any{"id": p.ID()})
 	var pr rpc.Progress
 	s.mustCall("progress", map[string]any{"handleId": res.HandleID}, &pr)
 	if pr.Status != rpc.StatusRunning || pr.CommandID != res.CommandID {
