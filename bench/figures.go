@@ -32,6 +32,8 @@ var figures = []figure{
 	{"escape", (*bench).escapeCorpus},
 	{"markers", (*bench).markers},
 	{"cancel", (*bench).cancelLatency},
+	{"readoutput", (*bench).readOutputWake},
+	{"yield", (*bench).yieldOverhead},
 	{"output", (*bench).output},
 	{"handles", (*bench).handles},
 }

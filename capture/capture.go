@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sourcegraph/conc"
 )
@@ -125,6 +126,20 @@ type Capture struct {
 	// closed is set once Close has closed the files.
 	closed atomic.Bool
 
+	// The live view of the files, for readers while the command runs (see
+	// live.go). born is set at creation. lastActive is the time of the
+	// latest write of any stream, as nanoseconds since born. stdoutLen,
+	// stderrLen and outLen are the bytes written to each file, each added
+	// after the bytes are in the file and before wake is closed.
+	born                         time.Time
+	lastActive                   atomic.Int64
+	stdoutLen, stderrLen, outLen atomic.Int64
+	// wakeMu guards wake: nil until a reader asks for it (Changed), then
+	// closed and set nil by the next write batch or Close. Lock order:
+	// after outMu.
+	wakeMu sync.Mutex
+	wake   chan struct{}
+
 	// outMu guards output.log, stdout's file (stdout.file: a split
 	// replaces it from another stream's goroutine, so stdout writes its
 	// file under outMu), the hash and the running summary. Lock order:
@@ -223,6 +238,7 @@ func newCapture(a *Artifacts, id, dir string, o Options, stdout, stderr *os.File
 		onOutput: o.OnOutput,
 		shared:   true,
 		h:        sha256.New(),
+		born:     time.Now(),
 	}
 	c.hashWake.L = &c.outMu
 	c.stdout = captureStream{c: c, name: "stdout", inline: newHeadTail(limit),
@@ -326,6 +342,7 @@ func (c *Capture) Close() (Output, error) {
 	c.resultErr = errors.Join(errs...)
 	c.done = true
 	c.closed.Store(true)
+	c.wakeReaders()
 	c.arts.captureClosed(c.id)
 	return c.result, c.resultErr
 }
@@ -364,6 +381,7 @@ func (s *captureStream) closeStderr() (string, bool, error) {
 // Write takes a chunk from the pump. It always accepts the whole chunk
 // unless the Capture is closed.
 func (s *captureStream) Write(p []byte) (int, error) {
+	s.c.touch()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -487,7 +505,9 @@ func (s *captureStream) emitPlain(p []byte) {
 	if s == &c.stdout {
 		c.writeStdout(p)
 	} else {
-		c.addFileBytes(c.writeFile(&s.file, p))
+		n := c.writeFile(&s.file, p)
+		c.addFileBytes(n)
+		c.stderrLen.Add(int64(n))
 		c.appendOutput(p)
 	}
 	s.inline.Write(p)
@@ -512,7 +532,9 @@ func (c *Capture) writeStdout(p []byte) {
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
 	if !c.shared {
-		c.addFileBytes(c.writeFile(&c.stdout.file, p))
+		n := c.writeFile(&c.stdout.file, p)
+		c.addFileBytes(n)
+		c.stdoutLen.Add(int64(n))
 		c.appendOutputLocked(p)
 		return
 	}
@@ -525,6 +547,7 @@ func (c *Capture) writeStdout(p []byte) {
 	}
 	n, err := so.f.Write(p)
 	c.addFileBytes(2 * n) // two names
+	c.stdoutLen.Add(int64(n))
 	c.countOutput(p[:n])
 	if err != nil {
 		err = fmt.Errorf("write %s: %w", so.path, err)
@@ -676,6 +699,8 @@ func (c *Capture) countOutput(p []byte) {
 	c.outBytes += int64(len(p))
 	c.outLines += int64(bytes.Count(p, []byte{'\n'}))
 	c.outLast = p[len(p)-1]
+	c.outLen.Store(c.outBytes)
+	c.wakeReaders()
 	switch {
 	case c.hashing:
 		c.hashWake.Signal()
@@ -741,6 +766,7 @@ func (c *Capture) addFileBytes(n int) {
 
 // Write takes a chunk from the events pipe.
 func (e *eventsStream) Write(p []byte) (int, error) {
+	e.c.touch()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

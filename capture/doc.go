@@ -12,6 +12,9 @@
 //	               the files' sharing and hashing, and the Output summary
 //	               its Close returns
 //	headtail.go    the inline head and tail of a stream
+//	live.go        the view of a running command's capture: the files'
+//	               lengths, the broadcast of new bytes, the time of the
+//	               latest write, the inline output so far
 //	markers.go     the step-marker syntax
 //
 // The package knows nothing of processes or of JSON-RPC: package process
@@ -53,10 +56,11 @@
 //
 // # Reading a running command's files
 //
-// A reader (a future readOutput) may read the files at byte offsets while
-// the command runs and sees the bytes as they arrive, if it opens the name
-// for each read, or reads no further than a length it learned before
-// opening:
+// A reader (readOutput, in package tools) may read the files at byte
+// offsets while the command runs and sees the bytes as they arrive, if it
+// opens the name for each read, or reads no further than a length it
+// learned before opening (Capture.Lengths; Capture.Changed wakes it when
+// they grow):
 //
 //   - Every name changes inode at its first byte, from the empty file to
 //     its own. A descriptor opened before that reads nothing, ever.

@@ -79,6 +79,20 @@ func (c *Client) Cancel(ctx context.Context, params *rpc.CancelParams) (*rpc.Too
 	return Call(ctx, c, rpc.CancelRequest, params)
 }
 
+// Wait waits up to params.TimeoutMs for a handle to end and returns its
+// final result, or its snapshot (Status rpc.StatusRunning) if the timeout
+// came first. Cancelling ctx ends the wait, not the command.
+func (c *Client) Wait(ctx context.Context, params *rpc.WaitParams) (*rpc.ToolResult, error) {
+	return Call(ctx, c, rpc.WaitRequest, params)
+}
+
+// ReadOutput reads a handle's output artifact from a byte offset, waiting
+// up to params.WaitMs for new bytes; read on from the result's NextOffset
+// until EOF.
+func (c *Client) ReadOutput(ctx context.Context, params *rpc.ReadOutputParams) (*rpc.ReadOutputResult, error) {
+	return Call(ctx, c, rpc.ReadOutputRequest, params)
+}
+
 // ReadFile reads a file inside a root, whole or a page of lines.
 func (c *Client) ReadFile(ctx context.Context, params *rpc.ReadFileParams) (*rpc.ReadFileResult, error) {
 	return Call(ctx, c, rpc.ReadFileRequest, params)

@@ -67,6 +67,12 @@ const (
 	StatusCancelled = "cancelled"
 )
 
+// The timeouts that end a command (Result.TimeoutReason).
+const (
+	TimeoutDeadline   = "deadline"   // Spec.Timeout
+	TimeoutInactivity = "inactivity" // Spec.InactivityTimeout
+)
+
 // Statuses of a step (StepResult.Status; StepEvent.Status uses start, done,
 // fail and skip).
 const (
@@ -300,6 +306,10 @@ type Spec struct {
 	Stdin string
 	// Timeout bounds the whole command; 0 takes Config.DefaultTimeout.
 	Timeout time.Duration
+	// InactivityTimeout ends the command as Timeout does once no byte has
+	// arrived on its stdout, stderr or events pipe for that long; 0 is
+	// none.
+	InactivityTimeout time.Duration
 	// OutputLimit is the inline bytes per stream; 0 takes Config.OutputLimit.
 	OutputLimit int
 	// Label names the command for people; "" defaults to the argv (or the
@@ -377,6 +387,9 @@ type HeartbeatEvent struct {
 type Result struct {
 	CommandID, HandleID string
 	Status              string // completed | timedOut | cancelled
+	// TimeoutReason is TimeoutDeadline or TimeoutInactivity when Status is
+	// timedOut, else "".
+	TimeoutReason string
 	// ExitCode is nil when a signal ended the process; Signal then names it.
 	// A recipe reports the last step that ran.
 	ExitCode  *int
@@ -462,7 +475,7 @@ func (m *Manager) Start(spec Spec, obs Observer) (*Command, error) {
 // validate checks spec, fills its defaults and returns its steps (a plain
 // command is one unnamed step).
 func (m *Manager) validate(spec *Spec) ([]Step, error) {
-	if spec.Timeout < 0 || spec.OutputLimit < 0 {
+	if spec.Timeout < 0 || spec.OutputLimit < 0 || spec.InactivityTimeout < 0 {
 		return nil, fmt.Errorf("negative timeout or output limit: %w", ErrInvalid)
 	}
 	if spec.Timeout == 0 {
@@ -564,7 +577,7 @@ func (m *Manager) finished(c *Command) {
 	m.mu.Lock()
 	delete(m.running, c)
 	m.mu.Unlock()
-	if c.handleID != "" {
+	if c.HandleID() != "" {
 		m.reg.finish(c)
 	}
 }

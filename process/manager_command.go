@@ -20,8 +20,12 @@ import (
 type Command struct {
 	m *Manager
 	// Set before the command is shared, then read-only.
-	seq       uint64
-	id        string
+	seq uint64
+	id  string
+	// handleID is "h-<seq>" for a handle, else ""; it is set before the
+	// command is shared (Spec.Handle) or by Promote, under mu, before the
+	// command has finished, and never changes after. Read it through
+	// HandleID.
 	handleID  string
 	marker    string // TOOLHOST_COMMAND value: "<nonce>/<id>"
 	spec      Spec
@@ -39,6 +43,11 @@ type Command struct {
 	// stdin holds Spec.Stdin in an unlinked temporary file; nil when empty.
 	stdin *os.File
 	timer *time.Timer
+	// idleTimer enforces Spec.InactivityTimeout: one timer that re-arms
+	// itself for the rest of the idle time (checkIdle), so that output
+	// costs an atomic store, not a timer reset. Set by begin and stopped
+	// by end, both under mu.
+	idleTimer *time.Timer
 	// cg is the command's cgroup, nil without cgroups; end releases it to
 	// the session, which may hand it to a later command, and sets it nil.
 	cg *cgroup
@@ -56,8 +65,10 @@ type Command struct {
 	exitKick chan struct{}
 
 	mu sync.Mutex // guards everything below
-	// stopReason and stopGrace are set once, by the first stop request.
+	// stopReason, stopWhy and stopGrace are set once, by the first stop
+	// request; stopWhy is the timeout's reason for a timedOut stop.
 	stopReason string
+	stopWhy    string
 	stopGrace  time.Duration
 	// signalled says the supervisor acted on the stop while a step still
 	// ran (or before a step started): the status is then stopReason.
@@ -180,7 +191,12 @@ func (c *Command) begin() (*proc, error) {
 	}
 	if c.spec.Timeout > 0 {
 		// The timer's function only records the stop; the supervisor acts.
-		c.timer = time.AfterFunc(c.spec.Timeout, func() { c.requestStop(StatusTimedOut, c.m.cfg.KillGrace) })
+		c.timer = time.AfterFunc(c.spec.Timeout, func() { c.requestStop(StatusTimedOut, TimeoutDeadline, c.m.cfg.KillGrace) })
+	}
+	if d := c.spec.InactivityTimeout; d > 0 {
+		c.mu.Lock()
+		c.idleTimer = time.AfterFunc(d, c.checkIdle)
+		c.mu.Unlock()
 	}
 	return p, nil
 }
@@ -266,8 +282,55 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 // ID returns the command id, unique in the session.
 func (c *Command) ID() string { return c.id }
 
-// HandleID returns the handle id, or "" unless Spec.Handle.
-func (c *Command) HandleID() string { return c.handleID }
+// HandleID returns the handle id, or "" unless Spec.Handle or Promote.
+func (c *Command) HandleID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handleID
+}
+
+// Promote makes a running command that was started without Spec.Handle a
+// handle (a runCommand that yields): it gets its handle id and joins the
+// handles Lookup finds. It returns the id, or false when the command has
+// already finished (then it stays without a handle). Promoting a handle
+// returns its id.
+func (c *Command) Promote() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.handleID != "" {
+		return c.handleID, true
+	}
+	if c.finished {
+		return "", false
+	}
+	// Under mu, before finished: end reads handleID after setting
+	// finished under mu, so it sees this id and moves the handle to the
+	// recent list.
+	c.handleID = fmt.Sprintf("h-%d", c.seq)
+	c.m.reg.add(c)
+	return c.handleID, true
+}
+
+// Capture returns the command's capture: its artifact files' lengths,
+// the inline output so far, and the broadcast of new bytes.
+func (c *Command) Capture() *capture.Capture { return c.capture }
+
+// checkIdle runs when the inactivity timer fires: it stops the command if
+// nothing arrived for Spec.InactivityTimeout, else re-arms the timer for
+// the rest of that time.
+func (c *Command) checkIdle() {
+	d := c.spec.InactivityTimeout
+	idle := c.capture.Idle()
+	if idle >= d {
+		c.requestStop(StatusTimedOut, TimeoutInactivity, c.m.cfg.KillGrace)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.finished && c.stopReason == "" {
+		c.idleTimer.Reset(d - idle)
+	}
+}
 
 // PID returns the current (for a finished command, the last) step's pid.
 func (c *Command) PID() int {
@@ -303,6 +366,31 @@ func (c *Command) Result() Result {
 	return r
 }
 
+// Current returns the final Result once the command has finished, else
+// the Result so far: Status running, no exit code, EndedAt now, the output
+// written so far (capture.Capture.Snapshot), the steps so far and what
+// confined the first process.
+func (c *Command) Current() Result {
+	out := c.capture.Snapshot()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		r := c.result
+		r.Steps = slices.Clone(r.Steps)
+		return r
+	}
+	now := time.Now()
+	r := Result{
+		CommandID: c.id, HandleID: c.handleID, Status: StatusRunning,
+		StartedAt: c.startedAt, EndedAt: now, Duration: now.Sub(c.startedAt),
+		Output: out, Steps: slices.Clone(c.stepResults),
+	}
+	if len(c.procs) > 0 {
+		r.Sandbox = c.procs[0].report // set at the fork, before procs holds it
+	}
+	return r
+}
+
 // Cancel stops the command: TERM to its groups and descendants, grace (<= 0:
 // Config.KillGrace), then KILL. It is idempotent; the first stop request
 // (Cancel or the timeout) decides the status and grace. A command whose
@@ -312,17 +400,18 @@ func (c *Command) Cancel(grace time.Duration) {
 	if grace <= 0 {
 		grace = c.m.cfg.KillGrace
 	}
-	c.requestStop(StatusCancelled, grace)
+	c.requestStop(StatusCancelled, "", grace)
 }
 
-// requestStop records the first stop request and wakes the supervisor.
-func (c *Command) requestStop(reason string, grace time.Duration) {
+// requestStop records the first stop request and wakes the supervisor;
+// why is the timeout's reason when reason is StatusTimedOut.
+func (c *Command) requestStop(reason, why string, grace time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopReason != "" {
 		return
 	}
-	c.stopReason, c.stopGrace = reason, grace
+	c.stopReason, c.stopWhy, c.stopGrace = reason, why, grace
 	close(c.stopCh)
 }
 

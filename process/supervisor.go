@@ -142,6 +142,9 @@ func (c *Command) end(code *int, sig string) {
 		c.timer.Stop()
 	}
 	c.mu.Lock()
+	if c.idleTimer != nil {
+		c.idleTimer.Stop()
+	}
 	signalled := c.signalled
 	c.mu.Unlock()
 	// The command has ended: end whatever it left behind. After a stop the
@@ -188,12 +191,15 @@ func (c *Command) end(code *int, sig string) {
 
 	ended := time.Now()
 	c.mu.Lock()
-	status := StatusCompleted
+	status, why := StatusCompleted, ""
 	if c.signalled {
 		status = c.stopReason
+		if status == StatusTimedOut {
+			why = c.stopWhy
+		}
 	}
 	c.result = Result{
-		CommandID: c.id, HandleID: c.handleID, Status: status,
+		CommandID: c.id, HandleID: c.handleID, Status: status, TimeoutReason: why,
 		ExitCode: code, Signal: sig,
 		StartedAt: c.startedAt, EndedAt: ended, Duration: ended.Sub(c.startedAt),
 		Output: out, Steps: append([]StepResult(nil), c.stepResults...),

@@ -101,8 +101,9 @@ var (
 	// Errors (but the last, nothing is started and no artifacts are
 	// created):
 	//   - [CodeInvalidParams]: argv missing or empty, argv[0] empty, a NUL
-	//     byte in an argument or in env, a bad variable name, timeoutMs not
-	//     positive, outputLimitBytes out of range (data: field, reason).
+	//     byte in an argument or in env, a bad variable name, timeoutMs or
+	//     inactivityTimeoutMs not positive, yieldMs or outputLimitBytes out
+	//     of range (data: field, reason).
 	//   - [CodeSpawnFailed]: argv[0] is not found in the child's PATH, or is
 	//     a path that does not exist, is a directory, is not executable or
 	//     not an executable format (data: argv0, reason, such as "not found
@@ -116,6 +117,10 @@ var (
 	//   - [CodeRequestCancelled]: $/cancelRequest stopped the command; the
 	//     answer comes once its processes are gone (data: method, reason,
 	//     partial).
+	//
+	// With yieldMs, a command still running then answers a ToolResult with
+	// status "running" and a handleId, and goes on as a handle; after that
+	// answer $/cancelRequest no longer reaches it (cancel does).
 	RunCommandRequest = RequestType[RunCommandParams, ToolResult](MethodRunCommand)
 	// LongRunningRequest starts a command, or a recipe of steps, behind a
 	// handle and answers at once. The handle ends in exactly one toolResult
@@ -124,7 +129,7 @@ var (
 	// Errors (nothing is started: no handle, no toolResult):
 	//   - [CodeInvalidParams]: as for runCommand, for argv and for each
 	//     step's name, argv, cwd and env (data.field "steps[1].argv"); argv
-	//     and steps both given.
+	//     and steps both given; yieldMs given.
 	//   - [CodeSpawnFailed]: as for runCommand (a recipe step that cannot
 	//     start fails instead, with exit code 127 or 126).
 	//   - [CodePathOutsideWorkspace]: cwd or a step's cwd resolves outside
@@ -193,6 +198,38 @@ var (
 	// Errors:
 	//   - [CodeHandleNotFound]: an unknown handleId (data: handleId).
 	ProgressRequest = RequestType[ProgressParams, ProgressResult](MethodProgress)
+	// WaitRequest waits up to timeoutMs for a handle to end and answers its
+	// final [ToolResult]; a handle that has already ended answers it at
+	// once, as cancel does. If the timeout comes first it answers a
+	// ToolResult with status "running": the snapshot at that moment. It
+	// never stops the command; any number of waits on one handle all
+	// answer.
+	//
+	// Errors:
+	//   - [CodeInvalidParams]: handleId missing, timeoutMs out of range
+	//     (data: field).
+	//   - [CodeHandleNotFound]: the handle never existed, or finished too
+	//     long ago (data: handleId).
+	//   - [CodeRequestCancelled]: $/cancelRequest cancelled the wait; the
+	//     command goes on (data: method, handleId, reason).
+	WaitRequest = RequestType[WaitParams, ToolResult](MethodWait)
+	// ReadOutputRequest reads a handle's artifact (output.log, stdout.log
+	// or stderr.log) from a byte offset, during the command and after it,
+	// for as long as the artifacts are kept; with waitMs it waits for new
+	// bytes, and answers as soon as they arrive.
+	//
+	// Errors:
+	//   - [CodeInvalidParams]: handleId missing, a stream that is not
+	//     "output", "stdout" or "stderr", maxBytes or waitMs out of range
+	//     (data: field).
+	//   - [CodeHandleNotFound]: the handle never existed, or finished too
+	//     long ago (data: handleId).
+	//   - [CodeNotFound]: the artifact was evicted over
+	//     --artifacts-cap-bytes (data: handleId, path, reason "evicted: …").
+	//   - [CodeRequestCancelled]: $/cancelRequest cancelled a read waiting
+	//     for bytes (data: method, handleId, reason).
+	//   - [CodeInternalError]: the artifact could not be read.
+	ReadOutputRequest = RequestType[ReadOutputParams, ReadOutputResult](MethodReadOutput)
 )
 
 // Notifications the client sends.

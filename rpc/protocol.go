@@ -27,6 +27,8 @@ const (
 	MethodReadFile      = "readFile"
 	MethodWriteFile     = "writeFile"
 	MethodProgress      = "progress"
+	MethodWait          = "wait"
+	MethodReadOutput    = "readOutput"
 	MethodCancelRequest = "$/cancelRequest" // a notification, though LSP calls it a method
 )
 
@@ -91,6 +93,30 @@ type Stream string
 const (
 	StreamStdout Stream = "stdout"
 	StreamStderr Stream = "stderr"
+)
+
+// OutputStream names the artifact readOutput reads: one stream's file, or
+// output.log, where both streams and the step markers are interleaved in
+// arrival order.
+type OutputStream string
+
+// The artifacts readOutput reads.
+const (
+	OutputStreamOutput OutputStream = "output"
+	OutputStreamStdout OutputStream = "stdout"
+	OutputStreamStderr OutputStream = "stderr"
+)
+
+// TimeoutReason says which timeout ended a command.
+type TimeoutReason string
+
+// The timeouts that end a command.
+const (
+	// TimeoutDeadline is timeoutMs: the command ran that long.
+	TimeoutDeadline TimeoutReason = "deadline"
+	// TimeoutInactivity is inactivityTimeoutMs: the command printed
+	// nothing and wrote no marker for that long.
+	TimeoutInactivity TimeoutReason = "inactivity"
 )
 
 // InitializeParams are the params of initialize. The LSP fields toolhost
@@ -272,6 +298,21 @@ type RunCommandParams struct {
 	// initializationOptions.defaultTimeoutMs, else --default-timeout (0:
 	// none).
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+	// InactivityTimeoutMs ends the command, as timeoutMs does (the kill
+	// ladder on its whole tree, status "timedOut"), once it has printed
+	// nothing on any stream and written no step marker for that long; more
+	// than 0. The result's timeoutReason then says "inactivity". Default:
+	// none.
+	InactivityTimeoutMs *int64 `json:"inactivityTimeoutMs,omitempty"`
+	// YieldMs, on runCommand only (longRunning refuses it), bounds how long
+	// the request waits: a command still running after yieldMs answers a
+	// ToolResult with status "running", a handleId and the output so far,
+	// and goes on as a handle, as a longRunning's does (progress, wait,
+	// readOutput, cancel, and exactly one toolResult notification, sent
+	// after that answer). A command that ends first answers its final
+	// ToolResult, without a handle. 0 to 3600000. Default: no yield, the
+	// request waits for the end.
+	YieldMs *int64 `json:"yieldMs,omitempty"`
 	// OutputLimitBytes is the inline output kept per stream, head and tail,
 	// 1 to 4194304. Default: the session's
 	// (initializationOptions.outputLimitBytes, else --output-limit-bytes,
@@ -417,14 +458,23 @@ type CancelParams struct {
 type ToolResult struct {
 	// CommandID is the command's id, unique in the session ("cmd-N").
 	CommandID string `json:"commandId"`
-	// HandleID names the handle of a longRunning; a runCommand has none.
+	// HandleID names the handle of a longRunning, or of a runCommand that
+	// yielded; a runCommand that ended before its yieldMs has none.
 	HandleID string `json:"handleId,omitempty"`
 	// Status is "completed" (the command exited by itself, whatever its
 	// code), "timedOut" or "cancelled" (cancel, $/cancelRequest,
 	// window/workDoneProgress/cancel, the session's end). The first stop
 	// decides: a command that exits on its own before a stop is acted on
-	// stays "completed".
+	// stays "completed". It is "running" only in the snapshot a yielding
+	// runCommand or a wait that timed out answers: then exitCode and signal
+	// are null, endedAt is the moment of the snapshot, durationMs the time
+	// so far, the output and artifacts' byteCount and lineCount what was
+	// written so far, and artifacts' sha256 is "".
 	Status Status `json:"status"`
+	// TimeoutReason says which timeout ended a "timedOut" command:
+	// "deadline" (timeoutMs) or "inactivity" (inactivityTimeoutMs). Absent
+	// for any other status.
+	TimeoutReason TimeoutReason `json:"timeoutReason,omitempty"`
 	// Success is Status == "completed" && ExitCode == 0.
 	Success bool `json:"success"`
 	// ExitCode is the exit code, or null when a signal ended the process. A
@@ -575,6 +625,58 @@ type WriteFileResult struct {
 	// Sha256 is the hex sha256 of the new content: the next write's
 	// expectedSha256.
 	Sha256 string `json:"sha256"`
+}
+
+// WaitParams are the params of wait.
+type WaitParams struct {
+	// HandleID names the handle to wait for.
+	HandleID string `json:"handleId"`
+	// TimeoutMs bounds the wait, 0 to 3600000; 0 answers at once. It does
+	// not stop the command. Default: 30000.
+	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+}
+
+// ReadOutputParams are the params of readOutput.
+type ReadOutputParams struct {
+	// HandleID names the handle whose artifact to read.
+	HandleID string `json:"handleId"`
+	// Stream is the artifact: "output" (output.log: stdout, stderr and
+	// step markers interleaved), "stdout" or "stderr". Default: "output".
+	Stream OutputStream `json:"stream,omitempty"`
+	// Offset is the byte offset to read from; a negative one counts from
+	// the end (-1000: the last 1000 bytes, a tail), clamped to 0. Past the
+	// end it reads nothing (and waits, as below). Default: 0.
+	Offset *int64 `json:"offset,omitempty"`
+	// MaxBytes bounds the bytes read, 1 to 1048576. Default: 65536.
+	MaxBytes *int64 `json:"maxBytes,omitempty"`
+	// WaitMs, when there is nothing to read at the offset and the command
+	// still runs, waits up to that long for bytes to arrive, and answers
+	// as soon as some do (or the command ends); 0 to 60000. Default: 0,
+	// answer at once.
+	WaitMs *int64 `json:"waitMs,omitempty"`
+}
+
+// ReadOutputResult is the result of readOutput.
+type ReadOutputResult struct {
+	// Data is the bytes read: UTF-8 text, or base64 when they are not
+	// valid UTF-8 (see Encoding). While the command runs, a rune is never
+	// split: the read stops before an incomplete one at the end.
+	Data string `json:"data"`
+	// Encoding is "utf-8" or "base64", how Data carries the bytes.
+	Encoding Encoding `json:"encoding"`
+	// Offset is where the read began: the params' offset, a negative one
+	// resolved from the end.
+	Offset int64 `json:"offset"`
+	// NextOffset is the offset after the bytes read: where the next read
+	// goes on.
+	NextOffset int64 `json:"nextOffset"`
+	// TotalBytes is the artifact's size when it was read.
+	TotalBytes int64 `json:"totalBytes"`
+	// EOF says the command has ended and NextOffset is the end of the
+	// artifact: nothing more will come.
+	EOF bool `json:"eof"`
+	// Running says the command was still running when the bytes were read.
+	Running bool `json:"running"`
 }
 
 // ProgressParams are the params of progress.

@@ -13,6 +13,9 @@ import (
 // answers at once. The handle ends in exactly one toolResult notification.
 func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunningParams) (*rpc.LongRunningResult, error) {
 	ws, mgr := t.state()
+	if p.YieldMs != nil {
+		return nil, rpc.InvalidParams("yieldMs", "is for runCommand: a longRunning answers at once")
+	}
 	spec, err := t.commandSpec(ws, &p.RunCommandParams, p.Steps)
 	if err != nil {
 		return nil, err
@@ -40,15 +43,38 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunn
 	}
 	wantToken := token == nil && s.ClientCapabilities().Window != nil && s.ClientCapabilities().Window.WorkDoneProgress
 
-	// Exactly one toolResult per handle: this goroutine is the only sender
-	// of the handle's toolResult, started once right after Start succeeded;
-	// it sends after Done, when the result is final. t.senders owns it and
-	// Shutdown waits for it, so a session's end still sends every result.
+	t.sendToolResult(s, w.ready, w, cmd, token, wantToken)
+
+	return &rpc.LongRunningResult{
+		HandleID:       cmd.HandleID(),
+		CommandID:      cmd.ID(),
+		PID:            cmd.PID(),
+		ProcessGroupID: cmd.PGID(),
+		StartedAt:      cmd.StartedAt().UTC(),
+		Command:        command,
+	}, nil
+}
+
+// sendToolResult starts the one sender of a handle's toolResult: a
+// longRunning's, right after Start succeeded, or a runCommand's that
+// yielded, right after it became a handle. answered must be closed only
+// once the answer that names the handle is queued (AfterReply); token is
+// the tracked progress token, or nil, and wantToken asks the client for
+// one.
+//
+// Exactly one toolResult per handle: this function is the only sender of
+// toolResult, every handle reaches it exactly once (longRunning after
+// Start, runCommand once Promote made it a handle, and a command is
+// promoted at most once: the runCommand that started it does it), and the
+// goroutine sends after Done, when the result is final. t.senders owns the
+// goroutine and Shutdown waits for it, so a session's end still sends
+// every result.
+func (t *Tools) sendToolResult(s *rpc.Session, answered <-chan struct{}, w *watcher, cmd *process.Command, token *rpc.ProgressToken, wantToken bool) {
 	t.senders.Go(func() {
 		// The response that names the handle goes first: before the
 		// window/workDoneProgress/create request that names it, and before
 		// its toolResult.
-		<-w.ready
+		<-answered
 		if wantToken {
 			token = t.createToken(s, w, cmd)
 		}
@@ -60,15 +86,6 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunn
 		}
 		s.NotifyCritical(rpc.NotifyToolResult, res)
 	})
-
-	return &rpc.LongRunningResult{
-		HandleID:       cmd.HandleID(),
-		CommandID:      cmd.ID(),
-		PID:            cmd.PID(),
-		ProcessGroupID: cmd.PGID(),
-		StartedAt:      cmd.StartedAt().UTC(),
-		Command:        command,
-	}, nil
 }
 
 // createToken asks the client for a progress token for a handle, when the

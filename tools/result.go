@@ -31,6 +31,7 @@ func toolResult(r process.Result) rpc.ToolResult {
 		CommandID:       r.CommandID,
 		HandleID:        r.HandleID,
 		Status:          status,
+		TimeoutReason:   rpc.TimeoutReason(r.TimeoutReason),
 		Success:         status == rpc.StatusCompleted && r.ExitCode != nil && *r.ExitCode == 0,
 		ExitCode:        r.ExitCode,
 		Signal:          sig,

@@ -2,13 +2,21 @@ package tools
 
 import (
 	"context"
+	"time"
 
+	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/rpc"
 )
 
+// maxYieldMs caps runCommand's yieldMs (an hour).
+const maxYieldMs = 3_600_000
+
 // runCommand runs a command to completion and answers with its ToolResult.
 // $/cancelRequest stops the command's whole process group and answers
-// -32800 with the partial result in error.data.partial.
+// -32800 with the partial result in error.data.partial. With yieldMs, a
+// command still running then becomes a handle and the answer is its
+// snapshot (status "running"); from then on $/cancelRequest no longer
+// reaches it.
 func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunCommandParams) (*rpc.ToolResult, error) {
 	ws, mgr := t.state()
 	spec, err := t.commandSpec(ws, p, nil)
@@ -25,20 +33,56 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunComman
 	s.Detach(ctx) // it waits on the command now, computing nothing
 	if p.WorkDoneToken != nil {
 		t.trackToken(*p.WorkDoneToken, cmd)
-		defer t.untrackToken(*p.WorkDoneToken)
+	}
+	var yield <-chan time.Time
+	if p.YieldMs != nil {
+		tm := time.NewTimer(time.Duration(*p.YieldMs) * time.Millisecond)
+		defer tm.Stop()
+		yield = tm.C
 	}
 	select {
 	case <-cmd.Done():
+	case <-yield:
+		if res, ok := t.yieldHandle(ctx, s, w, cmd, p.WorkDoneToken); ok {
+			return res, nil
+		}
+		<-cmd.Done() // it ended as the yield came: the final result, no handle
 	case <-ctx.Done():
 		cmd.Cancel(0)
 		<-cmd.Done()
 		res := toolResult(cmd.Result())
 		w.finish(res)
+		t.untrack(p.WorkDoneToken)
 		return nil, rpc.NewError(rpc.CodeRequestCancelled,
 			&rpc.ErrorData{Method: rpc.MethodRunCommand, Reason: context.Cause(ctx).Error(), Partial: &res},
 			"request cancelled: the command was stopped")
 	}
 	res := toolResult(cmd.Result())
 	w.finish(res)
+	t.untrack(p.WorkDoneToken)
 	return &res, nil
+}
+
+// yieldHandle makes a runCommand's still running command a handle and
+// returns the answer naming it: the snapshot so far. The handle's
+// toolResult, and its $/progress end when it has a token, are sent by the
+// handle's one sender once that answer is queued. It reports false when
+// the command had already finished (then it has no handle).
+func (t *Tools) yieldHandle(ctx context.Context, s *rpc.Session, w *watcher, cmd *process.Command, token *rpc.ProgressToken) (*rpc.ToolResult, bool) {
+	if _, ok := cmd.Promote(); !ok {
+		return nil, false
+	}
+	answered := make(chan struct{})
+	s.AfterReply(ctx, func() { close(answered) })
+	// The token stays tracked until the sender sees the end.
+	t.sendToolResult(s, answered, w, cmd, token, false)
+	res := toolResult(cmd.Current())
+	return &res, true
+}
+
+// untrack forgets a progress token, if there is one.
+func (t *Tools) untrack(tok *rpc.ProgressToken) {
+	if tok != nil {
+		t.untrackToken(*tok)
+	}
 }

@@ -47,6 +47,15 @@ func (t *Tools) plainSpec(ws *workspace.Workspace, p *rpc.RunCommandParams) (pro
 		}
 		spec.Timeout = time.Duration(*p.TimeoutMs) * time.Millisecond
 	}
+	if p.InactivityTimeoutMs != nil {
+		if *p.InactivityTimeoutMs <= 0 {
+			return spec, rpc.InvalidParams("inactivityTimeoutMs", "must be a positive number of milliseconds, not %d", *p.InactivityTimeoutMs)
+		}
+		spec.InactivityTimeout = time.Duration(*p.InactivityTimeoutMs) * time.Millisecond
+	}
+	if p.YieldMs != nil && (*p.YieldMs < 0 || *p.YieldMs > maxYieldMs) {
+		return spec, rpc.InvalidParams("yieldMs", "must be between 0 and %d, not %d", maxYieldMs, *p.YieldMs)
+	}
 	t.mu.Lock()
 	spec.OutputLimit = int(t.outputLimit)
 	t.mu.Unlock()

@@ -1,5 +1,5 @@
 // Package tools serves toolhost's methods: runCommand, longRunning, cancel,
-// readFile, writeFile and progress, one file each. It turns wire params
+// wait, readOutput, readFile, writeFile and progress, one file each. It turns wire params
 // into calls on the workspace and process packages and their results and
 // events back into wire types and notifications.
 package tools
@@ -135,6 +135,8 @@ func (t *Tools) Register(tab *rpc.Table) {
 	rpc.Handle(tab, rpc.ReadFileRequest, t.readFile)
 	rpc.Handle(tab, rpc.WriteFileRequest, t.writeFile)
 	rpc.HandleInline(tab, rpc.ProgressRequest, t.progress) // a snapshot under a lock
+	rpc.Handle(tab, rpc.WaitRequest, t.wait)
+	rpc.Handle(tab, rpc.ReadOutputRequest, t.readOutput)
 	rpc.HandleNotification(tab, rpc.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
 	tab.Sends(rpc.NotifyToolResult, rpc.NotifyStepTransition, rpc.NotifyHeartbeat, rpc.NotifyOutput,
 		rpc.NotifyProgress, rpc.NotifyLogMessage)

@@ -12,6 +12,8 @@ export const MethodCancel = "cancel";
 export const MethodReadFile = "readFile";
 export const MethodWriteFile = "writeFile";
 export const MethodProgress = "progress";
+export const MethodWait = "wait";
+export const MethodReadOutput = "readOutput";
 /** a notification, though LSP calls it a method */
 export const MethodCancelRequest = "$/cancelRequest";
 
@@ -67,6 +69,30 @@ export type Stream = "stdout" | "stderr";
 /** The output streams. */
 export const StreamStdout = "stdout" satisfies Stream;
 export const StreamStderr = "stderr" satisfies Stream;
+
+/**
+ * OutputStream names the artifact readOutput reads: one stream's file, or
+ * output.log, where both streams and the step markers are interleaved in
+ * arrival order.
+ */
+export type OutputStream = "output" | "stdout" | "stderr";
+
+/** The artifacts readOutput reads. */
+export const OutputStreamOutput = "output" satisfies OutputStream;
+export const OutputStreamStdout = "stdout" satisfies OutputStream;
+export const OutputStreamStderr = "stderr" satisfies OutputStream;
+
+/** TimeoutReason says which timeout ended a command. */
+export type TimeoutReason = "deadline" | "inactivity";
+
+/** The timeouts that end a command. */
+/** TimeoutDeadline is timeoutMs: the command ran that long. */
+export const TimeoutDeadline = "deadline" satisfies TimeoutReason;
+/**
+ * TimeoutInactivity is inactivityTimeoutMs: the command printed
+ * nothing and wrote no marker for that long.
+ */
+export const TimeoutInactivity = "inactivity" satisfies TimeoutReason;
 
 /**
  * InitializeParams are the params of initialize. The LSP fields toolhost
@@ -306,6 +332,25 @@ export interface RunCommandParams {
    */
   timeoutMs?: number;
   /**
+   * InactivityTimeoutMs ends the command, as timeoutMs does (the kill
+   * ladder on its whole tree, status "timedOut"), once it has printed
+   * nothing on any stream and written no step marker for that long; more
+   * than 0. The result's timeoutReason then says "inactivity". Default:
+   * none.
+   */
+  inactivityTimeoutMs?: number;
+  /**
+   * YieldMs, on runCommand only (longRunning refuses it), bounds how long
+   * the request waits: a command still running after yieldMs answers a
+   * ToolResult with status "running", a handleId and the output so far,
+   * and goes on as a handle, as a longRunning's does (progress, wait,
+   * readOutput, cancel, and exactly one toolResult notification, sent
+   * after that answer). A command that ends first answers its final
+   * ToolResult, without a handle. 0 to 3600000. Default: no yield, the
+   * request waits for the end.
+   */
+  yieldMs?: number;
+  /**
    * OutputLimitBytes is the inline output kept per stream, head and tail,
    * 1 to 4194304. Default: the session's
    * (initializationOptions.outputLimitBytes, else --output-limit-bytes,
@@ -495,16 +540,29 @@ export interface CancelParams {
 export interface ToolResult {
   /** CommandID is the command's id, unique in the session ("cmd-N"). */
   commandId: string;
-  /** HandleID names the handle of a longRunning; a runCommand has none. */
+  /**
+   * HandleID names the handle of a longRunning, or of a runCommand that
+   * yielded; a runCommand that ended before its yieldMs has none.
+   */
   handleId?: string;
   /**
    * Status is "completed" (the command exited by itself, whatever its
    * code), "timedOut" or "cancelled" (cancel, $/cancelRequest,
    * window/workDoneProgress/cancel, the session's end). The first stop
    * decides: a command that exits on its own before a stop is acted on
-   * stays "completed".
+   * stays "completed". It is "running" only in the snapshot a yielding
+   * runCommand or a wait that timed out answers: then exitCode and signal
+   * are null, endedAt is the moment of the snapshot, durationMs the time
+   * so far, the output and artifacts' byteCount and lineCount what was
+   * written so far, and artifacts' sha256 is "".
    */
   status: Status;
+  /**
+   * TimeoutReason says which timeout ended a "timedOut" command:
+   * "deadline" (timeoutMs) or "inactivity" (inactivityTimeoutMs). Absent
+   * for any other status.
+   */
+  timeoutReason?: TimeoutReason;
   /** Success is Status == "completed" && ExitCode == 0. */
   success: boolean;
   /**
@@ -709,6 +767,74 @@ export interface WriteFileResult {
    * expectedSha256.
    */
   sha256: string;
+}
+
+/** WaitParams are the params of wait. */
+export interface WaitParams {
+  /** HandleID names the handle to wait for. */
+  handleId: string;
+  /**
+   * TimeoutMs bounds the wait, 0 to 3600000; 0 answers at once. It does
+   * not stop the command. Default: 30000.
+   */
+  timeoutMs?: number;
+}
+
+/** ReadOutputParams are the params of readOutput. */
+export interface ReadOutputParams {
+  /** HandleID names the handle whose artifact to read. */
+  handleId: string;
+  /**
+   * Stream is the artifact: "output" (output.log: stdout, stderr and
+   * step markers interleaved), "stdout" or "stderr". Default: "output".
+   */
+  stream?: OutputStream;
+  /**
+   * Offset is the byte offset to read from; a negative one counts from
+   * the end (-1000: the last 1000 bytes, a tail), clamped to 0. Past the
+   * end it reads nothing (and waits, as below). Default: 0.
+   */
+  offset?: number;
+  /** MaxBytes bounds the bytes read, 1 to 1048576. Default: 65536. */
+  maxBytes?: number;
+  /**
+   * WaitMs, when there is nothing to read at the offset and the command
+   * still runs, waits up to that long for bytes to arrive, and answers
+   * as soon as some do (or the command ends); 0 to 60000. Default: 0,
+   * answer at once.
+   */
+  waitMs?: number;
+}
+
+/** ReadOutputResult is the result of readOutput. */
+export interface ReadOutputResult {
+  /**
+   * Data is the bytes read: UTF-8 text, or base64 when they are not
+   * valid UTF-8 (see Encoding). While the command runs, a rune is never
+   * split: the read stops before an incomplete one at the end.
+   */
+  data: string;
+  /** Encoding is "utf-8" or "base64", how Data carries the bytes. */
+  encoding: Encoding;
+  /**
+   * Offset is where the read began: the params' offset, a negative one
+   * resolved from the end.
+   */
+  offset: number;
+  /**
+   * NextOffset is the offset after the bytes read: where the next read
+   * goes on.
+   */
+  nextOffset: number;
+  /** TotalBytes is the artifact's size when it was read. */
+  totalBytes: number;
+  /**
+   * EOF says the command has ended and NextOffset is the end of the
+   * artifact: nothing more will come.
+   */
+  eof: boolean;
+  /** Running says the command was still running when the bytes were read. */
+  running: boolean;
 }
 
 /** ProgressParams are the params of progress. */
@@ -1050,8 +1176,9 @@ export const ShutdownRequest = new RequestType0<null, void>("shutdown");
  * Errors (but the last, nothing is started and no artifacts are
  * created):
  *   - [CodeInvalidParams]: argv missing or empty, argv[0] empty, a NUL
- *     byte in an argument or in env, a bad variable name, timeoutMs not
- *     positive, outputLimitBytes out of range (data: field, reason).
+ *     byte in an argument or in env, a bad variable name, timeoutMs or
+ *     inactivityTimeoutMs not positive, yieldMs or outputLimitBytes out
+ *     of range (data: field, reason).
  *   - [CodeSpawnFailed]: argv[0] is not found in the child's PATH, or is
  *     a path that does not exist, is a directory, is not executable or
  *     not an executable format (data: argv0, reason, such as "not found
@@ -1065,6 +1192,10 @@ export const ShutdownRequest = new RequestType0<null, void>("shutdown");
  *   - [CodeRequestCancelled]: $/cancelRequest stopped the command; the
  *     answer comes once its processes are gone (data: method, reason,
  *     partial).
+ *
+ * With yieldMs, a command still running then answers a ToolResult with
+ * status "running" and a handleId, and goes on as a handle; after that
+ * answer $/cancelRequest no longer reaches it (cancel does).
  */
 export const RunCommandRequest = new RequestType<RunCommandParams, ToolResult, void>("runCommand");
 /**
@@ -1075,7 +1206,7 @@ export const RunCommandRequest = new RequestType<RunCommandParams, ToolResult, v
  * Errors (nothing is started: no handle, no toolResult):
  *   - [CodeInvalidParams]: as for runCommand, for argv and for each
  *     step's name, argv, cwd and env (data.field "steps[1].argv"); argv
- *     and steps both given.
+ *     and steps both given; yieldMs given.
  *   - [CodeSpawnFailed]: as for runCommand (a recipe step that cannot
  *     start fails instead, with exit code 127 or 126).
  *   - [CodePathOutsideWorkspace]: cwd or a step's cwd resolves outside
@@ -1153,6 +1284,42 @@ export const WriteFileRequest = new RequestType<WriteFileParams, WriteFileResult
  *   - [CodeHandleNotFound]: an unknown handleId (data: handleId).
  */
 export const ProgressRequest = new RequestType<ProgressParams, ProgressResult, void>("progress");
+/**
+ * WaitRequest waits up to timeoutMs for a handle to end and answers its
+ * final [ToolResult]; a handle that has already ended answers it at
+ * once, as cancel does. If the timeout comes first it answers a
+ * ToolResult with status "running": the snapshot at that moment. It
+ * never stops the command; any number of waits on one handle all
+ * answer.
+ *
+ * Errors:
+ *   - [CodeInvalidParams]: handleId missing, timeoutMs out of range
+ *     (data: field).
+ *   - [CodeHandleNotFound]: the handle never existed, or finished too
+ *     long ago (data: handleId).
+ *   - [CodeRequestCancelled]: $/cancelRequest cancelled the wait; the
+ *     command goes on (data: method, handleId, reason).
+ */
+export const WaitRequest = new RequestType<WaitParams, ToolResult, void>("wait");
+/**
+ * ReadOutputRequest reads a handle's artifact (output.log, stdout.log
+ * or stderr.log) from a byte offset, during the command and after it,
+ * for as long as the artifacts are kept; with waitMs it waits for new
+ * bytes, and answers as soon as they arrive.
+ *
+ * Errors:
+ *   - [CodeInvalidParams]: handleId missing, a stream that is not
+ *     "output", "stdout" or "stderr", maxBytes or waitMs out of range
+ *     (data: field).
+ *   - [CodeHandleNotFound]: the handle never existed, or finished too
+ *     long ago (data: handleId).
+ *   - [CodeNotFound]: the artifact was evicted over
+ *     --artifacts-cap-bytes (data: handleId, path, reason "evicted: …").
+ *   - [CodeRequestCancelled]: $/cancelRequest cancelled a read waiting
+ *     for bytes (data: method, handleId, reason).
+ *   - [CodeInternalError]: the artifact could not be read.
+ */
+export const ReadOutputRequest = new RequestType<ReadOutputParams, ReadOutputResult, void>("readOutput");
 
 /** Notifications the client sends. */
 /** InitializedNotification follows the initialize answer, as in LSP. */

@@ -104,6 +104,26 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 		return err
 	}
 
+	p.say("\nAt an agent's pace: run a command but wait at most 300 ms for it; it outlives that,")
+	p.say("so the answer is a snapshot (status running) with a handle, and the command goes on:")
+	yield := int64(300)
+	var snap rpc.ToolResult
+	if err := d.call(rpc.MethodRunCommand, rpc.RunCommandParams{Argv: []string{"sh", "-c", "echo part 1; sleep 1; echo part 2"}, YieldMs: &yield}, &snap); err != nil {
+		return err
+	}
+	p.say("Read its output from where the snapshot stopped; the read waits for new bytes and answers")
+	p.say("as soon as they arrive, then wait for the end:")
+	from, waitMs := snap.Artifacts.ByteCount, int64(10000)
+	if err := d.call(rpc.MethodReadOutput, rpc.ReadOutputParams{HandleID: snap.HandleID, Offset: &from, WaitMs: &waitMs}, nil); err != nil {
+		return err
+	}
+	if err := d.call(rpc.MethodWait, rpc.WaitParams{HandleID: snap.HandleID, TimeoutMs: &waitMs}, nil); err != nil {
+		return err
+	}
+	if err := waitResult(results); err != nil {
+		return err
+	}
+
 	p.say("\nStart a long command with streamed output, look at it, then cancel it:")
 	var started rpc.LongRunningResult
 	if err := d.call(rpc.MethodLongRunning, rpc.LongRunningParams{Label: "sleepy", StreamOutput: true,

@@ -1,0 +1,173 @@
+package tools
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolhost/toolhost/capture"
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// The bounds of readOutput's maxBytes and waitMs.
+const (
+	defaultOutputReadBytes = 64 << 10
+	maxOutputReadBytes     = 1 << 20
+	maxReadWaitMs          = 60_000
+)
+
+// readOutput reads a handle's artifact from a byte offset. While the
+// command runs it reads no further than the length the capture reported
+// before the file was opened (stdout.log may change inode, see package
+// capture), and with waitMs it waits on the capture's broadcast of new
+// bytes, not on a clock: it answers as soon as bytes arrive or the command
+// ends.
+func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutputParams) (*rpc.ReadOutputResult, error) {
+	if p.HandleID == "" {
+		return nil, rpc.InvalidParams("handleId", "required")
+	}
+	stream := p.Stream
+	switch stream {
+	case "":
+		stream = rpc.OutputStreamOutput
+	case rpc.OutputStreamOutput, rpc.OutputStreamStdout, rpc.OutputStreamStderr:
+	default:
+		return nil, rpc.InvalidParams("stream", `must be "output", "stdout" or "stderr", not %q`, stream)
+	}
+	maxBytes := int64(defaultOutputReadBytes)
+	if p.MaxBytes != nil {
+		maxBytes = *p.MaxBytes
+		if maxBytes < 1 || maxBytes > maxOutputReadBytes {
+			return nil, rpc.InvalidParams("maxBytes", "must be between 1 and %d, not %d", maxOutputReadBytes, maxBytes)
+		}
+	}
+	var waitMs int64
+	if p.WaitMs != nil {
+		waitMs = *p.WaitMs
+		if waitMs < 0 || waitMs > maxReadWaitMs {
+			return nil, rpc.InvalidParams("waitMs", "must be between 0 and %d, not %d", maxReadWaitMs, waitMs)
+		}
+	}
+	var offset int64
+	if p.Offset != nil {
+		offset = *p.Offset
+	}
+	_, mgr := t.state()
+	cmd, ok := mgr.Lookup(p.HandleID)
+	if !ok {
+		return nil, handleNotFound(p.HandleID)
+	}
+	cp := cmd.Capture()
+	stdoutPath, stderrPath, outputPath := cp.Paths()
+	path, length := outputPath, func(l capture.Lengths) int64 { return l.Output }
+	switch stream {
+	case rpc.OutputStreamStdout:
+		path, length = stdoutPath, func(l capture.Lengths) int64 { return l.Stdout }
+	case rpc.OutputStreamStderr:
+		path, length = stderrPath, func(l capture.Lengths) int64 { return l.Stderr }
+	}
+
+	var deadline <-chan time.Time // set at the first wait
+	for {
+		// In this order: the broadcast is taken before the lengths, so a
+		// write after them closes it; closed before the lengths, so that
+		// closed lengths are final.
+		changed := cp.Changed()
+		closed := cp.Closed()
+		total := length(cp.Lengths())
+		from := offset
+		if from < 0 {
+			from = max(0, total+from)
+		}
+		n := min(maxBytes, max(0, total-from))
+		res, err := readArtifact(path, from, n, closed || from+n < total)
+		if err != nil {
+			return nil, t.readError(p.HandleID, path, closed, err)
+		}
+		res.TotalBytes, res.Running = total, !closed
+		res.EOF = closed && res.NextOffset >= total
+		if res.NextOffset > from || closed || waitMs == 0 {
+			return res, nil
+		}
+		if deadline == nil {
+			s.Detach(ctx) // it only waits
+			tm := time.NewTimer(time.Duration(waitMs) * time.Millisecond)
+			defer tm.Stop()
+			deadline = tm.C
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return res, nil
+		case <-ctx.Done():
+			return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodReadOutput, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
+				"request cancelled while waiting for output")
+		}
+		if offset < 0 {
+			offset = from // a tail waits for what follows it
+		}
+	}
+}
+
+// readArtifact reads n bytes of the file at path from off; it opens the
+// name even for none, so that a removed artifact is seen. A rune cut at
+// the end is left for the next read, unless that would leave nothing
+// though more bytes follow (more: then the caller would wait for bytes
+// that are already there), or the command has ended (more is then set).
+func readArtifact(path string, off, n int64, more bool) (*rpc.ReadOutputResult, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	buf = buf[:got]
+	if k := completeRunes(buf); k > 0 || !more {
+		buf = buf[:k]
+	}
+	res := &rpc.ReadOutputResult{Offset: off, NextOffset: off + int64(len(buf)), Encoding: rpc.EncodingUTF8}
+	if utf8.Valid(buf) {
+		res.Data = string(buf)
+	} else {
+		res.Data = base64.StdEncoding.EncodeToString(buf)
+		res.Encoding = rpc.EncodingBase64
+	}
+	return res, nil
+}
+
+// completeRunes returns the length of b without an incomplete UTF-8
+// sequence at its end.
+func completeRunes(b []byte) int {
+	for k := 1; k <= utf8.UTFMax-1 && k <= len(b); k++ {
+		if utf8.RuneStart(b[len(b)-k]) {
+			if !utf8.FullRune(b[len(b)-k:]) {
+				return len(b) - k
+			}
+			break
+		}
+	}
+	return len(b)
+}
+
+// readError turns a failed artifact read into the wire's error: a missing
+// file of an ended command was evicted.
+func (t *Tools) readError(handleID, path string, closed bool, err error) error {
+	if closed && errors.Is(err, fs.ErrNotExist) {
+		return rpc.NewError(rpc.CodeNotFound, &rpc.ErrorData{HandleID: handleID, Path: path,
+			Reason: "evicted: the command's artifacts were removed to keep the artifacts directory under --artifacts-cap-bytes"},
+			"artifact evicted: %s", path)
+	}
+	t.log.Warn("reading an artifact", "handle", handleID, "path", path, "err", err)
+	return rpc.NewError(rpc.CodeInternalError, &rpc.ErrorData{HandleID: handleID, Path: path, Reason: err.Error()},
+		"cannot read the artifact %s", path)
+}
