@@ -121,6 +121,15 @@ function editorText(texts) {
   return texts.join('\n').replace(/\u00a0/g, ' ');
 }
 
+/** The Toolhost Server log channel as code-server wrote it to disk. */
+function serverLog() {
+  const logs = path.join(RUN_DIR, 'user-data/logs');
+  return readdirSync(logs, { recursive: true })
+    .filter((f) => path.basename(f) === 'Toolhost Server.log')
+    .map((f) => readFileSync(path.join(logs, f), 'utf8'))
+    .join('');
+}
+
 function notification(text) {
   return page.locator('.notifications-toasts .notification-toast', { hasText: text });
 }
@@ -297,10 +306,20 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     assert.ok(!(await shown()).includes('end of output'), 'still running');
     await screenshot('live-output-later-line');
 
+    // Closing its tab stops the reading, as the extension logs; Open Output
+    // again reads it anew, while it still runs.
+    await tab.hover();
+    await tab.locator('.tab-actions .action-label').first().click();
+    await until('the extension to log that the tab closed', () => serverLog().includes('stopped, its tab was closed'));
+    await row.hover();
+    await row.locator('.action-label[aria-label="Open Output"]').click();
+    await until('the reopened live output to show the later line', async () => (await shown()).includes(`two-${id}`));
+    assert.match(await tab.innerText(), /sh -c .*\.log/s);
+
     writeFileSync(path.join(GATES, `${id}b`), '');
     await rowShows(line, 'completed');
     await until('the live output to say the command ended', async () => (await shown()).includes('the command ended: end of output'));
-    assert.match(await tab.innerText(), /sh -c .*\.log/s, 'the same tab all along');
+    assert.match(await tab.innerText(), /sh -c .*\.log/s, 'the same tab');
     await screenshot('live-output-ended');
     // Close it, so the next tests see their own editors.
     await page.keyboard.press('Escape');

@@ -60,7 +60,7 @@ class Toolhost implements vscode.Disposable {
   private readonly serverLog: vscode.LogOutputChannel;
   private readonly status: vscode.StatusBarItem;
   /** The live output documents of running handles. */
-  private readonly live = new LiveOutput(errorText);
+  private readonly live: LiveOutput;
   private readonly restarts = new RestartPolicy();
   /** Handles the user cancelled: their end is no failure to warn about. */
   private readonly cancelledByUser = new Set<string>();
@@ -71,6 +71,7 @@ class Toolhost implements vscode.Disposable {
     this.results = vscode.window.createOutputChannel('Toolhost');
     this.serverLog = vscode.window.createOutputChannel('Toolhost Server', { log: true });
     this.view = new ToolsView(this.model);
+    this.live = new LiveOutput(errorText, (line) => this.serverLog.info(line));
     this.status = vscode.window.createStatusBarItem('toolhost.running', vscode.StatusBarAlignment.Left, 10);
     this.status.name = 'Toolhost';
     this.status.command = 'toolhost.tools.focus';

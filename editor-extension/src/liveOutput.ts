@@ -33,8 +33,14 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
   private readonly lives = new Map<string, Live>();
   private readonly disposables: vscode.Disposable[] = [];
 
-  /** errorText says what went wrong with a read, for the user. */
-  constructor(private readonly errorText: (e: unknown) => string) {
+  /**
+   * errorText says what went wrong with a read, for the user; log takes a
+   * line for the server's log when a loop starts and ends.
+   */
+  constructor(
+    private readonly errorText: (e: unknown) => string,
+    private readonly log: (line: string) => void,
+  ) {
     this.disposables.push(
       this.changed,
       vscode.workspace.registerTextDocumentContentProvider(SCHEME, this),
@@ -42,7 +48,7 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
         if (e.closed.length > 0) this.stopUnshown();
       }),
       vscode.workspace.onDidCloseTextDocument((d) => {
-        if (d.uri.scheme === SCHEME) this.stop(d.uri.toString());
+        if (d.uri.scheme === SCHEME) this.stop(d.uri.toString(), 'its document was closed');
       }),
       vscode.window.onDidChangeTextEditorVisibleRanges((e) => {
         const live = this.lives.get(e.textEditor.document.uri.toString());
@@ -80,6 +86,7 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
       this.lives.set(key, fresh);
       this.changed.fire(uri);
       const onText = (t: string) => this.append(fresh, t);
+      this.log(`Live output of "${label}" (${handleId}): following.`);
       void followOutput({ handleId, read, onText, signal: stop.signal }).then((end) => this.ended(fresh, stop, end));
     }
     const doc = await vscode.workspace.openTextDocument(uri);
@@ -90,13 +97,15 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
   stopAll(why: string): void {
     for (const live of this.lives.values()) {
       if (!live.stop) continue;
-      this.stop(live.uri.toString());
+      this.stop(live.uri.toString(), why);
       this.append(live, `\n[toolhost] ${why}: output no longer followed\n`);
     }
   }
 
   private ended(live: Live, stop: AbortController, end: FollowEnd): void {
     if (live.stop === stop) live.stop = undefined;
+    const at = `${end.nextOffset} bytes read`;
+    if (end.reason !== 'stopped') this.log(`Live output of "${live.label}": ${end.reason === 'eof' ? 'ended' : 'failed'} (${at}).`);
     if (end.reason === 'eof') {
       live.done = true;
       this.append(live, EOF_NOTE);
@@ -112,10 +121,12 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
     this.changed.fire(live.uri);
   }
 
-  private stop(key: string): void {
+  private stop(key: string, why: string): void {
     const live = this.lives.get(key);
-    live?.stop?.abort();
-    if (live) live.stop = undefined;
+    if (!live?.stop) return;
+    live.stop.abort();
+    live.stop = undefined;
+    this.log(`Live output of "${live.label}": stopped, ${why}.`);
   }
 
   /** Stops the loops whose document no tab shows any more. */
@@ -124,7 +135,7 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
     for (const g of vscode.window.tabGroups.all) {
       for (const t of g.tabs) if (t.input instanceof vscode.TabInputText && t.input.uri.scheme === SCHEME) shown.add(t.input.uri.toString());
     }
-    for (const [key, live] of this.lives) if (live.stop && !shown.has(key)) this.stop(key);
+    for (const [key, live] of this.lives) if (live.stop && !shown.has(key)) this.stop(key, 'its tab was closed');
   }
 
   dispose(): void {
