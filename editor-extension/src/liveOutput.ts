@@ -15,7 +15,16 @@ interface Live {
   done: boolean;
   /** Following says the editors showing it keep its last line in view. */
   following: boolean;
+  /** Pending is the timer of a change not yet fired (see append). */
+  pending: NodeJS.Timeout | undefined;
 }
+
+/**
+ * CHANGE_MS is how often at most a document is told it changed: VS Code
+ * fetches the whole text at each change, so a fast command's many chunks
+ * are shown together.
+ */
+const CHANGE_MS = 100;
 
 /**
  * LiveOutput shows the output of running handles as read-only documents
@@ -29,8 +38,10 @@ interface Live {
 export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
-  /** Lives by URI string: every handle opened in this window. */
+  /** Lives by URI string: the handles whose document is open, or whose loop still runs. */
   private readonly lives = new Map<string, Live>();
+  /** Opening holds the keys of documents on their way to a tab: no tab shows them yet. */
+  private readonly opening = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
 
   /**
@@ -47,8 +58,10 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
       vscode.window.tabGroups.onDidChangeTabs((e) => {
         if (e.closed.length > 0) this.stopUnshown();
       }),
+      // A document is closed some time after its last tab: by then the
+      // same URI may be open again, so the tabs decide here too.
       vscode.workspace.onDidCloseTextDocument((d) => {
-        if (d.uri.scheme === SCHEME) this.stop(d.uri.toString(), 'its document was closed');
+        if (d.uri.scheme === SCHEME) this.stopUnshown();
       }),
       vscode.window.onDidChangeTextEditorVisibleRanges((e) => {
         const live = this.lives.get(e.textEditor.document.uri.toString());
@@ -79,9 +92,9 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
     const key = uri.toString();
     let live = this.lives.get(key);
     if (!live || (!live.stop && !live.done)) {
-      // New, or stopped before the end (closed, or failed): read it again from the start.
+      // New, or stopped before the end (failed, or the server stopped): read it from the start.
       const stop = new AbortController();
-      const fresh: Live = { uri, label, text: '', stop, done: false, following: true };
+      const fresh: Live = { uri, label, text: '', stop, done: false, following: true, pending: undefined };
       live = fresh;
       this.lives.set(key, fresh);
       this.changed.fire(uri);
@@ -89,8 +102,13 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
       this.log(`Live output of "${label}" (${handleId}): following.`);
       void followOutput({ handleId, read, onText, signal: stop.signal }).then((end) => this.ended(fresh, stop, end));
     }
-    const doc = await vscode.workspace.openTextDocument(uri);
-    await vscode.window.showTextDocument(doc, { preview: false });
+    this.opening.add(key);
+    try {
+      const doc = await vscode.workspace.openTextDocument(uri);
+      await vscode.window.showTextDocument(doc, { preview: false });
+    } finally {
+      this.opening.delete(key);
+    }
   }
 
   /** stopAll stops every loop, saying why at the end of each document. */
@@ -118,7 +136,10 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
 
   private append(live: Live, text: string): void {
     live.text += text;
-    this.changed.fire(live.uri);
+    live.pending ??= setTimeout(() => {
+      live.pending = undefined;
+      this.changed.fire(live.uri);
+    }, CHANGE_MS);
   }
 
   private stop(key: string, why: string): void {
@@ -129,17 +150,28 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
     this.log(`Live output of "${live.label}": stopped, ${why}.`);
   }
 
-  /** Stops the loops whose document no tab shows any more. */
+  /** Forget stops a document's loop and drops its text: opening it again reads anew. */
+  private forget(key: string, why: string): void {
+    this.stop(key, why);
+    const live = this.lives.get(key);
+    if (live?.pending) clearTimeout(live.pending);
+    this.lives.delete(key);
+  }
+
+  /** Forgets the documents no tab shows any more. */
   private stopUnshown(): void {
     const shown = new Set<string>();
     for (const g of vscode.window.tabGroups.all) {
       for (const t of g.tabs) if (t.input instanceof vscode.TabInputText && t.input.uri.scheme === SCHEME) shown.add(t.input.uri.toString());
     }
-    for (const [key, live] of this.lives) if (live.stop && !shown.has(key)) this.stop(key, 'its tab was closed');
+    for (const key of [...this.lives.keys()]) if (!shown.has(key) && !this.opening.has(key)) this.forget(key, 'its tab was closed');
   }
 
   dispose(): void {
-    for (const live of this.lives.values()) live.stop?.abort();
+    for (const live of this.lives.values()) {
+      live.stop?.abort();
+      if (live.pending) clearTimeout(live.pending);
+    }
     for (const d of this.disposables) d.dispose();
   }
 }
