@@ -1,8 +1,10 @@
 // End-to-end test in a real VS Code: code-server (run with Node 24) driven by
 // Debian's headless Chromium through playwright-core. It installs the packaged
 // .vsix (which ships the server at bin/toolhost), runs a three-step recipe and
-// checks the Tools view and the progress notification step by step, then runs
-// a long command, cancels it from the view and checks its processes are gone.
+// checks the Tools view and the progress notification step by step, follows a
+// running command's output live (a later line appears in the open document),
+// then runs a long command, cancels it from the view and checks its processes
+// are gone.
 //
 //   scripts/install-e2e.sh && npm run package && node --test e2e/
 //
@@ -117,6 +119,15 @@ async function rowShows(label, description, timeoutMs = 30_000) {
 /** Editor text as shown: Monaco renders spaces as no-break spaces. */
 function editorText(texts) {
   return texts.join('\n').replace(/\u00a0/g, ' ');
+}
+
+/** The Toolhost Server log channel as code-server wrote it to disk. */
+function serverLog() {
+  const logs = path.join(RUN_DIR, 'user-data/logs');
+  return readdirSync(logs, { recursive: true })
+    .filter((f) => path.basename(f) === 'Toolhost Server.log')
+    .map((f) => readFileSync(path.join(logs, f), 'utf8'))
+    .join('');
 }
 
 function notification(text) {
@@ -262,6 +273,57 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       return STEPS.every((name) => text.includes(`${name} ok`));
     });
     await screenshot('open-output');
+  });
+
+  test('Open Output on a running command follows its output live, to the end', async () => {
+    const id = `live${Math.floor(Math.random() * 1e9)}`;
+    // It prints, waits for a gate the test creates, prints 300 lines more (more
+    // than a screen) and a last one, waits for a second gate, ends.
+    const line = `sh -c "echo one-${id}; until [ -e .gates/${id}a ]; do sleep 0.05; done; seq 300; echo two-${id}; until [ -e .gates/${id}b ]; do sleep 0.05; done"`;
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(line);
+    await input.press('Enter');
+    await rowShows(line, 'running');
+
+    const row = treeRow(line).first();
+    await row.hover();
+    await row.locator('.action-label[aria-label="Open Output"]').click();
+    const shown = async () => editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts());
+    await until('the live output to show the first line', async () => (await shown()).includes(`one-${id}`));
+    // A live document of its own (toolhost-output:), not the output.log file.
+    const tab = page.locator('.tabs-container .tab.active');
+    assert.match(await tab.innerText(), /sh -c .*\.log/s);
+    assert.ok(!(await shown()).includes(`two-${id}`), 'the command waits on its gate');
+    await screenshot('live-output-first-line');
+
+    writeFileSync(path.join(GATES, `${id}a`), '');
+    // Monaco renders only the lines in view: seeing the last line (and no
+    // longer the first) says the document followed its end.
+    await until('the live output to show the later line, without reopening', async () => (await shown()).includes(`two-${id}`));
+    assert.ok(!(await shown()).includes(`one-${id}`), 'scrolled to the end');
+    assert.ok(!(await shown()).includes('end of output'), 'still running');
+    await screenshot('live-output-later-line');
+
+    // Closing its tab stops the reading, as the extension logs; Open Output
+    // again reads it anew, while it still runs.
+    await tab.hover();
+    await tab.locator('.tab-actions .action-label').first().click();
+    await until('the extension to log that the tab closed', () => serverLog().includes('stopped, its tab was closed'));
+    await row.hover();
+    await row.locator('.action-label[aria-label="Open Output"]').click();
+    await until('the reopened live output to show the later line', async () => (await shown()).includes(`two-${id}`));
+    assert.match(await tab.innerText(), /sh -c .*\.log/s);
+
+    writeFileSync(path.join(GATES, `${id}b`), '');
+    await rowShows(line, 'completed');
+    await until('the live output to say the command ended', async () => (await shown()).includes('the command ended: end of output'));
+    assert.match(await tab.innerText(), /sh -c .*\.log/s, 'the same tab');
+    await screenshot('live-output-ended');
+    // Close it, so the next tests see their own editors.
+    await page.keyboard.press('Escape');
+    await runPalette('View: Close All Editors');
   });
 
   test('a long command is cancelled from the Tools view and its processes are gone', async () => {

@@ -13,7 +13,8 @@
 #                                Go binary in header and ndjson framing
 #  4. npm run package            the .vsix, with the server at bin/toolhost
 #  5. node --test e2e/           code-server + headless Chromium: recipe,
-#                                Tools view, progress, cancel, crash restarts
+#                                Tools view, progress, live output, cancel,
+#                                crash restarts
 set -uo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
+  CancellationTokenSource,
   CloseAction,
   ErrorAction,
   LanguageClient,
@@ -14,6 +15,8 @@ import {
 } from 'vscode-languageclient/node';
 import { progressHandles, sandboxOf, workspaceOf } from './answers';
 import { splitArgv } from './argv';
+import type { ReadOutput } from './follow';
+import { LiveOutput } from './liveOutput';
 import { describeStep, summarizeResult, ToolsModel, ToolView } from './model';
 import {
   type CancelParams,
@@ -25,6 +28,7 @@ import {
   type LongRunningResult,
   ProgressRequest,
   ReadFileRequest,
+  ReadOutputRequest,
   StepTransitionNotification,
   type ToolResult,
   ToolResultNotification,
@@ -55,6 +59,8 @@ class Toolhost implements vscode.Disposable {
   private readonly results: vscode.OutputChannel;
   private readonly serverLog: vscode.LogOutputChannel;
   private readonly status: vscode.StatusBarItem;
+  /** The live output documents of running handles. */
+  private readonly live: LiveOutput;
   private readonly restarts = new RestartPolicy();
   /** Handles the user cancelled: their end is no failure to warn about. */
   private readonly cancelledByUser = new Set<string>();
@@ -65,6 +71,7 @@ class Toolhost implements vscode.Disposable {
     this.results = vscode.window.createOutputChannel('Toolhost');
     this.serverLog = vscode.window.createOutputChannel('Toolhost Server', { log: true });
     this.view = new ToolsView(this.model);
+    this.live = new LiveOutput(errorText, (line) => this.serverLog.info(line));
     this.status = vscode.window.createStatusBarItem('toolhost.running', vscode.StatusBarAlignment.Left, 10);
     this.status.name = 'Toolhost';
     this.status.command = 'toolhost.tools.focus';
@@ -80,6 +87,7 @@ class Toolhost implements vscode.Disposable {
         }
       });
     this.disposables.push(
+      this.live,
       this.results,
       this.serverLog,
       this.status,
@@ -153,6 +161,7 @@ class Toolhost implements vscode.Disposable {
     client.onNotification(StepTransitionNotification, (p) => this.model.stepTransition(p));
     client.onNotification(HeartbeatNotification, (p) => this.model.heartbeat(p));
     client.onDidChangeState((e) => {
+      if (e.newState !== State.Running) this.live.stopAll('the server stopped');
       if (e.newState === State.Running) {
         this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';
         this.model.serverStarted(sandboxOf(client.initializeResult));
@@ -325,6 +334,17 @@ class Toolhost implements vscode.Disposable {
 
   private async openOutput(tool: ToolView | undefined): Promise<void> {
     if (!tool) return;
+    if (tool.status === 'running' && !tool.lost) {
+      // Live: read as it grows, in a document of its own.
+      const client = this.ready();
+      const read: ReadOutput = (params, signal) => {
+        const cts = new CancellationTokenSource();
+        signal.addEventListener('abort', () => cts.cancel(), { once: true });
+        return client.sendRequest(ReadOutputRequest, params, cts.token).finally(() => cts.dispose());
+      };
+      await this.live.open(tool.handleId, tool.label, read);
+      return;
+    }
     if (tool.result) {
       await vscode.window.showTextDocument(vscode.Uri.file(tool.result.artifacts.outputPath), { preview: true });
       return;
