@@ -87,3 +87,37 @@ func TestSandboxLimitsContain(t *testing.T) {
 	assertNoneLeft(t, bystander, "", "after the bystander was cancelled")
 	s.shutdown()
 }
+
+// TestSandboxCachesPointIntoTheSession checks a workspace-write command's
+// caches: GOCACHE goes to the session's cache directory whatever the server
+// has, GOMODCACHE only when the child's environment lacks it, and a request
+// that sets one keeps its own.
+func TestSandboxCachesPointIntoTheSession(t *testing.T) {
+	own := t.TempDir()
+	show := []string{"sh", "-c", `echo "$GOCACHE"; echo "$GOMODCACHE"`}
+	cache := func(s *server, params map[string]any) []string {
+		var res rpc.ToolResult
+		s.mustCall("runCommand", params, &res)
+		return strings.Split(strings.TrimSuffix(res.Stdout, "\n"), "\n")
+	}
+
+	plain := start(t, options{})
+	plain.initialize(nil)
+	got := cache(plain, map[string]any{"argv": show})
+	if len(got) != 2 || !strings.HasSuffix(got[0], "/cache/go-build") || !strings.HasSuffix(got[1], "/cache/go-mod") {
+		t.Errorf("without GOMODCACHE in the server's environment: %q, want both in the session's cache", got)
+	}
+	got = cache(plain, map[string]any{"argv": show, "env": map[string]any{"GOCACHE": own}})
+	if len(got) != 2 || got[0] != own {
+		t.Errorf("a request's GOCACHE: %q, want %q kept", got, own)
+	}
+	plain.shutdown()
+
+	inherited := start(t, options{env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMODCACHE=" + own}})
+	inherited.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Env: &rpc.EnvOptions{Allow: []string{"GOMODCACHE"}}}})
+	got = cache(inherited, map[string]any{"argv": show})
+	if len(got) != 2 || !strings.HasSuffix(got[0], "/cache/go-build") || got[1] != own {
+		t.Errorf("with GOMODCACHE allowed from the server's environment: %q, want GOCACHE in the session's cache and GOMODCACHE %q", got, own)
+	}
+	inherited.shutdown()
+}

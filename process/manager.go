@@ -338,6 +338,9 @@ type Confinement struct {
 	Require bool
 	// Caps is the kernel probe to plan with; nil is sandbox's own.
 	Caps *sandbox.Capabilities
+	// DefaultEnv sets variables the environment lacks after the allowlist
+	// and the Spec's and step's overrides.
+	DefaultEnv map[string]string
 }
 
 // Step is one step of a recipe. Dir and Env default to the Spec's; Env is

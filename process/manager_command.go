@@ -229,6 +229,13 @@ func (c *Command) stepEnv(i int) ([]string, string, error) {
 	if c.tmpDir != "" && !setsVar("TMPDIR", c.spec.Env, s.Env) {
 		env["TMPDIR"] = c.tmpDir
 	}
+	if cf := c.spec.Confine; cf != nil {
+		for k, v := range cf.DefaultEnv {
+			if _, ok := env[k]; !ok && !setsVar(k, c.spec.Env, s.Env) {
+				env[k] = v
+			}
+		}
+	}
 	path, err := resolveArgv0(s.Argv[0], s.Dir, env["PATH"])
 	if err != nil {
 		return nil, "", err

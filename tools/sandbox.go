@@ -221,14 +221,16 @@ func (c *confinement) confine(p *rpc.RunCommandParams, spec *process.Spec, steps
 	if err != nil {
 		return err
 	}
+	levels := make([]level, len(steps))
+	for i, st := range steps {
+		if levels[i], err = tighten(lvl, st.Sandbox, fmt.Sprintf("steps[%d].sandbox", i)); err != nil {
+			return err
+		}
+	}
 	if c.mode == SandboxOff {
 		asked := lvl != level{fs: rpc.SandboxFull, network: true} || limits != (sandbox.Limits{})
-		for i, st := range steps {
-			if sl, err := tighten(lvl, st.Sandbox, fmt.Sprintf("steps[%d].sandbox", i)); err != nil {
-				return err
-			} else if sl != lvl {
-				asked = true
-			}
+		for _, sl := range levels {
+			asked = asked || sl != lvl
 		}
 		if explicit && asked {
 			return rpc.NewError(rpc.CodeSandboxUnavailable, &rpc.ErrorData{Field: "sandbox", Reason: "the server runs with --sandbox off", Missing: []string{"confinement is off (--sandbox off)"}},
@@ -243,11 +245,7 @@ func (c *confinement) confine(p *rpc.RunCommandParams, spec *process.Spec, steps
 		Caps:    &c.caps,
 	}
 	workspaceWrite := lvl.fs == rpc.SandboxWorkspaceWrite
-	for i, st := range steps {
-		sl, err := tighten(lvl, st.Sandbox, fmt.Sprintf("steps[%d].sandbox", i))
-		if err != nil {
-			return err
-		}
+	for i, sl := range levels {
 		if sl != lvl {
 			pol := c.policy(sl)
 			spec.Steps[i].Policy = &pol
@@ -256,18 +254,19 @@ func (c *confinement) confine(p *rpc.RunCommandParams, spec *process.Spec, steps
 	}
 	if workspaceWrite {
 		spec.Env = c.cacheEnv(spec.Env)
+		spec.Confine.DefaultEnv = map[string]string{"GOMODCACHE": filepath.Join(c.cacheDir(), "go-mod")}
 	}
 	return nil
 }
 
 // cacheEnv returns env with the cache variables pointed at the session's
-// cache directory, except those env sets or unsets.
+// cache directory, except those env sets or unsets. GOMODCACHE is set only
+// where the child's environment lacks it (Confinement.DefaultEnv).
 func (c *confinement) cacheEnv(env map[string]*string) map[string]*string {
 	cache := c.cacheDir()
 	vars := map[string]string{
 		"XDG_CACHE_HOME":   cache,
 		"GOCACHE":          filepath.Join(cache, "go-build"),
-		"GOMODCACHE":       filepath.Join(cache, "go-mod"),
 		"npm_config_cache": filepath.Join(cache, "npm"),
 		"PIP_CACHE_DIR":    filepath.Join(cache, "pip"),
 	}
