@@ -10,3 +10,5 @@ require (
 	golang.org/x/sys v0.49.0
 	golang.org/x/tools v0.52.0
 )
+
+require github.com/creack/pty v1.1.24 // indirect

@@ -93,6 +93,24 @@ func (c *Client) ReadOutput(ctx context.Context, params *rpc.ReadOutputParams) (
 	return Call(ctx, c, rpc.ReadOutputRequest, params)
 }
 
+// WriteInput writes bytes to a handle's pseudo-terminal or open stdin,
+// in order with the writes before it; with params.EOF it then ends the
+// input.
+func (c *Client) WriteInput(ctx context.Context, params *rpc.WriteInputParams) (*rpc.WriteInputResult, error) {
+	return Call(ctx, c, rpc.WriteInputRequest, params)
+}
+
+// Resize sets the size of a handle's pseudo-terminal.
+func (c *Client) Resize(ctx context.Context, params *rpc.ResizeParams) error {
+	_, err := Call(ctx, c, rpc.ResizeRequest, params)
+	return err
+}
+
+// Signal sends a signal, by name, to a handle's foreground process group.
+func (c *Client) Signal(ctx context.Context, params *rpc.SignalParams) (*rpc.SignalResult, error) {
+	return Call(ctx, c, rpc.SignalRequest, params)
+}
+
 // ReadFile reads a file inside a root, whole or a page of lines.
 func (c *Client) ReadFile(ctx context.Context, params *rpc.ReadFileParams) (*rpc.ReadFileResult, error) {
 	return Call(ctx, c, rpc.ReadFileRequest, params)

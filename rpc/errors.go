@@ -27,6 +27,7 @@ const (
 	CodeReadOnlyRoot         = -32008 // a write into a read root or the artifacts directory
 	CodeConflict             = -32009 // expectedSha256 does not match (data.expected, data.actual)
 	CodeSandboxUnavailable   = -32010 // a command asks for confinement the kernel cannot give (data.missing)
+	CodeNotRunning           = -32011 // writeInput, resize or signal to a handle that has ended, or whose input is closed (data.handleId, data.status)
 )
 
 // Error is an error that travels on the wire: a code, a message and data
@@ -91,6 +92,7 @@ var (
 	ErrReadOnlyRoot         = &Error{Code: CodeReadOnlyRoot, Message: "read-only root"}
 	ErrConflict             = &Error{Code: CodeConflict, Message: "conflict"}
 	ErrSandboxUnavailable   = &Error{Code: CodeSandboxUnavailable, Message: "sandbox unavailable"}
+	ErrNotRunning           = &Error{Code: CodeNotRunning, Message: "not running"}
 )
 
 // toError turns any error a handler returns into the coded error sent: an

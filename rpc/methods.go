@@ -129,7 +129,8 @@ var (
 	// Errors (nothing is started: no handle, no toolResult):
 	//   - [CodeInvalidParams]: as for runCommand, for argv and for each
 	//     step's name, argv, cwd and env (data.field "steps[1].argv"); argv
-	//     and steps both given; yieldMs given.
+	//     and steps both given; yieldMs given; pty or openStdin with stdin;
+	//     a pty size out of 1 to 10000.
 	//   - [CodeSpawnFailed]: as for runCommand (a recipe step that cannot
 	//     start fails instead, with exit code 127 or 126).
 	//   - [CodePathOutsideWorkspace]: cwd or a step's cwd resolves outside
@@ -230,6 +231,45 @@ var (
 	//     for bytes (data: method, handleId, reason).
 	//   - [CodeInternalError]: the artifact could not be read.
 	ReadOutputRequest = RequestType[ReadOutputParams, ReadOutputResult](MethodReadOutput)
+	// WriteInputRequest writes bytes to a handle's input: its
+	// pseudo-terminal (longRunning with pty) or its open stdin (openStdin).
+	// Writes reach the command in the order the requests arrive, across
+	// requests. It answers once the command's input has taken every byte:
+	// a command that does not read makes it wait, cancellable with
+	// $/cancelRequest (bytesWritten then says how many went in), while the
+	// requests after it for the same handle wait their turn.
+	//
+	// Errors:
+	//   - [CodeInvalidParams]: handleId missing, an encoding that is not
+	//     "utf-8" or "base64", base64 that does not decode, a handle
+	//     started without pty or openStdin (data: field, reason).
+	//   - [CodeHandleNotFound]: an unknown handle (data: handleId).
+	//   - [CodeNotRunning]: the handle has ended, or an earlier eof closed
+	//     its input (data: handleId, status).
+	//   - [CodeRequestCancelled]: $/cancelRequest stopped the write (data:
+	//     method, handleId, reason).
+	WriteInputRequest = RequestType[WriteInputParams, WriteInputResult](MethodWriteInput)
+	// ResizeRequest sets the size of a handle's pseudo-terminal; the
+	// terminal's foreground process group gets SIGWINCH, and `stty size`
+	// inside sees the new size. Later steps of a recipe start at it.
+	//
+	// Errors:
+	//   - [CodeInvalidParams]: rows or cols out of 1 to 10000, a handle
+	//     started without pty (data: field, reason).
+	//   - [CodeHandleNotFound]: an unknown handle (data: handleId).
+	//   - [CodeNotRunning]: the handle has ended (data: handleId, status).
+	ResizeRequest = RequestType[ResizeParams, ResizeResult](MethodResize)
+	// SignalRequest sends a signal to a handle's running step: to its
+	// pseudo-terminal's foreground process group (the job a shell runs
+	// now), else to the step's process group. It does not end the handle
+	// by itself; cancel does that, with its kill ladder.
+	//
+	// Errors:
+	//   - [CodeInvalidParams]: handleId missing, an unknown signal name
+	//     (data: field, reason).
+	//   - [CodeHandleNotFound]: an unknown handle (data: handleId).
+	//   - [CodeNotRunning]: the handle has ended (data: handleId, status).
+	SignalRequest = RequestType[SignalParams, SignalResult](MethodSignal)
 )
 
 // Notifications the client sends.

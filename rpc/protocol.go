@@ -29,6 +29,9 @@ const (
 	MethodProgress      = "progress"
 	MethodWait          = "wait"
 	MethodReadOutput    = "readOutput"
+	MethodWriteInput    = "writeInput"
+	MethodResize        = "resize"
+	MethodSignal        = "signal"
 	MethodCancelRequest = "$/cancelRequest" // a notification, though LSP calls it a method
 )
 
@@ -93,6 +96,10 @@ type Stream string
 const (
 	StreamStdout Stream = "stdout"
 	StreamStderr Stream = "stderr"
+	// StreamPty is the one stream of a command under a pseudo-terminal:
+	// what it wrote to the terminal, stdout and stderr merged by the
+	// terminal itself, echoed input included.
+	StreamPty Stream = "pty"
 )
 
 // OutputStream names the artifact readOutput reads: one stream's file, or
@@ -105,6 +112,9 @@ const (
 	OutputStreamOutput OutputStream = "output"
 	OutputStreamStdout OutputStream = "stdout"
 	OutputStreamStderr OutputStream = "stderr"
+	// OutputStreamPty reads a command's terminal output: under a PTY the
+	// same bytes as "stdout" and "output".
+	OutputStreamPty OutputStream = "pty"
 )
 
 // TimeoutReason says which timeout ended a command.
@@ -344,6 +354,18 @@ type LongRunningParams struct {
 	Label string `json:"label,omitempty"`
 	// StreamOutput asks for output notifications while the command runs.
 	StreamOutput bool `json:"streamOutput,omitempty"`
+	// Pty runs the command (every step of a recipe, unless a step says
+	// otherwise) in a pseudo-terminal of its own: `true` is 24 rows of 80
+	// columns, `{rows, cols}` a size (1 to 10000 each), `false` none. The
+	// command leads a new session with the terminal as its controlling
+	// terminal and as its stdin, stdout and stderr, so its output is one
+	// stream, "pty"; TERM is xterm-256color unless env sets it. It implies
+	// openStdin, and excludes stdin.
+	Pty *PtySize `json:"pty,omitempty"`
+	// OpenStdin keeps the command's stdin open (a pipe, without pty) for
+	// writeInput, until writeInput with eof or the command's end. It
+	// excludes stdin. Default: false, stdin is stdin's text or empty.
+	OpenStdin bool `json:"openStdin,omitempty"`
 	// Steps is a recipe, run in order, instead of Argv (give one or the
 	// other).
 	Steps []StepSpec `json:"steps,omitempty"`
@@ -367,6 +389,60 @@ type StepSpec struct {
 	// Sandbox confines this step; it may only tighten the request's.
 	// Default: the request's.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// Pty runs this step in a pseudo-terminal of its own (`true`, a size,
+	// or `false` for none). Default: the request's pty.
+	Pty *PtySize `json:"pty,omitempty"`
+}
+
+// PtySize is the size of a pseudo-terminal. On the wire it is `true` (24
+// rows of 80 columns), `false` (no terminal: Rows and Cols are 0) or
+// `{rows, cols}`.
+//
+//tsgen:type boolean | { rows: number; cols: number }
+type PtySize struct {
+	Rows int `json:"rows"`
+	Cols int `json:"cols"`
+}
+
+// DefaultPtySize is the size `pty: true` asks for.
+var DefaultPtySize = PtySize{Rows: 24, Cols: 80}
+
+// On reports whether a terminal is asked for.
+func (p *PtySize) On() bool { return p != nil && (p.Rows != 0 || p.Cols != 0) }
+
+// MarshalJSON encodes false, or the size.
+func (p PtySize) MarshalJSON() ([]byte, error) {
+	if !p.On() {
+		return []byte("false"), nil
+	}
+	return fmt.Appendf(nil, `{"rows":%d,"cols":%d}`, p.Rows, p.Cols), nil
+}
+
+// UnmarshalJSON decodes true, false or {rows, cols}; the size is checked
+// by the method that takes it.
+func (p *PtySize) UnmarshalJSON(b []byte) error {
+	switch string(bytes.TrimSpace(b)) {
+	case "true":
+		*p = DefaultPtySize
+		return nil
+	case "false":
+		*p = PtySize{}
+		return nil
+	}
+	var v struct {
+		Rows *int `json:"rows"`
+		Cols *int `json:"cols"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("pty is true, false or {rows, cols}: %w", err)
+	}
+	if v.Rows == nil || v.Cols == nil {
+		return fmt.Errorf("pty needs both rows and cols")
+	}
+	*p = PtySize{Rows: *v.Rows, Cols: *v.Cols}
+	return nil
 }
 
 // SandboxFilesystem is how much of the filesystem a command may write.
@@ -679,6 +755,63 @@ type ReadOutputResult struct {
 	Running bool `json:"running"`
 }
 
+// WriteInputParams are the params of writeInput.
+type WriteInputParams struct {
+	// HandleID names the handle whose input to write: its pseudo-terminal,
+	// or its open stdin.
+	HandleID string `json:"handleId"`
+	// Data is the bytes to write, as Encoding says. Under a PTY the
+	// terminal's line discipline reads them as typed keys: "\r" ends a
+	// line, "\u0003" (Ctrl-C) interrupts, "\u001a" (Ctrl-Z) stops.
+	// Default: nothing (with eof, only the end of input).
+	Data string `json:"data,omitempty"`
+	// Encoding says how Data is encoded: "utf-8" or "base64". Default:
+	// "utf-8".
+	Encoding Encoding `json:"encoding,omitempty"`
+	// EOF ends the input once Data is written: stdin's pipe is closed, and
+	// under a PTY the terminal's EOF character (Ctrl-D) is sent, which a
+	// program reading a line at its start takes as the end of input.
+	EOF bool `json:"eof,omitempty"`
+}
+
+// WriteInputResult is the result of writeInput.
+type WriteInputResult struct {
+	// BytesWritten is how many bytes of Data the command's input took:
+	// all of them, unless the command ended first.
+	BytesWritten int64 `json:"bytesWritten"`
+}
+
+// ResizeParams are the params of resize.
+type ResizeParams struct {
+	// HandleID names a handle that runs in a pseudo-terminal.
+	HandleID string `json:"handleId"`
+	// Rows is the terminal's new height, 1 to 10000.
+	Rows int `json:"rows"`
+	// Cols is the terminal's new width, 1 to 10000.
+	Cols int `json:"cols"`
+}
+
+// ResizeResult is the result of resize: an empty object.
+type ResizeResult struct{}
+
+// SignalParams are the params of signal.
+type SignalParams struct {
+	// HandleID names the handle to signal.
+	HandleID string `json:"handleId"`
+	// Signal is the signal's name: "SIGINT", "SIGTERM", "SIGKILL",
+	// "SIGHUP", "SIGQUIT", "SIGTSTP", "SIGCONT", "SIGSTOP", "SIGUSR1",
+	// "SIGUSR2", "SIGWINCH" or "SIGALRM" (the "SIG" may be left out).
+	Signal string `json:"signal"`
+}
+
+// SignalResult is the result of signal.
+type SignalResult struct {
+	// ProcessGroupID is the process group the signal went to: the
+	// terminal's foreground group under a PTY, else the running step's
+	// group.
+	ProcessGroupID int `json:"processGroupId"`
+}
+
 // ProgressParams are the params of progress.
 type ProgressParams struct {
 	// HandleID selects one handle; without it, every handle.
@@ -720,6 +853,12 @@ type Progress struct {
 	OutputBytes int64 `json:"outputBytes"`
 	// ExitCode is null while running; then the ToolResult's exitCode.
 	ExitCode *int `json:"exitCode"`
+	// Pty is the size of the running step's pseudo-terminal; absent when
+	// it has none.
+	Pty *PtySize `json:"pty,omitempty"`
+	// InputOpen says writeInput reaches the running step: it has a
+	// pseudo-terminal, or an open stdin that eof has not closed.
+	InputOpen bool `json:"inputOpen,omitempty"`
 }
 
 // ProgressList is the result of progress without a handleId.
@@ -954,4 +1093,8 @@ type ErrorData struct {
 	// Missing lists, a phrase each, the confinement the kernel cannot give
 	// (SandboxUnavailable).
 	Missing []string `json:"missing,omitempty"`
+	// Status is the handle's status when it is no longer running
+	// (NotRunning): "completed", "cancelled", …, or "running" when only its
+	// input was closed.
+	Status Status `json:"status,omitempty"`
 }

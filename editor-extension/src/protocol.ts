@@ -14,6 +14,9 @@ export const MethodWriteFile = "writeFile";
 export const MethodProgress = "progress";
 export const MethodWait = "wait";
 export const MethodReadOutput = "readOutput";
+export const MethodWriteInput = "writeInput";
+export const MethodResize = "resize";
+export const MethodSignal = "signal";
 /** a notification, though LSP calls it a method */
 export const MethodCancelRequest = "$/cancelRequest";
 
@@ -64,23 +67,34 @@ export const EncodingUTF8 = "utf-8" satisfies Encoding;
 export const EncodingBase64 = "base64" satisfies Encoding;
 
 /** Stream names one output stream of a command. */
-export type Stream = "stdout" | "stderr";
+export type Stream = "stdout" | "stderr" | "pty";
 
 /** The output streams. */
 export const StreamStdout = "stdout" satisfies Stream;
 export const StreamStderr = "stderr" satisfies Stream;
+/**
+ * StreamPty is the one stream of a command under a pseudo-terminal:
+ * what it wrote to the terminal, stdout and stderr merged by the
+ * terminal itself, echoed input included.
+ */
+export const StreamPty = "pty" satisfies Stream;
 
 /**
  * OutputStream names the artifact readOutput reads: one stream's file, or
  * output.log, where both streams and the step markers are interleaved in
  * arrival order.
  */
-export type OutputStream = "output" | "stdout" | "stderr";
+export type OutputStream = "output" | "stdout" | "stderr" | "pty";
 
 /** The artifacts readOutput reads. */
 export const OutputStreamOutput = "output" satisfies OutputStream;
 export const OutputStreamStdout = "stdout" satisfies OutputStream;
 export const OutputStreamStderr = "stderr" satisfies OutputStream;
+/**
+ * OutputStreamPty reads a command's terminal output: under a PTY the
+ * same bytes as "stdout" and "output".
+ */
+export const OutputStreamPty = "pty" satisfies OutputStream;
 
 /** TimeoutReason says which timeout ended a command. */
 export type TimeoutReason = "deadline" | "inactivity";
@@ -393,6 +407,22 @@ export interface LongRunningParams extends RunCommandParams {
   /** StreamOutput asks for output notifications while the command runs. */
   streamOutput?: boolean;
   /**
+   * Pty runs the command (every step of a recipe, unless a step says
+   * otherwise) in a pseudo-terminal of its own: `true` is 24 rows of 80
+   * columns, `{rows, cols}` a size (1 to 10000 each), `false` none. The
+   * command leads a new session with the terminal as its controlling
+   * terminal and as its stdin, stdout and stderr, so its output is one
+   * stream, "pty"; TERM is xterm-256color unless env sets it. It implies
+   * openStdin, and excludes stdin.
+   */
+  pty?: PtySize;
+  /**
+   * OpenStdin keeps the command's stdin open (a pipe, without pty) for
+   * writeInput, until writeInput with eof or the command's end. It
+   * excludes stdin. Default: false, stdin is stdin's text or empty.
+   */
+  openStdin?: boolean;
+  /**
    * Steps is a recipe, run in order, instead of Argv (give one or the
    * other).
    */
@@ -425,7 +455,19 @@ export interface StepSpec {
    * Default: the request's.
    */
   sandbox?: Sandbox;
+  /**
+   * Pty runs this step in a pseudo-terminal of its own (`true`, a size,
+   * or `false` for none). Default: the request's pty.
+   */
+  pty?: PtySize;
 }
+
+/**
+ * PtySize is the size of a pseudo-terminal. On the wire it is `true` (24
+ * rows of 80 columns), `false` (no terminal: Rows and Cols are 0) or
+ * `{rows, cols}`.
+ */
+export type PtySize = boolean | { rows: number; cols: number };
 
 /** SandboxFilesystem is how much of the filesystem a command may write. */
 export type SandboxFilesystem = "full" | "workspace-write" | "read-only";
@@ -837,6 +879,77 @@ export interface ReadOutputResult {
   running: boolean;
 }
 
+/** WriteInputParams are the params of writeInput. */
+export interface WriteInputParams {
+  /**
+   * HandleID names the handle whose input to write: its pseudo-terminal,
+   * or its open stdin.
+   */
+  handleId: string;
+  /**
+   * Data is the bytes to write, as Encoding says. Under a PTY the
+   * terminal's line discipline reads them as typed keys: "\r" ends a
+   * line, "\u0003" (Ctrl-C) interrupts, "\u001a" (Ctrl-Z) stops.
+   * Default: nothing (with eof, only the end of input).
+   */
+  data?: string;
+  /**
+   * Encoding says how Data is encoded: "utf-8" or "base64". Default:
+   * "utf-8".
+   */
+  encoding?: Encoding;
+  /**
+   * EOF ends the input once Data is written: stdin's pipe is closed, and
+   * under a PTY the terminal's EOF character (Ctrl-D) is sent, which a
+   * program reading a line at its start takes as the end of input.
+   */
+  eof?: boolean;
+}
+
+/** WriteInputResult is the result of writeInput. */
+export interface WriteInputResult {
+  /**
+   * BytesWritten is how many bytes of Data the command's input took:
+   * all of them, unless the command ended first.
+   */
+  bytesWritten: number;
+}
+
+/** ResizeParams are the params of resize. */
+export interface ResizeParams {
+  /** HandleID names a handle that runs in a pseudo-terminal. */
+  handleId: string;
+  /** Rows is the terminal's new height, 1 to 10000. */
+  rows: number;
+  /** Cols is the terminal's new width, 1 to 10000. */
+  cols: number;
+}
+
+/** ResizeResult is the result of resize: an empty object. */
+export interface ResizeResult {}
+
+/** SignalParams are the params of signal. */
+export interface SignalParams {
+  /** HandleID names the handle to signal. */
+  handleId: string;
+  /**
+   * Signal is the signal's name: "SIGINT", "SIGTERM", "SIGKILL",
+   * "SIGHUP", "SIGQUIT", "SIGTSTP", "SIGCONT", "SIGSTOP", "SIGUSR1",
+   * "SIGUSR2", "SIGWINCH" or "SIGALRM" (the "SIG" may be left out).
+   */
+  signal: string;
+}
+
+/** SignalResult is the result of signal. */
+export interface SignalResult {
+  /**
+   * ProcessGroupID is the process group the signal went to: the
+   * terminal's foreground group under a PTY, else the running step's
+   * group.
+   */
+  processGroupId: number;
+}
+
 /** ProgressParams are the params of progress. */
 export interface ProgressParams {
   /** HandleID selects one handle; without it, every handle. */
@@ -890,6 +1003,16 @@ export interface Progress {
   outputBytes: number;
   /** ExitCode is null while running; then the ToolResult's exitCode. */
   exitCode?: number | null;
+  /**
+   * Pty is the size of the running step's pseudo-terminal; absent when
+   * it has none.
+   */
+  pty?: PtySize;
+  /**
+   * InputOpen says writeInput reaches the running step: it has a
+   * pseudo-terminal, or an open stdin that eof has not closed.
+   */
+  inputOpen?: boolean;
 }
 
 /** ProgressList is the result of progress without a handleId. */
@@ -1127,6 +1250,12 @@ export interface ErrorData {
    * (SandboxUnavailable).
    */
   missing?: string[];
+  /**
+   * Status is the handle's status when it is no longer running
+   * (NotRunning): "completed", "cancelled", …, or "running" when only its
+   * input was closed.
+   */
+  status?: Status;
 }
 
 /** Null stands for absent params or a null result (shutdown, exit). */
@@ -1206,7 +1335,8 @@ export const RunCommandRequest = new RequestType<RunCommandParams, ToolResult, v
  * Errors (nothing is started: no handle, no toolResult):
  *   - [CodeInvalidParams]: as for runCommand, for argv and for each
  *     step's name, argv, cwd and env (data.field "steps[1].argv"); argv
- *     and steps both given; yieldMs given.
+ *     and steps both given; yieldMs given; pty or openStdin with stdin;
+ *     a pty size out of 1 to 10000.
  *   - [CodeSpawnFailed]: as for runCommand (a recipe step that cannot
  *     start fails instead, with exit code 127 or 126).
  *   - [CodePathOutsideWorkspace]: cwd or a step's cwd resolves outside
@@ -1320,6 +1450,51 @@ export const WaitRequest = new RequestType<WaitParams, ToolResult, void>("wait")
  *   - [CodeInternalError]: the artifact could not be read.
  */
 export const ReadOutputRequest = new RequestType<ReadOutputParams, ReadOutputResult, void>("readOutput");
+/**
+ * WriteInputRequest writes bytes to a handle's input: its
+ * pseudo-terminal (longRunning with pty) or its open stdin (openStdin).
+ * Writes reach the command in the order the requests arrive, across
+ * requests. It answers once the command's input has taken every byte:
+ * a command that does not read makes it wait, cancellable with
+ * $/cancelRequest (bytesWritten then says how many went in), while the
+ * requests after it for the same handle wait their turn.
+ *
+ * Errors:
+ *   - [CodeInvalidParams]: handleId missing, an encoding that is not
+ *     "utf-8" or "base64", base64 that does not decode, a handle
+ *     started without pty or openStdin (data: field, reason).
+ *   - [CodeHandleNotFound]: an unknown handle (data: handleId).
+ *   - [CodeNotRunning]: the handle has ended, or an earlier eof closed
+ *     its input (data: handleId, status).
+ *   - [CodeRequestCancelled]: $/cancelRequest stopped the write (data:
+ *     method, handleId, reason).
+ */
+export const WriteInputRequest = new RequestType<WriteInputParams, WriteInputResult, void>("writeInput");
+/**
+ * ResizeRequest sets the size of a handle's pseudo-terminal; the
+ * terminal's foreground process group gets SIGWINCH, and `stty size`
+ * inside sees the new size. Later steps of a recipe start at it.
+ *
+ * Errors:
+ *   - [CodeInvalidParams]: rows or cols out of 1 to 10000, a handle
+ *     started without pty (data: field, reason).
+ *   - [CodeHandleNotFound]: an unknown handle (data: handleId).
+ *   - [CodeNotRunning]: the handle has ended (data: handleId, status).
+ */
+export const ResizeRequest = new RequestType<ResizeParams, ResizeResult, void>("resize");
+/**
+ * SignalRequest sends a signal to a handle's running step: to its
+ * pseudo-terminal's foreground process group (the job a shell runs
+ * now), else to the step's process group. It does not end the handle
+ * by itself; cancel does that, with its kill ladder.
+ *
+ * Errors:
+ *   - [CodeInvalidParams]: handleId missing, an unknown signal name
+ *     (data: field, reason).
+ *   - [CodeHandleNotFound]: an unknown handle (data: handleId).
+ *   - [CodeNotRunning]: the handle has ended (data: handleId, status).
+ */
+export const SignalRequest = new RequestType<SignalParams, SignalResult, void>("signal");
 
 /** Notifications the client sends. */
 /** InitializedNotification follows the initialize answer, as in LSP. */
@@ -1429,3 +1604,5 @@ export const CodeReadOnlyRoot = -32008;
 export const CodeConflict = -32009;
 /** a command asks for confinement the kernel cannot give (data.missing) */
 export const CodeSandboxUnavailable = -32010;
+/** writeInput, resize or signal to a handle that has ended, or whose input is closed (data.handleId, data.status) */
+export const CodeNotRunning = -32011;
