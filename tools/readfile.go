@@ -14,6 +14,22 @@ const maxReadBytes = 64 << 20
 // readFile reads a file, or a range of its lines, inside the root, a read
 // root or the artifacts directory.
 func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *rpc.ReadFileParams) (*rpc.ReadFileResult, error) {
+	d, err := t.destination(p.Destination)
+	q := *p
+	if d == nil && err == nil {
+		// A destination's artifact path, as its ToolResult gave it.
+		var far string
+		if d, far, _, err = t.hub.RoutePath(p.Path); d != nil {
+			q.Path = far
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
+		q.Destination = ""
+		return forward(ctx, s, d, rpc.ReadFileRequest, &q)
+	}
 	switch {
 	case p.Path == "":
 		return nil, rpc.InvalidParams("path", "required")

@@ -9,6 +9,14 @@ import (
 
 // writeFile writes a file atomically inside the root.
 func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, p *rpc.WriteFileParams) (*rpc.WriteFileResult, error) {
+	if d, err := t.destination(p.Destination); d != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		q := *p
+		q.Destination = ""
+		return forward(ctx, s, d, rpc.WriteFileRequest, &q)
+	}
 	if p.Path == "" {
 		return nil, rpc.InvalidParams("path", "required")
 	}
