@@ -55,8 +55,9 @@ type flags struct {
 	limitCPU                                time.Duration
 	debugNoLandlock                         bool
 
-	destinations        []hub.Spec
-	connectDestinations bool
+	destinations         []hub.Spec
+	connectDestinations  bool
+	destinationBootstrap bool
 }
 
 // byteSize is a flag of bytes: a number with an optional K, M or G suffix
@@ -130,6 +131,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 		return nil
 	})
 	fs.BoolVar(&f.connectDestinations, "connect-destinations", false, "connect every destination at initialize, not at its first use")
+	fs.BoolVar(&f.destinationBootstrap, "destination-bootstrap", false, "when a destination has no toolhost (its command exits 127) or another version, install this binary there over the same transport, into ~/.cache/toolhost/VERSION/, and start that; the destination's command must name the far program toolhost")
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
@@ -181,22 +183,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer closeLog()
 
 	cfg := tools.Config{
-		Root:                f.root,
-		ReadRoots:           f.readRoots,
-		ArtifactsDir:        f.artifactsDir,
-		KeepArtifacts:       f.keepArtifacts,
-		ArtifactsCapBytes:   f.artifactsCap,
-		KillGrace:           f.killGrace,
-		DefaultTimeout:      f.defaultTimeout,
-		OutputLimit:         f.outputLimit,
-		MaxProcesses:        f.maxProcesses,
-		DebugMethods:        f.debugMethods,
-		DisableCgroups:      f.noCgroups,
-		Sandbox:             sb,
-		Destinations:        f.destinations,
-		ConnectDestinations: f.connectDestinations,
-		Env:                 os.Environ(),
-		Logger:              logger,
+		Root:                 f.root,
+		ReadRoots:            f.readRoots,
+		ArtifactsDir:         f.artifactsDir,
+		KeepArtifacts:        f.keepArtifacts,
+		ArtifactsCapBytes:    f.artifactsCap,
+		KillGrace:            f.killGrace,
+		DefaultTimeout:       f.defaultTimeout,
+		OutputLimit:          f.outputLimit,
+		MaxProcesses:         f.maxProcesses,
+		DebugMethods:         f.debugMethods,
+		DisableCgroups:       f.noCgroups,
+		Sandbox:              sb,
+		Destinations:         f.destinations,
+		ConnectDestinations:  f.connectDestinations,
+		DestinationBootstrap: f.destinationBootstrap,
+		Version:              version,
+		Env:                  os.Environ(),
+		Logger:               logger,
 	}
 	opts := rpc.Options{
 		Framing:         f.framing,

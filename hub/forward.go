@@ -222,8 +222,8 @@ func lostResult(prefix, far string, h *handle, now time.Time, reason string) rpc
 	return rpc.ToolResult{
 		CommandID: cmdID, HandleID: prefix + far, Status: rpc.StatusLost,
 		StartedAt: started, EndedAt: now, DurationMs: now.Sub(started).Milliseconds(),
-		Stderr:    "toolhost: the transport to destination " + prefix[:len(prefix)-1] + " was lost: " + firstLine(reason) + "\n",
-		Steps:     []rpc.StepResult{},
+		Stderr: "toolhost: the transport to destination " + prefix[:len(prefix)-1] + " was lost: " + firstLine(reason) + "\n",
+		Steps:  []rpc.StepResult{},
 	}
 }
 

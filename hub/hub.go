@@ -37,8 +37,20 @@ const (
 	closeTimeout = 10 * time.Second
 )
 
+// Options configure a Hub.
+type Options struct {
+	Logger *slog.Logger
+	// Version is this toolhost's version, which a bootstrapped far side
+	// must answer.
+	Version string
+	// Bootstrap installs this binary on a far side that has no toolhost
+	// or another version (--destination-bootstrap).
+	Bootstrap bool
+}
+
 // Hub is a session's destinations.
 type Hub struct {
+	opts  Options
 	log   *slog.Logger
 	dests map[string]*Destination // set by New, read-only after
 	order []string                // names in command-line order
@@ -57,11 +69,11 @@ type Hub struct {
 }
 
 // New returns the hub of the given destinations, none connected.
-func New(specs []Spec, log *slog.Logger) *Hub {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func New(specs []Spec, opts Options) *Hub {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{log: log, dests: make(map[string]*Destination)}
+	h := &Hub{opts: opts, log: opts.Logger, dests: make(map[string]*Destination)}
 	for _, s := range specs {
 		h.dests[s.Name] = &Destination{hub: h, name: s.Name, argv: s.Argv, state: rpc.DestinationIdle}
 		h.order = append(h.order, s.Name)
@@ -292,7 +304,7 @@ func (d *Destination) connect(ctx context.Context) (*conn, error) {
 		d.connecting, d.state, d.reason = ch, rpc.DestinationConnecting, ""
 		d.mu.Unlock()
 
-		c, init, err := d.dial(ctx)
+		c, init, err := d.dialOrBootstrap(ctx)
 		d.mu.Lock()
 		d.connecting = nil
 		if err != nil {
@@ -312,20 +324,48 @@ func (d *Destination) connect(ctx context.Context) (*conn, error) {
 	}
 }
 
-// dial starts the destination's command and initializes the toolhost it
-// reaches. The transport outlives ctx: only the connect waits on it.
-func (d *Destination) dial(ctx context.Context) (*conn, *rpc.InitializeResult, error) {
+// dialOrBootstrap dials the destination; with Options.Bootstrap, a far side
+// without toolhost, or with another version, gets this binary installed
+// and started instead.
+func (d *Destination) dialOrBootstrap(ctx context.Context) (*conn, *rpc.InitializeResult, error) {
+	c, init, err := d.dial(ctx, d.argv)
+	if !d.hub.opts.Bootstrap {
+		return c, init, err
+	}
+	switch {
+	case errors.Is(err, errNotInstalled):
+	case err == nil && init.ServerInfo.Version != d.hub.opts.Version:
+		d.hub.log.Info("the destination runs another version of toolhost; bootstrapping", "destination", d.name, "version", init.ServerInfo.Version)
+		c.setClosing()
+		_ = c.c.Close()
+	default:
+		return c, init, err
+	}
+	argv, berr := d.bootstrap(ctx)
+	if berr != nil {
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w; %w", err, berr)
+		}
+		return nil, nil, berr
+	}
+	return d.dial(ctx, argv)
+}
+
+// dial starts argv (the destination's command, or its bootstrapped form)
+// and initializes the toolhost it reaches. The transport outlives ctx:
+// only the connect waits on it.
+func (d *Destination) dial(ctx context.Context, argv []string) (*conn, *rpc.InitializeResult, error) {
 	h := d.hub
 	h.mu.Lock()
 	caps, sandbox := h.caps, h.sandbox
 	h.mu.Unlock()
 
-	cmd := exec.Command(d.argv[0], d.argv[1:]...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = transportAttr()
 	c := &conn{dest: d, handles: make(map[string]*handle)}
 	cl, err := client.Start(context.WithoutCancel(ctx), cmd, &client.Options{CloseTimeout: closeTimeout})
 	if err != nil {
-		return nil, nil, fmt.Errorf("starting %s: %w", d.argv[0], errors.Unwrap(err))
+		return nil, nil, fmt.Errorf("starting %s: %w", argv[0], errors.Unwrap(err))
 	}
 	c.c = cl
 	cl.OnEveryNotification(c.onNotification)
@@ -342,7 +382,9 @@ func (d *Destination) dial(ctx context.Context) (*conn, *rpc.InitializeResult, e
 		err = cl.Initialized(ictx)
 	}
 	if err != nil {
-		_ = cl.Close()
+		if exitedNotFound(cl.Close()) {
+			return nil, nil, fmt.Errorf("initializing: %w (the command exited 127): %w", errNotInstalled, err)
+		}
 		return nil, nil, fmt.Errorf("initializing: %w", err)
 	}
 	return c, init, nil

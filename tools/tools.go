@@ -46,6 +46,11 @@ type Config struct {
 	// ConnectDestinations connects every destination at initialize, not
 	// at its first use.
 	ConnectDestinations bool
+	// DestinationBootstrap installs this binary on a destination that has
+	// no toolhost or another version (--destination-bootstrap).
+	DestinationBootstrap bool
+	// Version is the server's version.
+	Version string
 	// Env is the server's environment, which children inherit only through
 	// the allowlist.
 	Env    []string
@@ -121,7 +126,7 @@ func New(cfg Config) *Tools {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = 2 * time.Second
 	}
-	return &Tools{cfg: cfg, log: cfg.Logger, hub: hub.New(cfg.Destinations, cfg.Logger), tokens: make(map[string]*process.Command)}
+	return &Tools{cfg: cfg, log: cfg.Logger, hub: hub.New(cfg.Destinations, hub.Options{Logger: cfg.Logger, Version: cfg.Version, Bootstrap: cfg.DestinationBootstrap}), tokens: make(map[string]*process.Command)}
 }
 
 // NewServer returns a server that serves the tools over JSON-RPC.
