@@ -52,3 +52,13 @@ func (t *Tools) routeHandle(id string) (*hub.Destination, string, error) {
 	}
 	return d, far, nil
 }
+
+// farPath names a destination's absolute path as its artifact paths are
+// named: "NAME/" and the path ("NAME//srv/ws/x"), which readFile routes
+// back there.
+func farPath(d *hub.Destination, path string) string {
+	if path == "" {
+		return ""
+	}
+	return d.Name() + "/" + path
+}

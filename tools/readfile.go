@@ -28,7 +28,11 @@ func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *rpc.ReadFilePar
 	}
 	if d != nil {
 		q.Destination = ""
-		return forward(ctx, s, d, rpc.ReadFileRequest, &q)
+		r, err := forward(ctx, s, d, rpc.ReadFileRequest, &q)
+		if err == nil {
+			r.Path = farPath(d, r.Path)
+		}
+		return r, err
 	}
 	switch {
 	case p.Path == "":

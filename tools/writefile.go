@@ -15,7 +15,11 @@ func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, p *rpc.WriteFileP
 		}
 		q := *p
 		q.Destination = ""
-		return forward(ctx, s, d, rpc.WriteFileRequest, &q)
+		r, err := forward(ctx, s, d, rpc.WriteFileRequest, &q)
+		if err == nil {
+			r.Path = farPath(d, r.Path)
+		}
+		return r, err
 	}
 	if p.Path == "" {
 		return nil, rpc.InvalidParams("path", "required")
