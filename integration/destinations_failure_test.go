@@ -3,8 +3,8 @@ package integration
 import (
 	"strings"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
