@@ -3,8 +3,8 @@
 # fresh machine: it first installs what they need (Go modules; for the
 # extension, npm packages with npm ci, Node 24 for code-server, and Debian's
 # chromium and libkrb5-dev; for the destination tests, Debian's
-# openssh-server, whose sshd they run on loopback), then vets, tests and plays the demo. Any failure
-# fails the run. `make check` runs it; so does .ci/run.
+# openssh-server, whose sshd they run on loopback), then vets, tests and
+# plays the demo. Any failure fails the run. `make check` runs it; so does .ci/run.
 #
 #   TOOLHOST_SKIP_E2E=1 scripts/check.sh   # without code-server and Chromium
 set -euo pipefail
