@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -80,6 +79,9 @@ var errPortTaken = errors.New("the port was taken")
 // startSSHD makes the keys and configuration and starts sshd, trying
 // another port if the one chosen was taken meanwhile.
 func startSSHD() (*sshd, error) {
+	if _, err := sshdAttr(); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(sshdPath); err != nil {
 		return nil, fmt.Errorf("no %s: %w", sshdPath, err)
 	}
@@ -169,7 +171,7 @@ func runSSHD(dir string) (*sshd, error) {
 	cmd.Stdout, cmd.Stderr = w, w
 	// Pdeathsig: sshd gets SIGTERM when the thread that forked it ends,
 	// which is when the test binary exits (the thread is locked below).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr, _ = sshdAttr() // startSSHD checked it
 	listening := make(chan struct{})
 	exited := make(chan struct{})
 	started := make(chan error, 1)
