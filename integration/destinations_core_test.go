@@ -27,13 +27,13 @@ func TestDestinationsListAndRun(t *testing.T) {
 	t.Parallel()
 	dests := threeDests(t)
 	s := startHub(t, dests)
-	init := s.initialize(nil)
+	ir := s.initialize(nil)
 
 	var idle rpc.DestinationList
 	for _, d := range dests {
 		idle = append(idle, rpc.DestinationInfo{Name: d.Name, State: rpc.DestinationIdle, Command: d.Argv})
 	}
-	if diff := cmp.Diff(idle, rpc.DestinationList(init.Workspace.Destinations)); diff != "" {
+	if diff := cmp.Diff(idle, rpc.DestinationList(ir.Workspace.Destinations)); diff != "" {
 		t.Errorf("initialize's workspace.destinations mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(idle, s.destinations()); diff != "" {
@@ -61,7 +61,7 @@ func TestDestinationsListAndRun(t *testing.T) {
 	// The same binary answers on every side: the same serverInfo.
 	var ready rpc.DestinationList
 	for _, d := range dests {
-		si := init.ServerInfo
+		si := ir.ServerInfo
 		ready = append(ready, rpc.DestinationInfo{Name: d.Name, State: rpc.DestinationReady, Command: d.Argv, Root: d.Root, ServerInfo: &si})
 	}
 	if diff := cmp.Diff(ready, s.destinations(), cmpopts.EquateEmpty()); diff != "" {
@@ -76,13 +76,13 @@ func TestDestinationsConnectAtInitialize(t *testing.T) {
 	t.Parallel()
 	dests := threeDests(t)
 	s := startHub(t, dests, "--connect-destinations")
-	init := s.initialize(nil)
+	ir := s.initialize(nil)
 	var want rpc.DestinationList
 	for _, d := range dests {
-		si := init.ServerInfo
+		si := ir.ServerInfo
 		want = append(want, rpc.DestinationInfo{Name: d.Name, State: rpc.DestinationReady, Command: d.Argv, Root: d.Root, ServerInfo: &si})
 	}
-	if diff := cmp.Diff(want, rpc.DestinationList(init.Workspace.Destinations), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, rpc.DestinationList(ir.Workspace.Destinations), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("initialize's workspace.destinations mismatch (-want +got):\n%s", diff)
 	}
 	s.shutdown()

@@ -182,9 +182,9 @@ func TestDestinationNarrowing(t *testing.T) {
 	t.Parallel()
 	a, b := localDest(t, "a"), localDest(t, "b")
 	s := startHub(t, []dest{a, b})
-	init := s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Destinations: []string{"b"}}})
+	ir := s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Destinations: []string{"b"}}})
 	want := rpc.DestinationList{{Name: "b", State: rpc.DestinationIdle, Command: b.Argv}}
-	if diff := cmp.Diff(want, rpc.DestinationList(init.Workspace.Destinations)); diff != "" {
+	if diff := cmp.Diff(want, rpc.DestinationList(ir.Workspace.Destinations)); diff != "" {
 		t.Errorf("initialize's workspace.destinations mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(want, s.destinations()); diff != "" {

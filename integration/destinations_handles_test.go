@@ -223,3 +223,40 @@ func TestDestinationInteractive(t *testing.T) {
 		t.Errorf("%d toolResults, want 1", n)
 	}
 }
+
+// TestDestinationCancelRequestAndProgress runs a runCommand with the
+// client's workDoneToken on an ssh destination, then cancels the request
+// with $/cancelRequest: $/progress reaches the client under its own
+// token, begin first and end last; the cancel propagates, the answer is
+// -32800 with the partial result's ids prefixed, and by then no process of
+// the command is left on the far side.
+func TestDestinationCancelRequestAndProgress(t *testing.T) {
+	t.Parallel()
+	d := needSSHD(t)
+	s := startHub(t, []dest{sshDest(t, d, "far")})
+	s.initialize(&rpc.InitializeParams{Capabilities: &rpc.ClientCapabilities{Window: &rpc.WindowClientCapabilities{WorkDoneProgress: true}}})
+	mk := newMarker()
+	p := s.request("runCommand", map[string]any{"destination": "far", "workDoneToken": "tok-far", "env": mk.env(),
+		"argv": []string{"sh", "-c", `echo "[STEP 0/1] only" >&2; sleep ` + mk.Sleep + ` & wait`}})
+	s.waitFor(0, "$/progress begin of tok-far", func(m msg) bool {
+		n, err := progNoticeOf(m.Params)
+		return m.Method == "$/progress" && err == nil && n.Token == rpc.NewStringToken("tok-far") && n.Value.Kind == "begin"
+	})
+	checkFarSide(t, s, awaitProcs(t, mk), true)
+
+	e := s.cancelRequest(p)
+	data := wantRPCError(t, "runCommand cancelled", e, int(rpc.CodeRequestCancelled))
+	assertNoneLeft(t, mk, "", "once the cancelled runCommand answered")
+	if data.Partial == nil || !strings.HasPrefix(data.Partial.CommandID, "far/") {
+		t.Errorf("the cancelled runCommand's data.partial %+v, want a result with the command id prefixed far/", data.Partial)
+	}
+	s.waitFor(0, "$/progress end of tok-far", func(m msg) bool {
+		n, err := progNoticeOf(m.Params)
+		return m.Method == "$/progress" && err == nil && n.Token == rpc.NewStringToken("tok-far") && n.Value.Kind == "end"
+	})
+	work := progWorkFor(s, rpc.NewStringToken("tok-far"))
+	if work[0].Kind != "begin" || work[len(work)-1].Kind != "end" {
+		t.Errorf("$/progress of tok-far %+v: want begin first and end last", work)
+	}
+	s.shutdown()
+}
