@@ -30,8 +30,6 @@ type sshd struct {
 	Port int
 	// Key is the private key of a user allowed in as root.
 	Key string
-	// dir holds its configuration, keys and authorized_keys.
-	dir string
 	// log is its stderr (-e), for failures.
 	log *lockedBuffer
 }
@@ -161,7 +159,7 @@ func runSSHD(dir string) (*sshd, error) {
 	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	d := &sshd{Port: port, Key: filepath.Join(dir, "userkey"), dir: dir, log: newLockedBuffer()}
+	d := &sshd{Port: port, Key: filepath.Join(dir, "userkey"), log: newLockedBuffer()}
 
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -191,7 +189,7 @@ func runSSHD(dir string) (*sshd, error) {
 	}
 	// This goroutine is sshd's owner: it starts sshd on a thread it keeps
 	// locked (never unlocked, so the thread, and with it Pdeathsig, lasts
-	// until the binary exits), reaps it, and waits for its log reader. It
+	// until the binary exits), reaps it, and waits for its log reader before closing exited. It
 	// ends when sshd does: at the binary's exit, or when sshd fails to
 	// start.
 	go func() {
@@ -206,8 +204,8 @@ func runSSHD(dir string) (*sshd, error) {
 		var logDone sync.WaitGroup
 		logDone.Go(readLog)
 		_ = cmd.Wait()
+		logDone.Wait() // the whole log is read before exited says so
 		close(exited)
-		logDone.Wait()
 	}()
 	if err := <-started; err != nil {
 		return nil, fmt.Errorf("starting sshd: %w", err)
