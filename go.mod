@@ -11,4 +11,4 @@ require (
 	golang.org/x/tools v0.52.0
 )
 
-require github.com/creack/pty v1.1.24
+require github.com/creack/pty v1.1.24 // indirect
