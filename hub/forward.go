@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,8 +15,9 @@ import (
 // conn is one connection to a destination: a client of its toolhost and
 // the handles it started through this session.
 type conn struct {
-	dest *Destination
-	c    *client.Client // set before the connection is shared
+	dest  *Destination
+	epoch int            // which connection of dest this is, from 1
+	c     *client.Client // set before the connection is shared
 
 	mu sync.Mutex // guards the fields below
 	// handles are the far handles whose toolResult has not been
@@ -61,6 +63,15 @@ func (c *conn) closing() bool {
 	return c.closingNow
 }
 
+// prefix is what the connection's ids get: "NAME/" for the first
+// connection, "NAME#2/" for the second, and so on.
+func (c *conn) prefix() string {
+	if c.epoch <= 1 {
+		return c.dest.name + "/"
+	}
+	return c.dest.name + "#" + strconv.Itoa(c.epoch) + "/"
+}
+
 // sink returns where notifications go.
 func (c *conn) sink() Sink {
 	h := c.dest.hub
@@ -89,7 +100,7 @@ func (c *conn) send(n note) {
 // time, in the order they arrived.
 func (c *conn) onNotification(method string, params json.RawMessage) {
 	far := farHandleID(params)
-	n := note{method: method, params: prefixIDs(params, c.dest.name+"/"), critical: isCritical(method, params)}
+	n := note{method: method, params: prefixIDs(params, c.prefix()), critical: isCritical(method, params)}
 	if far == "" {
 		c.send(n)
 		return
@@ -188,7 +199,7 @@ func (c *conn) lose(reason string) {
 	}
 	c.lost = true
 	now := time.Now().UTC()
-	prefix := c.dest.name + "/"
+	prefix := c.prefix()
 	for far, h := range c.handles {
 		if h.ended {
 			continue
@@ -222,28 +233,38 @@ func lostResult(prefix, far string, h *handle, now time.Time, reason string) rpc
 	return rpc.ToolResult{
 		CommandID: cmdID, HandleID: prefix + far, Status: rpc.StatusLost,
 		StartedAt: started, EndedAt: now, DurationMs: now.Sub(started).Milliseconds(),
-		Stderr: "toolhost: the transport to destination " + prefix[:len(prefix)-1] + " was lost: " + firstLine(reason) + "\n",
+		Stderr: "toolhost: the transport to destination " + prefix[:len(prefix)-1] + " was lost: " + tailOf(reason, 2000) + "\n",
 		Steps:  []rpc.StepResult{},
 	}
 }
 
-// Call forwards a request to the destination, connecting it first if
-// needed, and returns its result with ids and artifact paths prefixed. If
+// Call forwards a request to the destination, and returns its result with
+// ids and artifact paths prefixed. With epoch 0 it connects the
+// destination first if needed; else it goes to that connection, which must
+// still be the current one (a handle's requests go where the handle is). If
 // the result names a handle (longRunning; runCommand that yielded), its
 // notifications wait until the caller calls the announce function it
 // gets, which it must do once the answer is queued (AfterReply): Call
 // passes it to onHandle. A transport that dies (or will not start) is
 // DestinationUnavailable; the destination's own errors come back with
 // their ids prefixed.
-func (d *Destination) Call(ctx context.Context, method string, params any, onHandle func(announce func())) (json.RawMessage, error) {
-	c, err := d.connect(ctx)
+func (d *Destination) Call(ctx context.Context, epoch int, method string, params any, onHandle func(announce func())) (json.RawMessage, error) {
+	var (
+		c   *conn
+		err error
+	)
+	if epoch == 0 {
+		c, err = d.connect(ctx)
+	} else {
+		c, err = d.at(epoch)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var raw json.RawMessage
 	err = c.c.Call(ctx, method, params, &raw)
 	if err != nil {
-		return nil, d.callError(err)
+		return nil, c.callError(err)
 	}
 	var named struct {
 		HandleID  string    `json:"handleId"`
@@ -260,7 +281,22 @@ func (d *Destination) Call(ctx context.Context, method string, params any, onHan
 			c.announce(named.HandleID)
 		}
 	}
-	return prefixIDs(raw, d.name+"/"), nil
+	raw = prefixIDs(raw, c.prefix())
+	if method == rpc.MethodReadFile || method == rpc.MethodWriteFile {
+		// The file's path is the destination's: named as its artifacts are.
+		raw = prefixPath(raw, c.prefix())
+	}
+	return raw, nil
+}
+
+// at returns connection epoch while it is the current one; a handle of an
+// earlier one went with it.
+func (d *Destination) at(epoch int) (*conn, error) {
+	c := d.current()
+	if c == nil || c.epoch != epoch {
+		return nil, d.unavailable("the connection that ran the handle was lost, and its handles with it")
+	}
+	return c, nil
 }
 
 // Notify forwards a notification to the destination, if it is connected.
@@ -271,14 +307,14 @@ func (d *Destination) Notify(ctx context.Context, method string, params any) {
 }
 
 // callError maps the error of a forwarded call.
-func (d *Destination) callError(err error) error {
+func (c *conn) callError(err error) error {
 	if errors.Is(err, client.ErrClosed) {
-		return d.unavailable(err.Error())
+		return c.dest.unavailable(err.Error())
 	}
 	var e *rpc.Error
 	if errors.As(err, &e) {
 		if e.Data != nil {
-			prefix := d.name + "/"
+			prefix := c.prefix()
 			if e.Data.HandleID != "" {
 				e.Data.HandleID = prefix + e.Data.HandleID
 			}
@@ -295,25 +331,25 @@ func (d *Destination) callError(err error) error {
 	return err
 }
 
-// Send forwards a request to a destination that is connected, writing it
+// Send forwards a request to connection epoch of a destination, writing it
 // before it returns (so that requests sent one after another reach the
 // destination in that order), and returns the wait for its answer, ids
-// prefixed. A destination that is not connected is DestinationUnavailable:
-// the handles it had were lost with its transport.
-func (d *Destination) Send(ctx context.Context, method string, params any) (wait func(context.Context) (json.RawMessage, error), err error) {
-	c := d.current()
-	if c == nil {
-		return nil, d.unavailable("not connected: its transport was lost, and its handles with it")
+// prefixed. A connection that is no longer the current one is
+// DestinationUnavailable: the handles it had were lost with it.
+func (d *Destination) Send(ctx context.Context, epoch int, method string, params any) (wait func(context.Context) (json.RawMessage, error), err error) {
+	c, err := d.at(epoch)
+	if err != nil {
+		return nil, err
 	}
 	p, err := c.c.Send(ctx, method, params)
 	if err != nil {
-		return nil, d.callError(err)
+		return nil, c.callError(err)
 	}
 	return func(ctx context.Context) (json.RawMessage, error) {
 		var raw json.RawMessage
 		if err := p.Wait(ctx, &raw); err != nil {
-			return nil, d.callError(err)
+			return nil, c.callError(err)
 		}
-		return prefixIDs(raw, d.name+"/"), nil
+		return prefixIDs(raw, c.prefix()), nil
 	}, nil
 }

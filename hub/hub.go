@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -112,50 +113,95 @@ func (h *Hub) Configure(sink Sink, caps rpc.ClientCapabilities, sandbox *rpc.San
 	return nil
 }
 
-// names lists the destinations for messages.
+// names lists the destinations the session may use, for messages.
 func (h *Hub) names() string {
-	if len(h.order) == 0 {
-		return "the command line gives none"
+	var names []string
+	for _, in := range h.List() {
+		names = append(names, in.Name)
 	}
-	return "it gives " + strings.Join(h.order, ", ")
+	if len(names) == 0 {
+		return "it has none"
+	}
+	return "it has " + strings.Join(names, ", ")
 }
 
 // Get returns the destination called name, if the session may use it.
 func (h *Hub) Get(name string) (*Destination, error) {
+	return h.get(name, "destination")
+}
+
+// get returns the destination called name, if the session may use it; an
+// error names field as the wrong param.
+func (h *Hub) get(name, field string) (*Destination, error) {
 	d, ok := h.dests[name]
 	h.mu.Lock()
 	allowed := h.allowed == nil || h.allowed[name]
 	h.mu.Unlock()
 	if !ok || !allowed {
-		return nil, rpc.InvalidParams("destination", "%q is not a destination of this session (%s)", name, h.names())
+		return nil, rpc.InvalidParams(field, "%q is not a destination of this session (%s)", name, h.names())
 	}
 	return d, nil
 }
 
-// Route splits an id a destination handed out ("NAME/h-3") into the
-// destination and its own id; ok is false for an id of this server.
-func (h *Hub) Route(id string) (d *Destination, farID string, ok bool, err error) {
-	name, far, found := strings.Cut(id, "/")
-	if !found {
-		return nil, "", false, nil
-	}
-	d, err = h.Get(name)
-	return d, far, true, err
+// Target is where an id a destination handed out leads: the destination,
+// the connection that handed it out (Epoch: 1 for the first, counting
+// reconnections) and the id there.
+type Target struct {
+	Dest  *Destination
+	Epoch int
+	Far   string
 }
 
-// RoutePath splits the artifact path of a destination ("NAME//abs/path",
-// as its ToolResults give it) into the destination and its own path; ok
-// is false for a path of this server.
-func (h *Hub) RoutePath(path string) (d *Destination, farPath string, ok bool, err error) {
-	name, far, found := strings.Cut(path, "//")
-	if !found || !validName.MatchString(name) {
-		return nil, "", false, nil
+// splitHead parses the head of a prefixed id, "NAME" or "NAME#EPOCH".
+func splitHead(head string) (name string, epoch int, ok bool) {
+	name, e, found := strings.Cut(head, "#")
+	if !found {
+		return name, 1, true
+	}
+	n, err := strconv.Atoi(e)
+	return name, n, err == nil && n > 1
+}
+
+// Route splits a handle id a destination handed out ("NAME/h-3", or
+// "NAME#2/h-3" from its second connection) into its Target; ok is false
+// for an id of this server. An id of no destination of the session is
+// InvalidParams naming field.
+func (h *Hub) Route(id, field string) (t Target, ok bool, err error) {
+	head, far, found := strings.Cut(id, "/")
+	if !found {
+		return Target{}, false, nil
+	}
+	name, epoch, good := splitHead(head)
+	if !good || far == "" {
+		return Target{}, true, rpc.InvalidParams(field, "%q is not a handle id: this server's are h-N, a destination's NAME/h-N", id)
+	}
+	d, err := h.get(name, field)
+	if err != nil {
+		return Target{}, true, err
+	}
+	return Target{Dest: d, Epoch: epoch, Far: far}, true, nil
+}
+
+// RoutePath splits the path of a destination ("NAME//abs/path", as its
+// ToolResults give its artifacts) into its Target; ok is false for a path
+// of this server.
+func (h *Hub) RoutePath(path string) (t Target, ok bool, err error) {
+	head, far, found := strings.Cut(path, "//")
+	if !found {
+		return Target{}, false, nil
+	}
+	name, epoch, good := splitHead(head)
+	if !good || !validName.MatchString(name) {
+		return Target{}, false, nil
 	}
 	if _, known := h.dests[name]; !known {
-		return nil, "", false, nil
+		return Target{}, false, nil
 	}
-	d, err = h.Get(name)
-	return d, "/" + far, true, err
+	d, err := h.get(name, "path")
+	if err != nil {
+		return Target{}, true, err
+	}
+	return Target{Dest: d, Epoch: epoch, Far: "/" + far}, true, nil
 }
 
 // List describes the session's destinations, in command-line order. It
@@ -236,6 +282,10 @@ type Destination struct {
 	// none is.
 	connecting chan struct{}
 	init       *rpc.InitializeResult
+	// epochs counts the connections made (initialized): each one's ids
+	// get a prefix of their own, so that a reconnected far side counting
+	// from h-1 again never reuses a lost handle's id.
+	epochs int
 }
 
 // Name returns the destination's name.
@@ -362,7 +412,12 @@ func (d *Destination) dial(ctx context.Context, argv []string) (*conn, *rpc.Init
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = transportAttr()
-	c := &conn{dest: d, handles: make(map[string]*handle)}
+	// One dial at a time (connecting): the next epoch is this one's, and
+	// counts once it has connected.
+	d.mu.Lock()
+	epoch := d.epochs + 1
+	d.mu.Unlock()
+	c := &conn{dest: d, epoch: epoch, handles: make(map[string]*handle)}
 	cl, err := client.Start(context.WithoutCancel(ctx), cmd, &client.Options{CloseTimeout: closeTimeout})
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting %s: %w", argv[0], errors.Unwrap(err))
@@ -387,6 +442,9 @@ func (d *Destination) dial(ctx context.Context, argv []string) (*conn, *rpc.Init
 		}
 		return nil, nil, fmt.Errorf("initializing: %w", err)
 	}
+	d.mu.Lock()
+	d.epochs = epoch
+	d.mu.Unlock()
 	return c, init, nil
 }
 

@@ -62,3 +62,27 @@ func farHandleID(params json.RawMessage) string {
 	}
 	return p.HandleID
 }
+
+// prefixPath returns the result raw of readFile or writeFile with its
+// "path" (the far absolute path) prefixed as artifact paths are:
+// "NAME//srv/ws/x", which readFile routes back to the destination.
+func prefixPath(raw json.RawMessage, prefix string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	var p string
+	if json.Unmarshal(m["path"], &p) != nil || p == "" {
+		return raw
+	}
+	b, err := json.Marshal(prefix + p)
+	if err != nil {
+		return raw
+	}
+	m["path"] = b
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
+}

@@ -33,14 +33,13 @@ func killTransport(t testing.TB, s *server) int {
 // processes end (the far toolhost sees EOF), and the next request
 // connects again and runs.
 //
-// The far toolhost gives requests in flight when its input ends
-// --eof-grace to finish (30 s by default), even though no answer can
-// reach anyone once the transport is gone: the far side here gets 1 s, so
-// that the test stays fast.
+// The far toolhost keeps its default --eof-grace (30 s): it sees that
+// nothing reads its output any more and ends at once, without waiting for
+// the requests in flight that no one could hear answered.
 func TestDestinationSSHKilled(t *testing.T) {
 	t.Parallel()
 	d := needSSHD(t)
-	dst := sshDest(t, d, "far", "--eof-grace", "1s")
+	dst := sshDest(t, d, "far")
 	s := startHub(t, []dest{dst})
 	s.initialize(nil)
 
@@ -99,7 +98,6 @@ func TestDestinationSSHKilled(t *testing.T) {
 // must not reach the new command. The far toolhost counts its handles
 // from h-1 in each session, so the hub has to keep them apart.
 func TestDestinationHandleIDsOutliveReconnect(t *testing.T) {
-	t.Skip("bug: after a reconnect the far toolhost counts from h-1 again and the hub prefixes its ids as they are, so a new command gets the lost handle's id (far/h-1, far/cmd-1) and a cancel of the lost handle ends the new command; the hub must keep the ids of each connection apart")
 	t.Parallel()
 	d := needSSHD(t)
 	s := startHub(t, []dest{sshDest(t, d, "far")})
@@ -246,7 +244,6 @@ func TestDestinationHandleOfAnotherDestination(t *testing.T) {
 // field), and no answer lists a destination the session was narrowed
 // away from as one it gives.
 func TestDestinationRefusalsNameWhatIsWrong(t *testing.T) {
-	t.Skip(`bug: a handle id "a/h-1" or "zzz/h-1" outside the session's destinations is answered with data.field "destination" (the request has only handleId), and in a session narrowed to b the message says "\"a\" is not a destination of this session (it gives a, b)": Hub.names lists the command line's destinations, not the session's`)
 	t.Parallel()
 	a, b := localDest(t, "a"), localDest(t, "b")
 	s := startHub(t, []dest{a, b})

@@ -82,6 +82,8 @@ type Server struct {
 
 	framing string  // decided once the first byte is read
 	out     *outbox // the one outbound writer
+	// output is what out writes to; set by Serve.
+	output io.Writer
 
 	root    context.Context // parent of every request context
 	endRoot context.CancelCauseFunc
@@ -203,6 +205,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 		s.framing = f
 	}
 	s.log.Debug("serving", "framing", s.framing)
+	s.output = out
 	s.out = newOutbox(out, s.framing, s.log)
 	s.out.onDrain = s.signalRoom
 	go s.out.run() // owned by Serve: End flushes it and waits for it
@@ -236,6 +239,13 @@ func (s *Server) readLoop(fr *frameReader) {
 			serve()
 			return
 		}
+	}
+	if readerGone(s.output) {
+		// The client's transport is gone both ways: no answer can reach
+		// it, so nothing is worth waiting for.
+		s.log.Info("input closed and nothing reads the output; ending now")
+		s.End("input closed, output unread")
+		return
 	}
 	s.log.Info("input closed; waiting for requests in flight", "grace", s.opts.EOFGrace)
 	s.waitIdle(s.opts.EOFGrace)

@@ -14,14 +14,14 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *rpc.CancelParams)
 	if p.HandleID == "" {
 		return nil, rpc.InvalidParams("handleId", "required")
 	}
-	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
 		if err != nil {
 			return nil, err
 		}
 		s.Detach(ctx)
 		q := *p
-		q.HandleID = far
-		return forward(ctx, s, d, rpc.CancelRequest, &q)
+		q.HandleID = tg.Far
+		return forward(ctx, s, tg.Dest, tg.Epoch, rpc.CancelRequest, &q)
 	}
 	_, mgr := t.state()
 	cmd, ok := mgr.Lookup(p.HandleID)

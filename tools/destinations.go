@@ -14,11 +14,12 @@ func (t *Tools) destinations(context.Context, *rpc.Session, *rpc.DestinationsPar
 	return &l, nil
 }
 
-// forward sends a request to a destination and decodes its answer, its
-// ids and artifact paths prefixed with the destination's name. A handle
-// the answer names sends nothing before the answer is queued.
-func forward[P, R any](ctx context.Context, s *rpc.Session, d *hub.Destination, rt rpc.RequestType[P, R], p *P) (*R, error) {
-	raw, err := d.Call(ctx, rt.Method(), p, func(announce func()) { s.AfterReply(ctx, announce) })
+// forward sends a request to a destination (to its connection epoch, or 0
+// for the current one, connecting it if needed) and decodes its answer,
+// its ids and artifact paths prefixed with the destination's name. A
+// handle the answer names sends nothing before the answer is queued.
+func forward[P, R any](ctx context.Context, s *rpc.Session, d *hub.Destination, epoch int, rt rpc.RequestType[P, R], p *P) (*R, error) {
+	raw, err := d.Call(ctx, epoch, rt.Method(), p, func(announce func()) { s.AfterReply(ctx, announce) })
 	if err != nil {
 		return nil, err
 	}
@@ -43,22 +44,13 @@ func (t *Tools) destination(name string) (*hub.Destination, error) {
 	return t.hub.Get(name)
 }
 
-// routeHandle returns the destination of a handle id it handed out
-// ("NAME/h-3") and the id there; nil for a handle of this server.
-func (t *Tools) routeHandle(id string) (*hub.Destination, string, error) {
-	d, far, ok, err := t.hub.Route(id)
+// routeHandle returns where a handle id a destination handed out
+// ("NAME/h-3") leads; a zero Target (Dest nil) for a handle of this
+// server.
+func (t *Tools) routeHandle(id string) (hub.Target, error) {
+	tg, ok, err := t.hub.Route(id, "handleId")
 	if !ok || err != nil {
-		return nil, "", err
+		return hub.Target{}, err
 	}
-	return d, far, nil
-}
-
-// farPath names a destination's absolute path as its artifact paths are
-// named: "NAME/" and the path ("NAME//srv/ws/x"), which readFile routes
-// back there.
-func farPath(d *hub.Destination, path string) string {
-	if path == "" {
-		return ""
-	}
-	return d.Name() + "/" + path
+	return tg, nil
 }

@@ -19,14 +19,15 @@ func (t *Tools) writeInput(ctx context.Context, s *rpc.Session, p *rpc.WriteInpu
 	if p.HandleID == "" {
 		return nil, nil, rpc.InvalidParams("handleId", "required")
 	}
-	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
 		if err != nil {
 			return nil, nil, err
 		}
 		// Written to the destination here, in wire order.
+		d := tg.Dest
 		q := *p
-		q.HandleID = far
-		wait, err := d.Send(ctx, rpc.MethodWriteInput, &q)
+		q.HandleID = tg.Far
+		wait, err := d.Send(ctx, tg.Epoch, rpc.MethodWriteInput, &q)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -77,13 +78,15 @@ func (t *Tools) resize(_ context.Context, s *rpc.Session, p *rpc.ResizeParams) (
 	if p.HandleID == "" {
 		return nil, nil, rpc.InvalidParams("handleId", "required")
 	}
-	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
 		if err != nil {
 			return nil, nil, err
 		}
 		q := *p
-		q.HandleID = far
-		return nil, func(ctx context.Context) (*rpc.ResizeResult, error) { return forward(ctx, s, d, rpc.ResizeRequest, &q) }, nil
+		q.HandleID = tg.Far
+		return nil, func(ctx context.Context) (*rpc.ResizeResult, error) {
+			return forward(ctx, s, tg.Dest, tg.Epoch, rpc.ResizeRequest, &q)
+		}, nil
 	}
 	res, err := t.localResize(p)
 	return res, nil, err
@@ -113,13 +116,15 @@ func (t *Tools) signal(_ context.Context, s *rpc.Session, p *rpc.SignalParams) (
 	if p.HandleID == "" {
 		return nil, nil, rpc.InvalidParams("handleId", "required")
 	}
-	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
 		if err != nil {
 			return nil, nil, err
 		}
 		q := *p
-		q.HandleID = far
-		return nil, func(ctx context.Context) (*rpc.SignalResult, error) { return forward(ctx, s, d, rpc.SignalRequest, &q) }, nil
+		q.HandleID = tg.Far
+		return nil, func(ctx context.Context) (*rpc.SignalResult, error) {
+			return forward(ctx, s, tg.Dest, tg.Epoch, rpc.SignalRequest, &q)
+		}, nil
 	}
 	res, err := t.localSignal(p)
 	return res, nil, err

@@ -19,7 +19,7 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunn
 		}
 		q := *p
 		q.Destination = ""
-		return forward(ctx, s, d, rpc.LongRunningRequest, &q)
+		return forward(ctx, s, d, 0, rpc.LongRunningRequest, &q)
 	}
 	ws, mgr := t.state()
 	if p.YieldMs != nil {

@@ -9,17 +9,19 @@ import (
 // progress answers a snapshot of one handle, or of every running and
 // recently finished handle, at once; a destination's, once it answers.
 func (t *Tools) progress(_ context.Context, s *rpc.Session, p *rpc.ProgressParams) (*rpc.ProgressResult, func(context.Context) (*rpc.ProgressResult, error), error) {
-	d, far, err := t.routeHandle(p.HandleID)
-	if d == nil && err == nil && p.HandleID == "" {
-		d, err = t.destination(p.Destination)
+	tg, err := t.routeHandle(p.HandleID)
+	if tg.Dest == nil && err == nil && p.HandleID == "" {
+		tg.Dest, err = t.destination(p.Destination)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if d != nil {
+	if tg.Dest != nil {
 		q := *p
-		q.HandleID, q.Destination = far, ""
-		return nil, func(ctx context.Context) (*rpc.ProgressResult, error) { return forward(ctx, s, d, rpc.ProgressRequest, &q) }, nil
+		q.HandleID, q.Destination = tg.Far, ""
+		return nil, func(ctx context.Context) (*rpc.ProgressResult, error) {
+			return forward(ctx, s, tg.Dest, tg.Epoch, rpc.ProgressRequest, &q)
+		}, nil
 	}
 	res, err := t.localProgress(p)
 	return res, nil, err

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 
+	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
 )
@@ -16,11 +17,12 @@ const maxReadBytes = 64 << 20
 func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *rpc.ReadFileParams) (*rpc.ReadFileResult, error) {
 	d, err := t.destination(p.Destination)
 	q := *p
+	epoch := 0
 	if d == nil && err == nil {
-		// A destination's artifact path, as its ToolResult gave it.
-		var far string
-		if d, far, _, err = t.hub.RoutePath(p.Path); d != nil {
-			q.Path = far
+		// A destination's path, as its answers name it.
+		var tg hub.Target
+		if tg, _, err = t.hub.RoutePath(p.Path); tg.Dest != nil {
+			d, epoch, q.Path = tg.Dest, tg.Epoch, tg.Far
 		}
 	}
 	if err != nil {
@@ -28,11 +30,7 @@ func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *rpc.ReadFilePar
 	}
 	if d != nil {
 		q.Destination = ""
-		r, err := forward(ctx, s, d, rpc.ReadFileRequest, &q)
-		if err == nil {
-			r.Path = farPath(d, r.Path)
-		}
-		return r, err
+		return forward(ctx, s, d, epoch, rpc.ReadFileRequest, &q)
 	}
 	switch {
 	case p.Path == "":

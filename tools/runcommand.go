@@ -25,7 +25,7 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunComman
 		s.Detach(ctx) // it waits on the destination
 		q := *p
 		q.Destination = ""
-		return forward(ctx, s, d, rpc.RunCommandRequest, &q)
+		return forward(ctx, s, d, 0, rpc.RunCommandRequest, &q)
 	}
 	ws, mgr := t.state()
 	spec, err := t.commandSpec(ws, p, nil)

@@ -20,14 +20,14 @@ func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *rpc.WaitParams) (*r
 	if p.HandleID == "" {
 		return nil, rpc.InvalidParams("handleId", "required")
 	}
-	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
 		if err != nil {
 			return nil, err
 		}
 		s.Detach(ctx)
 		q := *p
-		q.HandleID = far
-		return forward(ctx, s, d, rpc.WaitRequest, &q)
+		q.HandleID = tg.Far
+		return forward(ctx, s, tg.Dest, tg.Epoch, rpc.WaitRequest, &q)
 	}
 	ms := int64(defaultWaitMs)
 	if p.TimeoutMs != nil {

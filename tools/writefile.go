@@ -15,11 +15,7 @@ func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, p *rpc.WriteFileP
 		}
 		q := *p
 		q.Destination = ""
-		r, err := forward(ctx, s, d, rpc.WriteFileRequest, &q)
-		if err == nil {
-			r.Path = farPath(d, r.Path)
-		}
-		return r, err
+		return forward(ctx, s, d, 0, rpc.WriteFileRequest, &q)
 	}
 	if p.Path == "" {
 		return nil, rpc.InvalidParams("path", "required")
