@@ -19,7 +19,9 @@ func (t *Tools) progress(_ context.Context, s *rpc.Session, p *rpc.ProgressParam
 	if d != nil {
 		q := *p
 		q.HandleID, q.Destination = far, ""
-		return nil, func(ctx context.Context) (*rpc.ProgressResult, error) { return forward(ctx, s, d, rpc.ProgressRequest, &q) }, nil
+		return nil, func(ctx context.Context) (*rpc.ProgressResult, error) {
+			return forward(ctx, s, d, rpc.ProgressRequest, &q)
+		}, nil
 	}
 	res, err := t.localProgress(p)
 	return res, nil, err
