@@ -191,6 +191,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		KillGrace:            f.killGrace,
 		DefaultTimeout:       f.defaultTimeout,
 		OutputLimit:          f.outputLimit,
+		MaxMessageBytes:      f.maxMessageBytes,
 		MaxProcesses:         f.maxProcesses,
 		DebugMethods:         f.debugMethods,
 		DisableCgroups:       f.noCgroups,

@@ -334,6 +334,19 @@ type Spec struct {
 	// OpenStdin gives every step without a terminal a stdin pipe that
 	// WriteInput writes (Stdin must then be empty).
 	OpenStdin bool
+	// StdoutJSONL reads stdout as JSON lines: each line that is a JSON
+	// object goes to Observer.OnEvent (the pump waits for it), the others
+	// to OnOutput as plain output; the artifact keeps every byte.
+	StdoutJSONL bool
+	// MaxEventBytes is the longest line passed to OnEvent; longer ones
+	// are counted, not passed on. 0 is 16 MiB.
+	MaxEventBytes int
+	// ProgressPath is the command's progress file, which the caller writes;
+	// Result and Snapshot carry it.
+	ProgressPath string
+	// WatchPorts reports the TCP ports the command's tree listens on to
+	// Observer.OnPort, looking every portScanEvery while it runs.
+	WatchPorts bool
 }
 
 // Confinement is how a command's processes are confined. Each process gets
@@ -379,6 +392,13 @@ type Observer struct {
 	OnHeartbeat func(HeartbeatEvent)
 	// OnOutput receives output only when Spec.StreamOutput is set.
 	OnOutput func(stream string, data []byte)
+	// OnEvent receives each JSON object line of a Spec.StdoutJSONL stdout,
+	// in order, from the pump that read it: it may block, and the pump
+	// (and so the child) waits. It must not retain line.
+	OnEvent func(line []byte)
+	// OnPort receives the ports of a Spec.WatchPorts command as they open
+	// and close.
+	OnPort func(PortEvent)
 }
 
 // StepEvent is a step transition. Index is 1-based, Total 0 when unknown.
@@ -421,6 +441,10 @@ type Result struct {
 	Sandbox *sandbox.Report
 	// LimitExceeded is the limit the command hit first, or "".
 	LimitExceeded sandbox.Limit
+	// Events counts a Spec.StdoutJSONL stdout's lines; nil otherwise.
+	Events *EventCounts
+	// ProgressPath is Spec.ProgressPath.
+	ProgressPath string
 }
 
 // StepResult is one step of a finished command. ExitCode is nil for steps
@@ -448,6 +472,10 @@ type Snapshot struct {
 	ExitCode                   *int
 	// Pty is the running step's terminal size, zero when it has none.
 	Pty Winsize
+	// Ports are the ports the command's tree listens on (WatchPorts).
+	Ports []Port
+	// ProgressPath is Spec.ProgressPath.
+	ProgressPath string
 	// InputOpen says WriteInput reaches the running step.
 	InputOpen bool
 }
@@ -506,6 +534,9 @@ func (m *Manager) validate(spec *Spec) ([]Step, error) {
 	}
 	if err := checkEnvOverrides("env", spec.Env); err != nil {
 		return nil, err
+	}
+	if spec.StdoutJSONL && spec.MaxEventBytes <= 0 {
+		spec.MaxEventBytes = 16 << 20
 	}
 	if (spec.Pty.On() || spec.OpenStdin) && spec.Stdin != "" {
 		return nil, &InvalidError{Field: "stdin", Reason: "a command with pty or openStdin takes its input from writeInput"}

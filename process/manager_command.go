@@ -13,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/sandbox"
 
 	"github.com/sourcegraph/conc"
+	"github.com/sourcegraph/conc/panics"
 
 	"github.com/toolhost/toolhost/capture"
 )
@@ -51,7 +52,11 @@ type Command struct {
 	ptyStep atomic.Bool
 	// input is the running step's terminal or open stdin (input.go).
 	input input
-	timer *time.Timer
+	// jsonl splits a Spec.StdoutJSONL stdout; nil otherwise. Set by begin.
+	jsonl *jsonlSplitter
+	// portStop ends watchPorts; closed by end. Nil without WatchPorts.
+	portStop chan struct{}
+	timer    *time.Timer
 	// idleTimer enforces Spec.InactivityTimeout: one timer that re-arms
 	// itself for the rest of the idle time (checkIdle), so that output
 	// costs an atomic store, not a timer reset. Set by begin and stopped
@@ -90,6 +95,8 @@ type Command struct {
 	mains map[int]struct{}
 	// settled are orphans found unattributable (no marker after retries).
 	settled map[int]struct{}
+	// ports are the ports the tree listens on, sorted (watchPorts).
+	ports []Port
 	// procs are every step's processes, for the final drain.
 	procs []*proc
 	// Snapshot state.
@@ -171,6 +178,13 @@ func (c *Command) begin() (*proc, error) {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	c.stdout = &lockedWriter{w: c.capture.Stdout()}
+	if c.spec.StdoutJSONL {
+		c.jsonl = &jsonlSplitter{next: c.capture.Stdout(), max: c.spec.MaxEventBytes, onEvent: c.onEvent}
+		if c.spec.StreamOutput && c.obs.OnOutput != nil {
+			c.jsonl.onPlain = func(line []byte) { c.forwardOutput("stdout", line) }
+		}
+		c.stdout = &lockedWriter{w: c.jsonl}
+	}
 	c.stderr = &lockedWriter{w: c.capture.Stderr()}
 	c.events = &lockedWriter{w: c.capture.Events()}
 	abandon := func() {
@@ -202,6 +216,10 @@ func (c *Command) begin() (*proc, error) {
 	if err != nil {
 		abandon()
 		return nil, err
+	}
+	if c.spec.WatchPorts {
+		c.portStop = make(chan struct{})
+		c.pumps.Go(func() { c.watchPorts(c.portStop) })
 	}
 	if c.spec.Timeout > 0 {
 		// The timer's function only records the stop; the supervisor acts.
@@ -481,6 +499,7 @@ func (c *Command) Snapshot() Snapshot {
 		Status: StatusRunning, PID: c.pid,
 		CurrentStep: c.curStep, TotalSteps: c.totalSteps, StepName: c.stepName,
 		UpdatedAt: c.updatedAt, LastHeartbeatAt: c.lastHB, OutputBytes: out,
+		ProgressPath: c.spec.ProgressPath,
 	}
 	if c.finished {
 		s.Status = c.result.Status
@@ -489,6 +508,7 @@ func (c *Command) Snapshot() Snapshot {
 		return s
 	}
 	s.Elapsed = time.Since(c.startedAt)
+	s.Ports = slices.Clone(c.ports)
 	c.input.mu.Lock()
 	if c.input.f != nil {
 		s.InputOpen = true
@@ -632,11 +652,33 @@ func (c *Command) attribute(r int, groups []int) int {
 }
 
 // onOutput forwards streamed output to the observer; a terminal's output,
-// which the capture keeps as stdout, streams as "pty".
+// which the capture keeps as stdout, streams as "pty". A jsonl stdout's
+// plain lines are forwarded by its splitter instead.
 func (c *Command) onOutput(stream string, p []byte) {
+	if stream == "stdout" && c.jsonl != nil {
+		return
+	}
 	if stream == "stdout" && c.ptyStep.Load() {
 		stream = "pty"
 	}
+	c.forwardOutput(stream, p)
+}
+
+// onEvent passes a JSON object line of a jsonl stdout to the observer,
+// from the pump: the pump waits as long as the observer does.
+func (c *Command) onEvent(line []byte) {
+	if c.obs.OnEvent == nil {
+		return
+	}
+	var pc panics.Catcher
+	pc.Try(func() { c.obs.OnEvent(line) })
+	if rec := pc.Recovered(); rec != nil {
+		c.m.log.Error("event observer panicked", "command", c.id, "panic", rec.String())
+	}
+}
+
+// forwardOutput passes output to the observer.
+func (c *Command) forwardOutput(stream string, p []byte) {
 	data := slices.Clone(p) // the capture may reuse p
 	c.emit(func() { c.obs.OnOutput(stream, data) })
 }

@@ -153,6 +153,9 @@ func (c *Command) end(code *int, sig string) {
 	if !gone {
 		c.m.log.Warn("processes survived SIGKILL", "command", c.id)
 	}
+	if c.portStop != nil {
+		close(c.portStop) // the tree is gone: its ports are closed
+	}
 	if c.cg != nil {
 		if err := c.m.cgs.release(c.cg, gone); err != nil {
 			c.m.log.Warn("removing the command's cgroup", "command", c.id, "err", err)
@@ -177,6 +180,11 @@ func (c *Command) end(code *int, sig string) {
 	deadline.Stop()
 	if rec := c.pumps.WaitAndRecover(); rec != nil {
 		c.m.log.Error("pump or waiter panicked", "command", c.id, "panic", rec.String())
+	}
+	var events *EventCounts
+	if c.jsonl != nil {
+		counts := c.jsonl.flush() // a last line without a newline
+		events = &counts
 	}
 	out, err := c.capture.Close()
 	if err != nil {
@@ -203,6 +211,7 @@ func (c *Command) end(code *int, sig string) {
 		ExitCode: code, Signal: sig,
 		StartedAt: c.startedAt, EndedAt: ended, Duration: ended.Sub(c.startedAt),
 		Output: out, Steps: append([]StepResult(nil), c.stepResults...),
+		Events: events, ProgressPath: c.spec.ProgressPath,
 	}
 	// The waiters have all returned (pumps above): each proc's limit is set.
 	for _, p := range procs {

@@ -317,6 +317,20 @@ var (
 	// stream joins it, up to 256 KiB; beyond that the oldest bytes are
 	// skipped. All of it comes before the handle's toolResult.
 	OutputNotification = NotificationType[OutputParams](NotifyOutput)
+	// EventNotification pushes one JSON object a handle's command printed
+	// on a line of its stdout, for a longRunning with stdoutFormat "jsonl":
+	// in order, after the longRunning answer and before the toolResult,
+	// never dropped or coalesced. While the client reads too slowly the
+	// server stops reading the command's stdout, which slows the command.
+	EventNotification = NotificationType[EventParams](NotifyEvent)
+	// PortOpenedNotification says a handle's process tree started listening
+	// on a TCP port (IPv4 or IPv6): once per port and address, while the
+	// handle runs.
+	PortOpenedNotification = NotificationType[PortOpenedParams](NotifyPortOpened)
+	// PortClosedNotification says a port of portOpened no longer listens,
+	// or the handle ended: every portOpened gets one, before the handle's
+	// toolResult.
+	PortClosedNotification = NotificationType[PortClosedParams](NotifyPortClosed)
 	// WorkDoneProgressNotification is LSP work-done progress on a token:
 	// begin, a report per step transition (one waiting to be written is
 	// replaced by a newer one), then exactly one end, before the handle's

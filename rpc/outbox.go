@@ -63,6 +63,7 @@ type outbox struct {
 	closed  bool                // no more messages are accepted
 	broken  bool                // the output failed; everything is discarded
 	wake    chan struct{}       // signals the writer (capacity 1)
+	room    chan struct{}       // closed, and set nil, once queued falls to the high-water mark (or the outbox stops)
 	onDrain func()              // called after a write lowers queued; set before run
 
 	dropped atomic.Int64  // droppable notifications dropped over budget
@@ -158,6 +159,30 @@ func (o *outbox) coalesce(key string, c Coalescable) {
 	o.signal()
 }
 
+// waitRoom waits until the queue is at or under the high-water mark, so
+// that a sender that must not drop (events) slows down with the client
+// instead of growing the queue. It returns at once when the outbox no
+// longer takes messages, and the cause when ctx ends.
+func (o *outbox) waitRoom(ctx context.Context) error {
+	for {
+		o.mu.Lock()
+		if o.queued <= outboxHighWater || o.closed || o.broken {
+			o.mu.Unlock()
+			return nil
+		}
+		if o.room == nil {
+			o.room = make(chan struct{})
+		}
+		ch := o.room
+		o.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
 // hasRoom reports whether the queue is under the high-water mark (or the
 // outbox no longer takes messages), so that a client that stops reading
 // stops the server reading its requests instead of growing the queue.
@@ -226,6 +251,10 @@ func (o *outbox) run() {
 			o.broken = true
 			o.queue, o.pending = nil, nil
 		}
+		if o.room != nil && (o.queued <= outboxHighWater || o.broken) {
+			close(o.room)
+			o.room = nil
+		}
 		o.mu.Unlock()
 		if o.onDrain != nil {
 			o.onDrain()
@@ -242,6 +271,10 @@ func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
 	o.signal()
+	if o.room != nil {
+		close(o.room)
+		o.room = nil
+	}
 	o.mu.Unlock()
 	if o.onDrain != nil {
 		o.onDrain()

@@ -50,6 +50,9 @@ const (
 	NotifyStepTransition         = "stepTransition"
 	NotifyHeartbeat              = "heartbeat"
 	NotifyOutput                 = "output"
+	NotifyEvent                  = "event"
+	NotifyPortOpened             = "portOpened"
+	NotifyPortClosed             = "portClosed"
 	NotifyProgress               = "$/progress"
 	NotifyLogMessage             = "window/logMessage"
 	MethodWorkDoneProgressCreate = "window/workDoneProgress/create"
@@ -380,6 +383,17 @@ type LongRunningParams struct {
 	// stream, "pty"; TERM is xterm-256color unless env sets it. It implies
 	// openStdin, and excludes stdin.
 	Pty *PtySize `json:"pty,omitempty"`
+	// ProgressFile asks for a JSON snapshot of the command's progress,
+	// rewritten atomically after every step transition and at the end: a
+	// path inside the root (written through it, never through a symlink),
+	// or true for a file beside the artifacts. The child finds its path in
+	// TOOLHOST_PROGRESS_FILE; the ToolResult gives it in
+	// artifacts.progressPath.
+	ProgressFile *ProgressFileOption `json:"progressFile,omitempty"`
+	// StdoutFormat "jsonl" pushes every stdout line that is a JSON object
+	// as an event notification, in order and never dropped (a slow client
+	// slows the child); other lines stay plain output. Default: "text".
+	StdoutFormat StdoutFormat `json:"stdoutFormat,omitempty"`
 	// OpenStdin keeps the command's stdin open (a pipe, without pty) for
 	// writeInput, until writeInput with eof or the command's end. It
 	// excludes stdin. Default: false, stdin is stdin's text or empty.
@@ -411,6 +425,56 @@ type StepSpec struct {
 	// or `false` for none). Default: the request's pty.
 	Pty *PtySize `json:"pty,omitempty"`
 }
+
+// ProgressFileOption is where a progress file goes: a path in the root, or
+// beside the artifacts (true). False is none.
+//
+//tsgen:type string | boolean
+type ProgressFileOption struct {
+	// Path is the path in the root; "" with Artifacts false is none.
+	Path string
+	// Artifacts puts the file beside the command's artifacts.
+	Artifacts bool
+}
+
+// MarshalJSON encodes the path, or true or false.
+func (o ProgressFileOption) MarshalJSON() ([]byte, error) {
+	if o.Path != "" {
+		return json.Marshal(o.Path)
+	}
+	return json.Marshal(o.Artifacts)
+}
+
+// UnmarshalJSON decodes a path, true or false.
+func (o *ProgressFileOption) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch x := v.(type) {
+	case bool:
+		*o = ProgressFileOption{Artifacts: x}
+	case string:
+		if x == "" {
+			return errors.New("must be a path, true or false; not an empty path")
+		}
+		*o = ProgressFileOption{Path: x}
+	default:
+		return errors.New("must be a path, true or false")
+	}
+	return nil
+}
+
+// StdoutFormat is how a command's stdout is read.
+type StdoutFormat string
+
+// The stdout formats.
+const (
+	// StdoutText is plain output.
+	StdoutText StdoutFormat = "text"
+	// StdoutJSONL reads each line that is a JSON object as an event.
+	StdoutJSONL StdoutFormat = "jsonl"
+)
 
 // PtySize is the size of a pseudo-terminal. On the wire it is `true` (24
 // rows of 80 columns), `false` (no terminal: Rows and Cols are 0) or
@@ -619,6 +683,64 @@ type ToolResult struct {
 	// LimitExceeded names the limit the command hit, after which its whole
 	// tree was killed: "memory", "pids" or "cpu"; null when none was.
 	LimitExceeded *string `json:"limitExceeded"`
+	// Events counts the stdout lines of a longRunning with stdoutFormat
+	// "jsonl"; absent otherwise.
+	Events *EventCounts `json:"events,omitempty"`
+}
+
+// EventCounts counts how a jsonl stdout's lines were read.
+type EventCounts struct {
+	// Count is the lines that were JSON objects, each sent as an event.
+	Count int64 `json:"count"`
+	// InvalidLines is the non-blank lines that were not JSON objects: they
+	// stayed plain output.
+	InvalidLines int64 `json:"invalidLines"`
+	// OversizeLines is the lines longer than a message may be: neither
+	// sent nor parsed (the stdout artifact holds them).
+	OversizeLines int64 `json:"oversizeLines"`
+}
+
+// EventParams are the params of event: one JSON object a command printed
+// on a line of its stdout (stdoutFormat "jsonl").
+type EventParams struct {
+	// HandleID names the handle.
+	HandleID string `json:"handleId"`
+	// Seq starts at 1 and increases by exactly one per event of a handle.
+	Seq int64 `json:"seq"`
+	// Event is the object, as the command printed it.
+	Event json.RawMessage `json:"event"`
+}
+
+// Port is a TCP port a command's process tree listens on.
+type Port struct {
+	// Port is the port number.
+	Port int `json:"port"`
+	// Address is the address it listens on: "0.0.0.0", "::", "127.0.0.1", …
+	Address string `json:"address"`
+	// PID is the process holding the listening socket.
+	PID int `json:"pid"`
+}
+
+// PortOpenedParams are the params of portOpened.
+type PortOpenedParams struct {
+	// HandleID names the handle whose process tree listens.
+	HandleID string `json:"handleId"`
+	// Port is the port number.
+	Port int `json:"port"`
+	// Address is the address it listens on.
+	Address string `json:"address"`
+	// PID is the process holding the listening socket.
+	PID int `json:"pid"`
+}
+
+// PortClosedParams are the params of portClosed.
+type PortClosedParams struct {
+	// HandleID names the handle.
+	HandleID string `json:"handleId"`
+	// Port is the port that no longer listens.
+	Port int `json:"port"`
+	// Address is the address it listened on.
+	Address string `json:"address"`
 }
 
 // Artifacts are the files that hold a command's whole output, in
@@ -639,6 +761,9 @@ type Artifacts struct {
 	LineCount int64 `json:"lineCount"`
 	// Sha256 is the hex sha256 of OutputPath.
 	Sha256 string `json:"sha256"`
+	// ProgressPath is the progress file, for a longRunning given
+	// progressFile.
+	ProgressPath string `json:"progressPath,omitempty"`
 }
 
 // StepResult is how one step went.
@@ -934,6 +1059,10 @@ type Progress struct {
 	// Pty is the size of the running step's pseudo-terminal; absent when
 	// it has none.
 	Pty *PtySize `json:"pty,omitempty"`
+	// Ports are the TCP ports the handle's process tree listens on now.
+	Ports []Port `json:"ports,omitempty"`
+	// ProgressPath is the handle's progress file, if it has one.
+	ProgressPath string `json:"progressPath,omitempty"`
 	// InputOpen says writeInput reaches the running step: it has a
 	// pseudo-terminal, or an open stdin that eof has not closed.
 	InputOpen bool `json:"inputOpen,omitempty"`

@@ -41,6 +41,18 @@ func (s *Session) NotifyCritical(method string, params any) {
 	s.srv.out.notify(method, params, false)
 }
 
+// NotifyInOrder sends a notification that is never dropped nor coalesced
+// (event), after waiting while the outbound queue is over its high-water
+// mark: the caller slows down with the client instead of the queue
+// growing. It returns early with ctx's cause, sending nothing.
+func (s *Session) NotifyInOrder(ctx context.Context, method string, params any) error {
+	if err := s.srv.out.waitRoom(ctx); err != nil {
+		return err
+	}
+	s.srv.out.notify(method, params, false)
+	return nil
+}
+
 // NotifyCoalesced sends a notification that later ones with the same key
 // merge into while it waits to be written (heartbeat, output).
 func (s *Session) NotifyCoalesced(key string, c Coalescable) {

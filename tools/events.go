@@ -1,7 +1,10 @@
 package tools
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -26,9 +29,15 @@ type watcher struct {
 	title       string
 	ready       chan struct{}
 
-	// handleID and commandID are written before ready is closed and read
-	// after.
+	// handleID, commandID and cmd are written before ready is closed and
+	// read after.
 	handleID, commandID string
+	cmd                 *process.Command
+	// progress is the handle's progress file, nil without one; set before
+	// the command starts.
+	progress *progressFile
+	// eventSeq numbers the handle's events.
+	eventSeq atomic.Int64
 
 	mu sync.Mutex
 	// token, begun, ended and carry are guarded by mu.
@@ -50,13 +59,21 @@ func newWatcher(s *rpc.Session, token *rpc.ProgressToken, title string, notifySt
 
 // started records the command's ids and sends $/progress begin.
 func (w *watcher) started(cmd *process.Command) {
-	w.handleID, w.commandID = cmd.HandleID(), cmd.ID()
+	w.handleID, w.commandID, w.cmd = cmd.HandleID(), cmd.ID(), cmd
 	close(w.ready)
+	if w.progress != nil {
+		w.progress.start(cmd)
+	}
 	w.begin()
 }
 
 // abandon releases events of a command that never started.
-func (w *watcher) abandon() { close(w.ready) }
+func (w *watcher) abandon() {
+	close(w.ready)
+	if w.progress != nil {
+		w.progress.abandon()
+	}
+}
 
 // setToken gives the watcher a token created after the start.
 func (w *watcher) setToken(tok rpc.ProgressToken) bool {
@@ -86,7 +103,7 @@ func (w *watcher) begin() {
 
 // observer returns the process observer.
 func (w *watcher) observer(streamOutput bool) process.Observer {
-	obs := process.Observer{OnStep: w.onStep, OnHeartbeat: w.onHeartbeat}
+	obs := process.Observer{OnStep: w.onStep, OnHeartbeat: w.onHeartbeat, OnEvent: w.onEvent, OnPort: w.onPort}
 	if streamOutput {
 		obs.OnOutput = w.onOutput
 	}
@@ -98,6 +115,11 @@ func (w *watcher) onStep(ev process.StepEvent) {
 	ts := ev.TS
 	if ts.IsZero() {
 		ts = time.Now()
+	}
+	if w.progress != nil {
+		// Written before the transition is sent: whoever saw it finds it
+		// in the file.
+		w.progress.step(ev, w.cmd.PID())
 	}
 	if w.notifySteps {
 		w.s.Notify(rpc.NotifyStepTransition, rpc.StepTransitionParams{
@@ -204,6 +226,9 @@ func (w *watcher) sendOutput(stream string, data []byte) {
 // once: ended is set under mu by the first call and checked by every
 // sender.
 func (w *watcher) finish(res rpc.ToolResult) {
+	if w.progress != nil {
+		w.progress.finish(res) // the file says the end before the toolResult does
+	}
 	w.mu.Lock()
 	if w.ended {
 		w.mu.Unlock()
@@ -286,4 +311,26 @@ func (o *outputItem) Params() any {
 		p.Encoding = rpc.EncodingBase64
 	}
 	return p
+}
+
+// onEvent sends one JSON object line of a jsonl stdout as an event: never
+// dropped or coalesced, it waits while the client reads slowly, and the
+// command's pump, and so the command, waits with it.
+func (w *watcher) onEvent(line []byte) {
+	<-w.ready
+	p := rpc.EventParams{HandleID: w.handleID, Seq: w.eventSeq.Add(1), Event: json.RawMessage(bytes.Clone(line))}
+	if err := w.s.NotifyInOrder(context.Background(), rpc.NotifyEvent, p); err != nil {
+		w.s.Logger().Warn("event not sent", "handle", w.handleID, "seq", p.Seq, "err", err)
+	}
+}
+
+// onPort sends portOpened or portClosed; neither is ever dropped, so that
+// every portOpened meets its portClosed.
+func (w *watcher) onPort(ev process.PortEvent) {
+	<-w.ready
+	if ev.Open {
+		w.s.NotifyCritical(rpc.NotifyPortOpened, rpc.PortOpenedParams{HandleID: w.handleID, Port: ev.Port.Port, Address: ev.Address, PID: ev.PID})
+		return
+	}
+	w.s.NotifyCritical(rpc.NotifyPortClosed, rpc.PortClosedParams{HandleID: w.handleID, Port: ev.Port.Port, Address: ev.Address})
 }

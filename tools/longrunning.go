@@ -35,11 +35,19 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunn
 		}
 	}
 	spec.OpenStdin = p.OpenStdin
-	anyPty := spec.Pty.On()
-	for _, st := range spec.Steps {
-		anyPty = anyPty || (st.Pty != nil && st.Pty.On())
+	switch p.StdoutFormat {
+	case "", rpc.StdoutText:
+	case rpc.StdoutJSONL:
+		if anyPtyOf(spec) {
+			return nil, rpc.InvalidParams("stdoutFormat", `"jsonl" needs a plain stdout: a terminal's output is one stream`)
+		}
+		spec.StdoutJSONL = true
+		spec.MaxEventBytes = t.maxEventBytes()
+	default:
+		return nil, rpc.InvalidParams("stdoutFormat", `must be "text" or "jsonl", not %q`, p.StdoutFormat)
 	}
-	if (anyPty || p.OpenStdin) && p.Stdin != nil {
+	spec.WatchPorts = true
+	if (anyPtyOf(spec) || p.OpenStdin) && p.Stdin != nil {
 		return nil, rpc.InvalidParams("stdin", "a command with pty or openStdin takes its input from writeInput")
 	}
 	spec.Handle = true
@@ -52,6 +60,24 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunn
 	}
 
 	w := newWatcher(s, p.WorkDoneToken, title, true)
+	if p.ProgressFile != nil {
+		label := p.Label
+		if label == "" {
+			label = displayLabel(spec)
+		}
+		pf, err := t.openProgressFile(ws, p.ProgressFile, label)
+		if err != nil {
+			return nil, err
+		}
+		if pf != nil {
+			w.progress = pf
+			spec.ProgressPath = pf.path()
+			spec.Env = mergeEnv(spec.Env, map[string]*string{EnvProgressFile: &spec.ProgressPath})
+			for i := range spec.Steps {
+				spec.Steps[i].Env = mergeEnv(spec.Steps[i].Env, map[string]*string{EnvProgressFile: &spec.ProgressPath})
+			}
+		}
+	}
 	cmd, err := mgr.Start(spec, w.observer(p.StreamOutput))
 	if err != nil {
 		w.abandon()
@@ -162,4 +188,40 @@ func (t *Tools) workDoneProgressCancel(_ context.Context, s *rpc.Session, p *rpc
 		return
 	}
 	cmd.Cancel(0)
+}
+
+// anyPtyOf reports whether a step of spec runs under a terminal.
+func anyPtyOf(spec process.Spec) bool {
+	if spec.Pty.On() {
+		return true
+	}
+	for _, st := range spec.Steps {
+		if st.Pty != nil && st.Pty.On() {
+			return true
+		}
+	}
+	return false
+}
+
+// maxEventBytes is the longest stdout line sent as an event: what fits in
+// a message the client takes, with room for the envelope.
+func (t *Tools) maxEventBytes() int {
+	n := t.cfg.MaxMessageBytes
+	if n <= 0 {
+		n = 16 << 20
+	}
+	return int(max(n-1024, 1024))
+}
+
+// displayLabel is the label process gives a command without one: the
+// step names, or the argv, joined.
+func displayLabel(spec process.Spec) string {
+	if len(spec.Steps) > 0 {
+		names := make([]string, len(spec.Steps))
+		for i, st := range spec.Steps {
+			names[i] = st.Name
+		}
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(spec.Argv, " ")
 }

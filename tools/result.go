@@ -27,7 +27,12 @@ func toolResult(r process.Result) rpc.ToolResult {
 		})
 	}
 	o := r.Output
+	var events *rpc.EventCounts
+	if e := r.Events; e != nil {
+		events = &rpc.EventCounts{Count: e.Events, InvalidLines: e.Invalid, OversizeLines: e.Oversize}
+	}
 	return rpc.ToolResult{
+		Events:          events,
 		CommandID:       r.CommandID,
 		HandleID:        r.HandleID,
 		Status:          status,
@@ -49,6 +54,8 @@ func toolResult(r process.Result) rpc.ToolResult {
 			ByteCount:  o.ByteCount,
 			LineCount:  o.LineCount,
 			Sha256:     o.Sha256,
+
+			ProgressPath: r.ProgressPath,
 		},
 		Steps:         steps,
 		Sandbox:       sandboxApplied(r.Sandbox),
@@ -76,7 +83,16 @@ func progressOf(s process.Snapshot) rpc.Progress {
 	if s.Pty.On() {
 		pty = &rpc.PtySize{Rows: s.Pty.Rows, Cols: s.Pty.Cols}
 	}
+	ports := make([]rpc.Port, 0, len(s.Ports))
+	for _, p := range s.Ports {
+		ports = append(ports, rpc.Port{Port: p.Port, Address: p.Address, PID: p.PID})
+	}
+	if len(ports) == 0 {
+		ports = nil
+	}
 	return rpc.Progress{
+		Ports:           ports,
+		ProgressPath:    s.ProgressPath,
 		Pty:             pty,
 		InputOpen:       s.InputOpen,
 		HandleID:        s.HandleID,

@@ -31,6 +31,9 @@ type Config struct {
 	ArtifactsCapBytes int64
 	KillGrace         time.Duration
 	DefaultTimeout    time.Duration
+	// MaxMessageBytes is the largest message the session sends or takes
+	// (--max-message-bytes); 0 is 16 MiB.
+	MaxMessageBytes int64
 	// OutputLimit is the inline output kept per stream.
 	OutputLimit  int64
 	MaxProcesses int
@@ -157,6 +160,7 @@ func (t *Tools) Register(tab *rpc.Table) {
 	rpc.HandleInline(tab, rpc.DestinationsRequest, t.destinations)
 	rpc.HandleNotification(tab, rpc.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
 	tab.Sends(rpc.NotifyToolResult, rpc.NotifyStepTransition, rpc.NotifyHeartbeat, rpc.NotifyOutput,
+		rpc.NotifyEvent, rpc.NotifyPortOpened, rpc.NotifyPortClosed,
 		rpc.NotifyProgress, rpc.NotifyLogMessage)
 	tab.SendsRequests(rpc.MethodWorkDoneProgressCreate)
 }

@@ -31,6 +31,9 @@ export const NotifyToolResult = "toolResult";
 export const NotifyStepTransition = "stepTransition";
 export const NotifyHeartbeat = "heartbeat";
 export const NotifyOutput = "output";
+export const NotifyEvent = "event";
+export const NotifyPortOpened = "portOpened";
+export const NotifyPortClosed = "portClosed";
 export const NotifyProgress = "$/progress";
 export const NotifyLogMessage = "window/logMessage";
 export const MethodWorkDoneProgressCreate = "window/workDoneProgress/create";
@@ -442,6 +445,21 @@ export interface LongRunningParams extends RunCommandParams {
    */
   pty?: PtySize;
   /**
+   * ProgressFile asks for a JSON snapshot of the command's progress,
+   * rewritten atomically after every step transition and at the end: a
+   * path inside the root (written through it, never through a symlink),
+   * or true for a file beside the artifacts. The child finds its path in
+   * TOOLHOST_PROGRESS_FILE; the ToolResult gives it in
+   * artifacts.progressPath.
+   */
+  progressFile?: ProgressFileOption;
+  /**
+   * StdoutFormat "jsonl" pushes every stdout line that is a JSON object
+   * as an event notification, in order and never dropped (a slow client
+   * slows the child); other lines stay plain output. Default: "text".
+   */
+  stdoutFormat?: StdoutFormat;
+  /**
    * OpenStdin keeps the command's stdin open (a pipe, without pty) for
    * writeInput, until writeInput with eof or the command's end. It
    * excludes stdin. Default: false, stdin is stdin's text or empty.
@@ -486,6 +504,21 @@ export interface StepSpec {
    */
   pty?: PtySize;
 }
+
+/**
+ * ProgressFileOption is where a progress file goes: a path in the root, or
+ * beside the artifacts (true). False is none.
+ */
+export type ProgressFileOption = string | boolean;
+
+/** StdoutFormat is how a command's stdout is read. */
+export type StdoutFormat = "text" | "jsonl";
+
+/** The stdout formats. */
+/** StdoutText is plain output. */
+export const StdoutText = "text" satisfies StdoutFormat;
+/** StdoutJSONL reads each line that is a JSON object as an event. */
+export const StdoutJSONL = "jsonl" satisfies StdoutFormat;
 
 /**
  * PtySize is the size of a pseudo-terminal. On the wire it is `true` (24
@@ -686,6 +719,72 @@ export interface ToolResult {
    * tree was killed: "memory", "pids" or "cpu"; null when none was.
    */
   limitExceeded?: string | null;
+  /**
+   * Events counts the stdout lines of a longRunning with stdoutFormat
+   * "jsonl"; absent otherwise.
+   */
+  events?: EventCounts;
+}
+
+/** EventCounts counts how a jsonl stdout's lines were read. */
+export interface EventCounts {
+  /** Count is the lines that were JSON objects, each sent as an event. */
+  count: number;
+  /**
+   * InvalidLines is the non-blank lines that were not JSON objects: they
+   * stayed plain output.
+   */
+  invalidLines: number;
+  /**
+   * OversizeLines is the lines longer than a message may be: neither
+   * sent nor parsed (the stdout artifact holds them).
+   */
+  oversizeLines: number;
+}
+
+/**
+ * EventParams are the params of event: one JSON object a command printed
+ * on a line of its stdout (stdoutFormat "jsonl").
+ */
+export interface EventParams {
+  /** HandleID names the handle. */
+  handleId: string;
+  /** Seq starts at 1 and increases by exactly one per event of a handle. */
+  seq: number;
+  /** Event is the object, as the command printed it. */
+  event: unknown;
+}
+
+/** Port is a TCP port a command's process tree listens on. */
+export interface Port {
+  /** Port is the port number. */
+  port: number;
+  /** Address is the address it listens on: "0.0.0.0", "::", "127.0.0.1", … */
+  address: string;
+  /** PID is the process holding the listening socket. */
+  pid: number;
+}
+
+/** PortOpenedParams are the params of portOpened. */
+export interface PortOpenedParams {
+  /** HandleID names the handle whose process tree listens. */
+  handleId: string;
+  /** Port is the port number. */
+  port: number;
+  /** Address is the address it listens on. */
+  address: string;
+  /** PID is the process holding the listening socket. */
+  pid: number;
+}
+
+/** PortClosedParams are the params of portClosed. */
+export interface PortClosedParams {
+  /** HandleID names the handle. */
+  handleId: string;
+  /** Port is the port that no longer listens. */
+  port: number;
+  /** Address is the address it listened on. */
+  address: string;
 }
 
 /**
@@ -712,6 +811,11 @@ export interface Artifacts {
   lineCount: number;
   /** Sha256 is the hex sha256 of OutputPath. */
   sha256: string;
+  /**
+   * ProgressPath is the progress file, for a longRunning given
+   * progressFile.
+   */
+  progressPath?: string;
 }
 
 /** StepResult is how one step went. */
@@ -1091,6 +1195,10 @@ export interface Progress {
    * it has none.
    */
   pty?: PtySize;
+  /** Ports are the TCP ports the handle's process tree listens on now. */
+  ports?: Port[];
+  /** ProgressPath is the handle's progress file, if it has one. */
+  progressPath?: string;
   /**
    * InputOpen says writeInput reaches the running step: it has a
    * pseudo-terminal, or an open stdin that eof has not closed.
@@ -1639,6 +1747,26 @@ export const HeartbeatNotification = new NotificationType<HeartbeatParams>("hear
  * skipped. All of it comes before the handle's toolResult.
  */
 export const OutputNotification = new NotificationType<OutputParams>("output");
+/**
+ * EventNotification pushes one JSON object a handle's command printed
+ * on a line of its stdout, for a longRunning with stdoutFormat "jsonl":
+ * in order, after the longRunning answer and before the toolResult,
+ * never dropped or coalesced. While the client reads too slowly the
+ * server stops reading the command's stdout, which slows the command.
+ */
+export const EventNotification = new NotificationType<EventParams>("event");
+/**
+ * PortOpenedNotification says a handle's process tree started listening
+ * on a TCP port (IPv4 or IPv6): once per port and address, while the
+ * handle runs.
+ */
+export const PortOpenedNotification = new NotificationType<PortOpenedParams>("portOpened");
+/**
+ * PortClosedNotification says a port of portOpened no longer listens,
+ * or the handle ended: every portOpened gets one, before the handle's
+ * toolResult.
+ */
+export const PortClosedNotification = new NotificationType<PortClosedParams>("portClosed");
 /**
  * WorkDoneProgressNotification is LSP work-done progress on a token:
  * begin, a report per step transition (one waiting to be written is

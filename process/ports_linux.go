@@ -1,0 +1,110 @@
+//go:build linux
+
+package process
+
+import (
+	"bufio"
+	"encoding/hex"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// listeners returns the TCP sockets in LISTEN state, IPv4 and IPv6, held
+// by the given processes: each one's socket inodes (its fds) matched
+// against the TCP tables of its own network namespace.
+func listeners(pids []int) []Port {
+	holder := map[string]int{} // socket inode → a pid holding it
+	nsPid := map[string]int{}  // network namespace → a pid in it
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid)
+		ents, err := os.ReadDir(dir + "/fd")
+		if err != nil {
+			continue
+		}
+		sockets := false
+		for _, e := range ents {
+			l, err := os.Readlink(dir + "/fd/" + e.Name())
+			if err != nil {
+				continue
+			}
+			if ino, ok := strings.CutPrefix(l, "socket:["); ok {
+				holder[strings.TrimSuffix(ino, "]")] = pid
+				sockets = true
+			}
+		}
+		if !sockets {
+			continue
+		}
+		if ns, err := os.Readlink(dir + "/ns/net"); err == nil {
+			if _, ok := nsPid[ns]; !ok {
+				nsPid[ns] = pid
+			}
+		}
+	}
+	if len(holder) == 0 {
+		return nil
+	}
+	var out []Port
+	for _, pid := range nsPid {
+		for _, table := range []string{"tcp", "tcp6"} {
+			out = appendListening(out, "/proc/"+strconv.Itoa(pid)+"/net/"+table, holder)
+		}
+	}
+	return out
+}
+
+// appendListening adds the LISTEN sockets of a /proc/net/tcp{,6} table
+// that holder knows.
+func appendListening(out []Port, path string, holder map[string]int) []Port {
+	f, err := os.Open(path)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan() // the header
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		if len(fs) < 10 || fs[3] != "0A" {
+			continue
+		}
+		pid, ok := holder[fs[9]]
+		if !ok {
+			continue
+		}
+		addr, port, ok := parseProcAddr(fs[1])
+		if !ok {
+			continue
+		}
+		out = append(out, Port{Port: port, Address: addr, PID: pid})
+	}
+	return out
+}
+
+// parseProcAddr parses "0100007F:1F90" or its 32-digit IPv6 form: the
+// address is in 32-bit words of host (little-endian) order.
+func parseProcAddr(s string) (string, int, bool) {
+	a, p, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", 0, false
+	}
+	port, err := strconv.ParseUint(p, 16, 16)
+	if err != nil {
+		return "", 0, false
+	}
+	raw, err := hex.DecodeString(a)
+	if err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return "", 0, false
+	}
+	for i := 0; i < len(raw); i += 4 {
+		raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
+	}
+	ip, ok := netip.AddrFromSlice(raw)
+	if !ok {
+		return "", 0, false
+	}
+	return ip.Unmap().String(), int(port), true
+}
