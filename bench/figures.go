@@ -39,6 +39,8 @@ var figures = []figure{
 	{"hub-local", (*bench).hubLocal},
 	{"hub-ssh", (*bench).hubSSH},
 	{"hub-concurrent", (*bench).hubConcurrent},
+	{"events", (*bench).eventsRate},
+	{"ports", (*bench).portLatency},
 }
 
 // server is a toolhost session the bench drives.

@@ -305,6 +305,9 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 			return nil, fmt.Errorf("stdin: %w", err)
 		}
 	}
+	// Before the fork: the pumps start with it, and a child that prints at
+	// once must have its first bytes streamed under the right name.
+	c.ptyStep.Store(pty.On())
 	// mu is held across the fork so a concurrent ladder sees the new
 	// group and pid as soon as they exist.
 	c.mu.Lock()
@@ -334,7 +337,6 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 		return nil, err
 	}
 	p.step = i
-	c.ptyStep.Store(pty.On())
 	if pty.On() {
 		c.input.mu.Lock()
 		c.input.size = pty

@@ -427,19 +427,23 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	}
 	s.handlers.Add(1)
 	s.mu.Unlock()
-	work := func() ([]byte, error) { return h.serve(ctx, s.session, m.params) }
+	method, params := m.method, m.params
+	work := func() ([]byte, error) { return h.serve(ctx, s.session, params) }
 	if h.ordered != nil {
 		// The first part runs here, in wire order; the rest, if any,
-		// concurrently.
+		// concurrently. The rest does not hold the frame: a writeInput
+		// waiting on a child that does not read holds its bytes once,
+		// decoded.
 		var rest func(context.Context) ([]byte, error)
-		res, e := s.run(ctx, m.method, func() ([]byte, error) {
+		res, e := s.run(ctx, method, func() ([]byte, error) {
 			var (
 				res []byte
 				err error
 			)
-			res, rest, err = h.ordered(ctx, s.session, m.params)
+			res, rest, err = h.ordered(ctx, s.session, params)
 			return res, err
 		})
+		params = nil
 		if e != nil || rest == nil {
 			s.reply(req, res, e)
 			s.handlers.Done()
@@ -449,7 +453,7 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	}
 	return func() {
 		defer s.handlers.Done()
-		res, e := s.run(ctx, m.method, work)
+		res, e := s.run(ctx, method, work)
 		s.reply(req, res, e)
 	}
 }

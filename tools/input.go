@@ -59,14 +59,17 @@ func (t *Tools) writeInput(ctx context.Context, s *rpc.Session, p *rpc.WriteInpu
 	if err != nil {
 		return nil, nil, inputError(p.HandleID, err)
 	}
+	// The waiting part holds the bytes once: not the params' text too.
+	handleID, eof := p.HandleID, p.EOF
+	p.Data = ""
 	return nil, func(ctx context.Context) (*rpc.WriteInputResult, error) {
-		n, err := cmd.WriteInput(ctx, turn, data, p.EOF)
+		n, err := cmd.WriteInput(ctx, turn, data, eof)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodWriteInput, HandleID: p.HandleID, Reason: err.Error()},
+				return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodWriteInput, HandleID: handleID, Reason: err.Error()},
 					"request cancelled: %v", err)
 			}
-			return nil, inputError(p.HandleID, err)
+			return nil, inputError(handleID, err)
 		}
 		return &rpc.WriteInputResult{BytesWritten: int64(n)}, nil
 	}, nil
