@@ -219,7 +219,12 @@ func start(t testing.TB, o options) *server {
 		<-s.exited
 		s.c.Close()
 		if t.Failed() {
-			t.Logf("server stderr:\n%s", tail(s.stderr.String(), 8000))
+			all := s.stderr.String()
+			if i := strings.Index(all, "WARNING: DATA RACE"); i >= 0 {
+				// The race detector's report, whatever followed it.
+				t.Logf("server race report:\n%s", all[i:min(len(all), i+20000)])
+			}
+			t.Logf("server stderr:\n%s", tail(all, 8000))
 		}
 	})
 	return s

@@ -54,8 +54,9 @@ type Command struct {
 	input input
 	// jsonl splits a Spec.StdoutJSONL stdout; nil otherwise. Set by begin.
 	jsonl *jsonlSplitter
-	// portStop ends watchPorts; closed by end. Nil without WatchPorts.
-	portStop chan struct{}
+	// portStop ends watchPorts; closed by end. portDone is closed by
+	// watchPorts as it returns. Both nil without WatchPorts.
+	portStop, portDone chan struct{}
 	timer    *time.Timer
 	// idleTimer enforces Spec.InactivityTimeout: one timer that re-arms
 	// itself for the rest of the idle time (checkIdle), so that output
@@ -218,8 +219,11 @@ func (c *Command) begin() (*proc, error) {
 		return nil, err
 	}
 	if c.spec.WatchPorts {
-		c.portStop = make(chan struct{})
-		c.pumps.Go(func() { c.watchPorts(c.portStop) })
+		c.portStop, c.portDone = make(chan struct{}), make(chan struct{})
+		c.pumps.Go(func() {
+			defer close(c.portDone)
+			c.watchPorts(c.portStop)
+		})
 	}
 	if c.spec.Timeout > 0 {
 		// The timer's function only records the stop; the supervisor acts.

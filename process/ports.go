@@ -89,8 +89,10 @@ func (c *Command) portChanged(ev PortEvent, open map[portKey]Port) {
 // treePids returns the processes of the command: its cgroup's, else its
 // live step processes and their descendants.
 func (c *Command) treePids() []int {
-	c.mu.Lock()
+	// cg is set before the watcher starts and cleared by end only after
+	// the watcher has returned.
 	cg := c.cg
+	c.mu.Lock()
 	mains := make([]int, 0, len(c.mains))
 	for p := range c.mains {
 		mains = append(mains, p)

@@ -154,7 +154,10 @@ func (c *Command) end(code *int, sig string) {
 		c.m.log.Warn("processes survived SIGKILL", "command", c.id)
 	}
 	if c.portStop != nil {
-		close(c.portStop) // the tree is gone: its ports are closed
+		// The tree is gone: its ports are closed. The watcher reads the
+		// cgroup, so it ends before the cgroup goes to another command.
+		close(c.portStop)
+		<-c.portDone
 	}
 	if c.cg != nil {
 		if err := c.m.cgs.release(c.cg, gone); err != nil {
