@@ -1,0 +1,133 @@
+// The terminal's pieces against the real Go binary, as the extension joins
+// them, without VS Code: `sh` in a pseudo-terminal with streamed output;
+// keystrokes through InputWriter, sizes through Resizer, the screen's text
+// through TerminalFeed fed by PtyOutputs. A second feed attaches while the
+// shell runs (replay from offset 0, then the notifications). Both end with
+// the artifact's text exactly: nothing lost, nothing twice.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { CancellationTokenSource } from 'vscode-jsonrpc/node';
+import type { ReadOutput } from '../src/follow';
+import {
+  InitializedNotification,
+  LongRunningRequest,
+  MethodInitialize,
+  OutputNotification,
+  ReadOutputRequest,
+  ResizeRequest,
+  ToolResultNotification,
+  WriteInputRequest,
+} from '../src/protocol';
+import { InputWriter, Resizer } from '../src/ptyInput';
+import { PtyOutputs, TerminalFeed } from '../src/ptyStream';
+import { Session, startServer } from './client';
+
+describe('a terminal on a pty handle, through the binary', () => {
+  let s: Session;
+  const outputs = new PtyOutputs();
+
+  before(async () => {
+    s = startServer('header');
+    s.conn.onNotification(OutputNotification, (p) => outputs.output(p));
+    await s.conn.sendRequest(MethodInitialize, { processId: process.pid, rootUri: null, capabilities: {} });
+    await s.conn.sendNotification(InitializedNotification, {});
+  });
+
+  after(async () => {
+    await s?.close();
+  });
+
+  const read: ReadOutput = (params, signal) => {
+    const cts = new CancellationTokenSource();
+    signal.addEventListener('abort', () => cts.cancel(), { once: true });
+    return s.conn.sendRequest(ReadOutputRequest, params, cts.token).finally(() => cts.dispose());
+  };
+
+  /** A feed on the handle, as a terminal makes it, with its text and a wait on it. */
+  function screen(handleId: string) {
+    let text = '';
+    const waiters: { want: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
+    const stop = new AbortController();
+    const feed = new TerminalFeed({
+      handleId,
+      read,
+      placed: outputs.placed(handleId),
+      signal: stop.signal,
+      onText: (t) => {
+        text += t;
+        for (const w of [...waiters]) {
+          const m = text.match(w.want);
+          if (m) {
+            waiters.splice(waiters.indexOf(w), 1);
+            w.resolve(m);
+          }
+        }
+      },
+    });
+    const sub = outputs.subscribe(handleId, (c) => feed.push(c));
+    return {
+      feed,
+      stop,
+      sub,
+      text: () => text,
+      seen: (want: RegExp) => {
+        const m = text.match(want);
+        return m ? Promise.resolve(m) : new Promise<RegExpMatchArray>((resolve) => waiters.push({ want, resolve }));
+      },
+    };
+  }
+
+  test('sh: typed commands answer, stty size follows resize, a late terminal replays and follows, both equal the artifact', async () => {
+    const started = await s.conn.sendRequest(LongRunningRequest, { argv: ['sh'], label: 'sh', pty: { rows: 24, cols: 80 }, streamOutput: true });
+    const id = started.handleId;
+    outputs.expect(id);
+    const first = screen(id);
+    const errors: unknown[] = [];
+    const input = new InputWriter((e) => errors.push(e));
+    input.attach((data) => s.conn.sendRequest(WriteInputRequest, { handleId: id, data }));
+    const resizer = new Resizer((e) => errors.push(e));
+    resizer.attach((size) => s.conn.sendRequest(ResizeRequest, { handleId: id, ...size }), { rows: 24, cols: 80 });
+
+    // Typed key by key, as a terminal sends them.
+    for (const k of 'echo hi-$((6*7))\r') input.write(k);
+    await first.seen(/\r\nhi-42\r\n/);
+    input.write('stty size\r');
+    await first.seen(/\r\n24 80\r\n/);
+    resizer.resize({ rows: 33, cols: 111 });
+    input.write('stty size\r');
+    await first.seen(/\r\n33 111\r\n/);
+
+    // A second terminal, attached now: the screen so far, then what follows.
+    const second = screen(id);
+    await second.seen(/33 111/);
+    input.write('echo after-$((1+1))\r');
+    await first.seen(/\r\nafter-2\r\n/);
+    await second.seen(/\r\nafter-2\r\n/);
+
+    input.write('exit 3\r');
+    const result = await s.waitFor(ToolResultNotification, (p) => p.handleId === id);
+    first.feed.end();
+    second.feed.end();
+    assert.equal((await first.feed.done).reason, 'eof');
+    assert.equal((await second.feed.done).reason, 'eof');
+    outputs.forget(id);
+    first.sub.dispose();
+    second.sub.dispose();
+    await input.idle();
+
+    assert.equal(result.exitCode, 3);
+    const artifact = readFileSync(result.artifacts.stdoutPath, 'utf8');
+    assert.equal(first.text(), artifact);
+    assert.equal(second.text(), artifact);
+    assert.equal(errors.length, 0, `no request failed: ${String(errors)}`);
+
+    // After the end, writes and resizes meet NotRunning, which ends them quietly.
+    const late = new InputWriter((e) => errors.push(e));
+    late.attach((data) => s.conn.sendRequest(WriteInputRequest, { handleId: id, data }));
+    late.write('x');
+    await late.idle();
+    assert.ok(late.ended);
+    assert.equal(errors.length, 0, `NotRunning is no error: ${String(errors)}`);
+  });
+});
