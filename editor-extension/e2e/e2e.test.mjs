@@ -456,8 +456,47 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
         return e.code === 'ESRCH';
       }
     });
-    assert.equal(await notification('failed').count(), 0, 'no failure warning for a terminal the user closed');
+    assert.equal(await notification('TOOLHOST_E2E_TERM').filter({ hasText: 'failed' }).count(), 0, 'no failure warning for a terminal the user closed');
     await screenshot('terminal-closed');
+  });
+
+  test('a terminal closes when its command exits 0, and stays with the exit line after another code until a key', async () => {
+    const palette = async (title) => {
+      await page.locator('.sidebar .composite.title').first().click();
+      await runPalette(title);
+    };
+    const open = async (line, tag) => {
+      await palette('Toolhost: Run in Terminal');
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(line);
+      await input.press('Enter');
+      const term = page.locator(`.part.panel .terminal-wrapper.active:not([data-e2e])`);
+      await term.waitFor({ timeout: 30_000 });
+      await term.evaluate((el, t) => el.setAttribute('data-e2e', t), tag);
+      return page.locator(`.part.panel .terminal-wrapper[data-e2e="${tag}"]`);
+    };
+    const text = async (term) => (await term.locator('.xterm-rows').innerText()).replace(/\u00a0/g, ' ');
+
+    await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click(); // the Tools view
+    const ok = await open('env TOOLHOST_E2E_EXIT=0 sh', 'exit0');
+    await until('the prompt', async () => /[$#] *$/m.test(await text(ok)));
+    await ok.locator('.xterm-helper-textarea').focus();
+    await page.keyboard.type('exit');
+    await page.keyboard.press('Enter');
+    await rowShows('TOOLHOST_E2E_EXIT=0', 'completed');
+    await ok.waitFor({ state: 'detached', timeout: 30_000 });
+
+    const bad = await open('env TOOLHOST_E2E_EXIT=3 sh -c "echo bye-$((1+2)); exit 3"', 'exit3');
+    await until('the exit line and the prompt to close', async () => {
+      const t = await text(bad);
+      return t.includes('bye-3') && t.includes('[process exited with code 3]') && t.includes('Press any key to close the terminal.');
+    });
+    await rowShows('TOOLHOST_E2E_EXIT=3', 'failed (exit 3)');
+    await screenshot('terminal-exit-3');
+    await bad.locator('.xterm-helper-textarea').focus();
+    await page.keyboard.press('x');
+    await bad.waitFor({ state: 'detached', timeout: 30_000 });
   });
 
   test('a crashing server is restarted a bounded number of times, then the user is told', async () => {

@@ -59,6 +59,8 @@ export class HandleTerminal implements vscode.Pseudoterminal {
   private finished = false;
   private disposed = false;
   private errorShown = false;
+  /** AtLineStart says the screen's cursor is at the start of a line, as far as the text written says. */
+  private atLineStart = true;
 
   constructor(
     private readonly server: TerminalServer,
@@ -110,7 +112,7 @@ export class HandleTerminal implements vscode.Pseudoterminal {
       read: s.read,
       placed,
       signal: this.stop.signal,
-      onText: (t) => this.written.fire(t),
+      onText: (t) => this.write(t),
       onReadError: (e) => this.print(`${DIM}[toolhost: output skipped: ${s.errorText(e)}]${RESET}`),
     });
     this.feed = feed;
@@ -163,12 +165,18 @@ export class HandleTerminal implements vscode.Pseudoterminal {
   /** end prints the closing prompt; the next key closes the terminal. */
   private end(): void {
     this.finished = true;
-    this.written.fire(`\r\n${DIM}Press any key to close the terminal.${RESET}\r\n`);
+    this.print(`${DIM}Press any key to close the terminal.${RESET}`);
+  }
+
+  private write(text: string): void {
+    if (this.disposed || text === '') return;
+    this.atLineStart = text.endsWith('\n');
+    this.written.fire(text);
   }
 
   /** print writes a line of the extension's own, on a line of its own. */
   private print(line: string): void {
-    this.written.fire(`\r\n${line}\r\n`);
+    this.write(`${this.atLineStart ? '' : '\r\n'}${line}\r\n`);
   }
 
   private requestFailed(e: unknown): void {
