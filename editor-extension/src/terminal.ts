@@ -89,7 +89,7 @@ export class HandleTerminal implements vscode.Pseudoterminal {
     this.target.start(size).then(
       (r) => {
         if (this.disposed) {
-          // Closed while it started: it was never shown running, so it is cancelled.
+          // Closed while it started: closing a terminal cancels its command.
           void this.server.cancel(r.handleId).catch(() => undefined);
           return;
         }
@@ -120,6 +120,7 @@ export class HandleTerminal implements vscode.Pseudoterminal {
     if (this.result) feed.end();
     void feed.done.then((end) => {
       this.feedEnded = end;
+      this.subscription?.dispose(); // the feed takes nothing more
       if (end.reason === 'error') this.print(`${RED}[toolhost: output no longer followed: ${s.errorText(end.error)}]${RESET}`);
       this.maybeFinish();
     });
