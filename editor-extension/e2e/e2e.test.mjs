@@ -418,9 +418,16 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await until('stty size in the terminal', async () => (await sizes()).length === 1);
     const [before] = await sizes();
     await palette('View: Toggle Maximized Panel');
-    await type("stty size | sed 's/^/size-/'");
-    await until('a second stty size', async () => (await sizes()).length >= 1 && (await sizes()).at(-1).rows !== before.rows);
-    const afterMax = (await sizes()).at(-1);
+    // The panel's new size reaches the server as a resize request, the typing
+    // as writeInput requests: should stty run before the resize is applied,
+    // it prints the old size, and is asked again (each answer is awaited).
+    let afterMax = before;
+    for (let attempt = 1; afterMax.rows === before.rows && attempt <= 5; attempt++) {
+      const n = (await sizes()).length;
+      await type("stty size | sed 's/^/size-/'");
+      await until(`stty size answer ${attempt}`, async () => (await sizes()).length > n);
+      afterMax = (await sizes()).at(-1);
+    }
     assert.ok(afterMax.rows > before.rows, `more rows once maximised: ${JSON.stringify({ before, afterMax })}`);
     await screenshot('terminal-maximised');
     await palette('View: Toggle Maximized Panel');

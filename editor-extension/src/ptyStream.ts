@@ -54,22 +54,40 @@ export class PtyOutputs {
     return this.handles.get(handleId)?.placed ?? false;
   }
 
-  /** output takes one `output` notification; those of other streams are ignored. */
+  /**
+   * output takes one `output` notification. A terminal's bytes are kept in
+   * stdout.log, so stdout notifications of the same handle (a recipe whose
+   * other steps have no terminal) put bytes between them there: from the
+   * first one on, the handle's pty notifications are not placed.
+   */
   output(p: OutputParams): void {
-    if (p.stream !== 'pty') return;
+    if (p.stream !== 'pty' && p.stream !== 'stdout') return;
     let t = this.handles.get(p.handleId);
     if (!t) {
       t = { seq: 0, end: 0, placed: true };
       this.handles.set(p.handleId, t);
     }
+    if (p.stream === 'stdout') {
+      if (t.placed) this.lose(p.handleId, t);
+      return;
+    }
     const bytes = outputBytes(p);
-    const wasPlaced = t.placed;
-    if (p.seq !== t.seq + 1) t.placed = false;
-    t.seq = p.seq;
     const start = t.end + (p.skipped ?? 0);
     t.end = start + bytes.length;
-    if (!t.placed && !wasPlaced) return;
-    for (const fn of [...(this.listeners.get(p.handleId) ?? [])]) fn(t.placed ? { start, bytes } : undefined);
+    const inOrder = p.seq === t.seq + 1;
+    t.seq = p.seq;
+    if (!t.placed) return;
+    if (!inOrder) {
+      this.lose(p.handleId, t);
+      return;
+    }
+    for (const fn of [...(this.listeners.get(p.handleId) ?? [])]) fn({ start, bytes });
+  }
+
+  /** lose marks a handle's offsets unknown from now on, and tells its listeners once. */
+  private lose(handleId: string, t: Tracked): void {
+    t.placed = false;
+    for (const fn of [...(this.listeners.get(handleId) ?? [])]) fn(undefined);
   }
 
   /** subscribe calls fn with each later chunk of the handle, in order. */

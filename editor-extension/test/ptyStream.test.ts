@@ -90,7 +90,7 @@ describe('PtyOutputs', () => {
     o.output(out(1, 'é!')); // 3 bytes
     o.output(out(2, Buffer.from([0xff, 0x41]).toString('base64'), { encoding: 'base64' }));
     o.output(out(3, 'x', { skipped: 5 }));
-    o.output({ handleId: 'h-1', stream: 'stdout', seq: 1, data: 'not pty' });
+    o.output({ handleId: 'h-1', stream: 'stderr', seq: 1, data: 'not in stdout.log' });
     o.output(out(1, 'another handle', { handleId: 'h-2' }));
     assert.deepEqual(
       got.map((c) => c && { start: c.start, bytes: [...c.bytes] }),
@@ -126,6 +126,18 @@ describe('PtyOutputs', () => {
     assert.deepEqual(late, [undefined]);
     assert.ok(!o.placed('h-9'));
     assert.ok(!o.placed('h-unknown'));
+  });
+
+  test('stdout notifications of the same handle (a recipe with steps without a terminal) lose the offsets', () => {
+    const o = new PtyOutputs();
+    const got: (PtyChunk | undefined)[] = [];
+    o.subscribe('h-1', (c) => got.push(c));
+    o.output(out(1, 'pty first'));
+    o.output({ handleId: 'h-1', stream: 'stdout', seq: 1, data: 'plain step' });
+    o.output(out(2, 'pty again'));
+    assert.equal(got.length, 2);
+    assert.equal(got[1], undefined);
+    assert.ok(!o.placed('h-1'));
   });
 
   test('outputBytes decodes text and base64', () => {

@@ -23,7 +23,7 @@ import { InputWriter, Resizer } from '../src/ptyInput';
 import { PtyOutputs, TerminalFeed } from '../src/ptyStream';
 import { Session, startServer } from './client';
 
-describe('a terminal on a pty handle, through the binary', () => {
+describe('a terminal on a pty handle, through the binary', { timeout: 60_000 }, () => {
   let s: Session;
   const outputs = new PtyOutputs();
 
@@ -71,9 +71,14 @@ describe('a terminal on a pty handle, through the binary', () => {
       stop,
       sub,
       text: () => text,
+      /** seen resolves once the text matches want, and fails (not hangs) after 20 s. */
       seen: (want: RegExp) => {
         const m = text.match(want);
-        return m ? Promise.resolve(m) : new Promise<RegExpMatchArray>((resolve) => waiters.push({ want, resolve }));
+        if (m) return Promise.resolve(m);
+        return new Promise<RegExpMatchArray>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`no ${String(want)} on the screen within 20 s: ${JSON.stringify(text)}`)), 20_000);
+          waiters.push({ want, resolve: (m) => (clearTimeout(timer), resolve(m)) });
+        });
       },
     };
   }
@@ -87,14 +92,24 @@ describe('a terminal on a pty handle, through the binary', () => {
     const input = new InputWriter((e) => errors.push(e));
     input.attach((data) => s.conn.sendRequest(WriteInputRequest, { handleId: id, data }));
     const resizer = new Resizer((e) => errors.push(e));
-    resizer.attach((size) => s.conn.sendRequest(ResizeRequest, { handleId: id, ...size }), { rows: 24, cols: 80 });
+    // Each answered resize, so that stty runs after the size it should see is set.
+    const resized: string[] = [];
+    let onResized: (() => void) | undefined;
+    resizer.attach(async (size) => {
+      await s.conn.sendRequest(ResizeRequest, { handleId: id, ...size });
+      resized.push(`${size.rows}x${size.cols}`);
+      onResized?.();
+    }, { rows: 24, cols: 80 });
 
     // Typed key by key, as a terminal sends them.
     for (const k of 'echo hi-$((6*7))\r') input.write(k);
     await first.seen(/\r\nhi-42\r\n/);
     input.write('stty size\r');
     await first.seen(/\r\n24 80\r\n/);
+    const answered = new Promise<void>((r) => (onResized = r));
     resizer.resize({ rows: 33, cols: 111 });
+    await answered;
+    assert.deepEqual(resized, ['33x111']);
     input.write('stty size\r');
     await first.seen(/\r\n33 111\r\n/);
 
