@@ -14,8 +14,10 @@ import {
   LongRunningRequest,
   MethodInitialize,
   OutputNotification,
+  ProgressRequest,
   ReadOutputRequest,
   ResizeRequest,
+  StepTransitionNotification,
   ToolResultNotification,
   WriteInputRequest,
 } from '../src/protocol';
@@ -144,5 +146,31 @@ describe('a terminal on a pty handle, through the binary', { timeout: 60_000 }, 
     await late.idle();
     assert.ok(late.ended);
     assert.equal(errors.length, 0, `NotRunning is no error: ${String(errors)}`);
+  });
+
+  test('a recipe\'s terminal step, without output notifications: progress says pty, the feed follows by reading', async () => {
+    const started = await s.conn.sendRequest(LongRunningRequest, {
+      argv: [],
+      label: 'recipe',
+      steps: [
+        { name: 'plain', argv: ['sh', '-c', 'echo plain-step'] },
+        { name: 'term', argv: ['sh', '-c', 'read x; echo "got-$x"; [ -t 0 ] && echo tty-yes'], pty: true },
+      ],
+    });
+    const id = started.handleId;
+    assert.ok(!outputs.placed(id), 'no notifications: not placed');
+    const screenOf = screen(id);
+    await screenOf.seen(/plain-step\n/);
+    // The step's start is announced once its terminal is set up; progress then says so.
+    await s.waitFor(StepTransitionNotification, (p) => p.handleId === id && p.step === 'term' && p.status === 'start');
+    const p = await s.conn.sendRequest(ProgressRequest, { handleId: id });
+    assert.ok('pty' in p && p.pty !== undefined && p.pty !== false && p.inputOpen === true, `progress: ${JSON.stringify(p)}`);
+    await s.conn.sendRequest(WriteInputRequest, { handleId: id, data: 'abc\r' });
+    await screenOf.seen(/got-abc\r\ntty-yes\r\n/);
+    const result = await s.waitFor(ToolResultNotification, (p) => p.handleId === id);
+    assert.equal((await screenOf.feed.done).reason, 'eof');
+    screenOf.sub.dispose();
+    assert.equal(screenOf.text(), readFileSync(result.artifacts.stdoutPath, 'utf8'));
+    assert.equal(result.exitCode, 0);
   });
 });
