@@ -185,6 +185,7 @@ class Toolhost implements vscode.Disposable {
       if (e.newState !== State.Running) {
         this.live.stopAll('the server stopped');
         for (const t of this.terminals) t.serverStopped();
+        this.outputs.clear();
       }
       if (e.newState === State.Running) {
         this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';

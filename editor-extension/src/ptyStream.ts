@@ -108,6 +108,11 @@ export class PtyOutputs {
     this.handles.delete(handleId);
   }
 
+  /** clear forgets every handle: their server stopped, and a new one numbers its handles anew. */
+  clear(): void {
+    this.handles.clear();
+  }
+
   /** size is how many handles are tracked, for tests. */
   get size(): number {
     return this.handles.size;

@@ -142,6 +142,8 @@ export class HandleTerminal implements vscode.Pseudoterminal {
 
   /** serverStopped ends a terminal whose server went away: its handle is gone with it. */
   serverStopped(): void {
+    // Its handle is gone: a later server's handle of the same id is another one.
+    this.handleId = undefined;
     if (this.finished) return;
     this.stop.abort();
     this.input.close();

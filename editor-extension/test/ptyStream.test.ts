@@ -107,6 +107,10 @@ describe('PtyOutputs', () => {
     o.forget('h-1');
     o.forget('h-2');
     assert.equal(o.size, 0);
+    o.output(out(1, 'x', { handleId: 'h-3' }));
+    o.clear();
+    assert.equal(o.size, 0);
+    assert.ok(!o.placed('h-3'));
   });
 
   test('a gap in seq (or a handle first seen past seq 1) loses the offsets: listeners are told once', () => {
