@@ -4,7 +4,9 @@
 // checks the Tools view and the progress notification step by step, follows a
 // running command's output live (a later line appears in the open document),
 // then runs a long command, cancels it from the view and checks its processes
-// are gone.
+// are gone, and runs `sh` in a terminal (Run in Terminal…): typed keys, a
+// resized panel seen by `stty size`, a second terminal attached from the
+// Tools view, and closing the terminal ending the shell.
 //
 //   scripts/install-e2e.sh && npm run package && node --test e2e/
 //
@@ -167,6 +169,8 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
         'chat.disableAIFeatures': true,
         'workbench.secondarySideBar.defaultVisibility': 'hidden',
         'toolhost.trace.server': 'messages',
+        // xterm's DOM renderer: the terminal's text is in the DOM to read.
+        'terminal.integrated.gpuAcceleration': 'off',
       }),
     );
     const dirs = ['--user-data-dir', userData, '--extensions-dir', extensions];
@@ -370,6 +374,136 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await rowShows(line, 'failed (exit 3)');
     await until('the progress notification to close', async () => (await notification(`Toolhost: ${line}`).filter({ hasText: 'running' }).count()) === 0);
     await screenshot('failure-warning');
+  });
+
+  test('Run in Terminal runs sh: typed keys answer, stty size follows the panel, Open Terminal attaches, closing ends it', async () => {
+    const line = 'env TOOLHOST_E2E_TERM=1 sh';
+    await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click(); // the Tools view
+    await runPalette('Toolhost: Run in Terminal');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(line);
+    await input.press('Enter');
+    await rowShows('TOOLHOST_E2E_TERM', 'running');
+
+    const term = page.locator('.part.panel .terminal-wrapper.active');
+    const screenText = async () => (await term.locator('.xterm-rows').innerText()).replace(/\u00a0/g, ' ');
+    // Keys go to xterm's textarea, as a user's typing does.
+    // The palette helper presses Escape first: away from the terminal, so the shell does not get it.
+    const palette = async (title) => {
+      await page.locator('.sidebar .composite.title').first().click();
+      await runPalette(title);
+    };
+    const type = async (keys) => {
+      await term.locator('.xterm-helper-textarea').focus();
+      await page.keyboard.type(keys);
+      await page.keyboard.press('Enter');
+    };
+    await until('the shell prompt in the terminal', async () => /[$#] *$/m.test(await screenText()));
+    await type('echo hi-$((6*7))');
+    await until('hi-42 in the terminal', async () => (await screenText()).includes('hi-42'));
+    await type('echo pid-$$');
+    let pid;
+    await until('the shell\'s pid in the terminal', async () => {
+      const m = (await screenText()).match(/pid-(\d+)/);
+      if (m) pid = Number(m[1]);
+      return Boolean(m);
+    });
+    process.kill(pid, 0); // the shell runs, on this machine
+    await screenshot('terminal-typed');
+
+    // The size the shell sees, before and after the panel is maximised.
+    const sizes = async () => [...(await screenText()).matchAll(/size-(\d+) (\d+)/g)].map((m) => ({ rows: Number(m[1]), cols: Number(m[2]) }));
+    await type("stty size | sed 's/^/size-/'");
+    await until('stty size in the terminal', async () => (await sizes()).length === 1);
+    const [before] = await sizes();
+    await palette('View: Toggle Maximized Panel');
+    // The panel's new size reaches the server as a resize request, the typing
+    // as writeInput requests: should stty run before the resize is applied,
+    // it prints the old size, and is asked again (each answer is awaited).
+    let afterMax = before;
+    for (let attempt = 1; afterMax.rows === before.rows && attempt <= 5; attempt++) {
+      const n = (await sizes()).length;
+      await type("stty size | sed 's/^/size-/'");
+      await until(`stty size answer ${attempt}`, async () => (await sizes()).length > n);
+      afterMax = (await sizes()).at(-1);
+    }
+    assert.ok(afterMax.rows > before.rows, `more rows once maximised: ${JSON.stringify({ before, afterMax })}`);
+    await screenshot('terminal-maximised');
+    await palette('View: Toggle Maximized Panel');
+
+    // Open Terminal on the running handle: the screen so far, then what follows.
+    await term.evaluate((el) => el.setAttribute('data-e2e', 'first'));
+    const attached = page.locator('.part.panel .terminal-wrapper.active:not([data-e2e="first"])');
+    const row = treeRow('TOOLHOST_E2E_TERM').first();
+    await row.hover();
+    await row.locator('.action-label[aria-label="Open Terminal"]').click();
+    await attached.waitFor({ timeout: 30_000 });
+    const attachedText = async () => (await attached.locator('.xterm-rows').innerText()).replace(/\u00a0/g, ' ');
+    await until('the attached terminal to replay the output', async () => (await attachedText()).includes('hi-42') && (await attachedText()).includes(`pid-${pid}`));
+    await type('echo both-$((2+3))');
+    await until('the attached terminal to show the answer to its typing', async () => (await attachedText()).includes('both-5'));
+    await screenshot('terminal-attached');
+    // Closing an attached terminal leaves the command running; the first one
+    // saw the typing in the other too.
+    await palette('Terminal: Kill the Active Terminal Instance');
+    await page.locator('.part.panel .terminal-wrapper.active[data-e2e="first"]').waitFor({ timeout: 30_000 });
+    await until('the first terminal to show what was typed in the other', async () => (await screenText()).includes('both-5'));
+    process.kill(pid, 0);
+    await rowShows('TOOLHOST_E2E_TERM', 'running');
+
+    // Closing the terminal that started it cancels the handle: the shell is gone.
+    await palette('Terminal: Kill the Active Terminal Instance');
+    await rowShows('TOOLHOST_E2E_TERM', 'cancelled');
+    await until('the shell to be gone', () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch (e) {
+        return e.code === 'ESRCH';
+      }
+    });
+    assert.equal(await notification('TOOLHOST_E2E_TERM').filter({ hasText: 'failed' }).count(), 0, 'no failure warning for a terminal the user closed');
+    await screenshot('terminal-closed');
+  });
+
+  test('a terminal closes when its command exits 0, and stays with the exit line after another code until a key', async () => {
+    const palette = async (title) => {
+      await page.locator('.sidebar .composite.title').first().click();
+      await runPalette(title);
+    };
+    const open = async (line, tag) => {
+      await palette('Toolhost: Run in Terminal');
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(line);
+      await input.press('Enter');
+      const term = page.locator(`.part.panel .terminal-wrapper.active:not([data-e2e])`);
+      await term.waitFor({ timeout: 30_000 });
+      await term.evaluate((el, t) => el.setAttribute('data-e2e', t), tag);
+      return page.locator(`.part.panel .terminal-wrapper[data-e2e="${tag}"]`);
+    };
+    const text = async (term) => (await term.locator('.xterm-rows').innerText()).replace(/\u00a0/g, ' ');
+
+    await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click(); // the Tools view
+    const ok = await open('env TOOLHOST_E2E_EXIT=0 sh', 'exit0');
+    await until('the prompt', async () => /[$#] *$/m.test(await text(ok)));
+    await ok.locator('.xterm-helper-textarea').focus();
+    await page.keyboard.type('exit');
+    await page.keyboard.press('Enter');
+    await rowShows('TOOLHOST_E2E_EXIT=0', 'completed');
+    await ok.waitFor({ state: 'detached', timeout: 30_000 });
+
+    const bad = await open('env TOOLHOST_E2E_EXIT=3 sh -c "echo bye-$((1+2)); exit 3"', 'exit3');
+    await until('the exit line and the prompt to close', async () => {
+      const t = await text(bad);
+      return t.includes('bye-3') && t.includes('[process exited with code 3]') && t.includes('Press any key to close the terminal.');
+    });
+    await rowShows('TOOLHOST_E2E_EXIT=3', 'failed (exit 3)');
+    await screenshot('terminal-exit-3');
+    await bad.locator('.xterm-helper-textarea').focus();
+    await page.keyboard.press('x');
+    await bad.waitFor({ state: 'detached', timeout: 30_000 });
   });
 
   test('a crashing server is restarted a bounded number of times, then the user is told', async () => {

@@ -14,6 +14,7 @@
 #  4. npm run package            the .vsix, with the server at bin/toolhost
 #  5. node --test e2e/           code-server + headless Chromium: recipe,
 #                                Tools view, progress, live output, cancel,
+#                                sh in a terminal (keys, resize, attach, close),
 #                                crash restarts
 set -uo pipefail
 

@@ -26,17 +26,22 @@ import {
   type LongRunningParams,
   LongRunningRequest,
   type LongRunningResult,
+  OutputNotification,
   ProgressRequest,
   ReadFileRequest,
   ReadOutputRequest,
+  ResizeRequest,
   StepTransitionNotification,
   type ToolResult,
   ToolResultNotification,
+  WriteInputRequest,
 } from './protocol';
-import { parseRecipe, Recipe, recipeParams } from './recipes';
+import { PtyOutputs } from './ptyStream';
+import { parseRecipe, Recipe, recipeParams, usesPty } from './recipes';
 import { RestartPolicy } from './restartPolicy';
 import { resolveServerPath } from './serverPath';
 import { initializationOptions, initializeFailure, refusedSetting } from './settings';
+import { HandleTerminal, type TerminalServer, type TerminalTarget } from './terminal';
 import { Node, ToolsView } from './toolsView';
 
 let toolhost: Toolhost | undefined;
@@ -65,6 +70,12 @@ class Toolhost implements vscode.Disposable {
   /** Handles the user cancelled: their end is no failure to warn about. */
   private readonly cancelledByUser = new Set<string>();
   private artifactsDir = '';
+  /** The place of each pty output notification in its artifact, for the terminals. */
+  private readonly outputs = new PtyOutputs();
+  /** The open terminals backed by handles. */
+  private readonly terminals = new Set<HandleTerminal>();
+  /** Recipes with a pty step: their progress is asked at each step, for Open Terminal. */
+  private readonly ptyRecipes = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly context: vscode.ExtensionContext) {
@@ -96,6 +107,8 @@ class Toolhost implements vscode.Disposable {
       this.model.onDidChange(() => this.updateStatus()),
       cmd('toolhost.runCommand', () => this.runCommand()),
       cmd('toolhost.runRecipe', () => this.runRecipe()),
+      cmd('toolhost.runInTerminal', () => this.runInTerminal()),
+      cmd('toolhost.openTerminal', (node?: Node) => this.openTerminal(node?.tool)),
       cmd('toolhost.cancel', (node?: Node) => this.cancel(node?.tool)),
       cmd('toolhost.openOutput', (node?: Node) => this.openOutput(node?.tool)),
       cmd('toolhost.refresh', () => this.refresh()),
@@ -157,11 +170,23 @@ class Toolhost implements vscode.Disposable {
     };
     const client = new ToolhostClient('toolhost', 'Toolhost', serverOptions, clientOptions);
     this.client = client;
-    client.onNotification(ToolResultNotification, (r) => this.toolResult(r));
-    client.onNotification(StepTransitionNotification, (p) => this.model.stepTransition(p));
+    client.onNotification(ToolResultNotification, (r) => {
+      this.toolResult(r);
+      // Every output notification of the handle came before this one.
+      if (r.handleId) this.outputs.forget(r.handleId);
+    });
+    client.onNotification(OutputNotification, (p) => this.outputs.output(p));
+    client.onNotification(StepTransitionNotification, (p) => {
+      this.model.stepTransition(p);
+      if (p.handleId && this.ptyRecipes.has(p.handleId)) void this.refreshHandle(client, p.handleId);
+    });
     client.onNotification(HeartbeatNotification, (p) => this.model.heartbeat(p));
     client.onDidChangeState((e) => {
-      if (e.newState !== State.Running) this.live.stopAll('the server stopped');
+      if (e.newState !== State.Running) {
+        this.live.stopAll('the server stopped');
+        for (const t of this.terminals) t.serverStopped();
+        this.outputs.clear();
+      }
       if (e.newState === State.Running) {
         this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';
         this.model.serverStarted(sandboxOf(client.initializeResult));
@@ -263,6 +288,84 @@ class Toolhost implements vscode.Disposable {
     await this.launch(client, recipeParams(pick.recipe));
   }
 
+  /**
+   * runInTerminal asks for a command line and runs it in a pseudo-terminal
+   * of the server's, shown in a VS Code terminal of its own.
+   */
+  private async runInTerminal(): Promise<void> {
+    this.ready();
+    const line = await vscode.window.showInputBox({
+      title: 'Toolhost: Run in Terminal',
+      prompt: 'A command line, run in a terminal: split like a shell would, run without one (type "sh" for a shell)',
+      placeHolder: 'sh',
+      ignoreFocusOut: true,
+      validateInput: (v) => {
+        try {
+          return splitArgv(v).length > 0 ? undefined : 'Type a command';
+        } catch (e) {
+          return errorText(e);
+        }
+      },
+    });
+    if (line === undefined) return;
+    const argv = splitArgv(line);
+    const label = line.trim();
+    this.openHandleTerminal(label, {
+      kind: 'start',
+      start: async (size) => {
+        const client = this.ready();
+        const params: LongRunningParams = { argv, label, pty: size, streamOutput: true };
+        const r = await client.sendRequest(LongRunningRequest, params);
+        this.outputs.expect(r.handleId);
+        this.model.started(r, label, undefined, params.pty);
+        return r;
+      },
+    });
+  }
+
+  /** openTerminal attaches a new terminal to a running handle that has a pseudo-terminal. */
+  private async openTerminal(tool: ToolView | undefined): Promise<void> {
+    if (!tool) return;
+    const client = this.ready();
+    await this.refreshHandle(client, tool.handleId);
+    const now = this.model.get(tool.handleId);
+    if (!now || now.status !== 'running' || !now.pty) {
+      void vscode.window.showInformationMessage(`Toolhost: "${tool.label}" is not running in a terminal now.`);
+      return;
+    }
+    this.openHandleTerminal(now.label, { kind: 'attach', handleId: now.handleId });
+  }
+
+  private openHandleTerminal(label: string, target: TerminalTarget): void {
+    const server: TerminalServer = {
+      read: (params, signal) => {
+        const client = this.ready();
+        const cts = new CancellationTokenSource();
+        signal.addEventListener('abort', () => cts.cancel(), { once: true });
+        return client.sendRequest(ReadOutputRequest, params, cts.token).finally(() => cts.dispose());
+      },
+      writeInput: (handleId, data) => this.ready().sendRequest(WriteInputRequest, { handleId, data }),
+      resize: (handleId, size) => this.ready().sendRequest(ResizeRequest, { handleId, ...size }),
+      cancel: (handleId) => this.cancelHandle(handleId),
+      outputs: this.outputs,
+      errorText,
+      log: (line) => this.serverLog.info(line),
+    };
+    const pty = new HandleTerminal(server, target, (t) => this.terminals.delete(t));
+    this.terminals.add(pty);
+    const terminal = vscode.window.createTerminal({ name: `Toolhost: ${label}`, pty, iconPath: new vscode.ThemeIcon('tools') });
+    terminal.show();
+  }
+
+  /** refreshHandle merges one handle's progress snapshot (for its pty); a failure changes nothing. */
+  private async refreshHandle(client: LanguageClient, handleId: string): Promise<void> {
+    try {
+      for (const p of progressHandles(await client.sendRequest(ProgressRequest, { handleId }))) this.model.progress(p);
+    } catch (e) {
+      this.serverLog.info(`progress of ${handleId}: ${errorText(e)}`);
+    }
+  }
+
   /** Starts a handle and shows a cancellable progress notification until it ends. */
   private async launch(client: LanguageClient, params: LongRunningParams): Promise<void> {
     const label = params.label ?? '';
@@ -278,7 +381,8 @@ class Toolhost implements vscode.Disposable {
       progressDone.dispose();
       throw e;
     }
-    const tool = this.model.started(started, label, params.sandbox);
+    const tool = this.model.started(started, label, params.sandbox, (params.argv?.length ?? 0) > 0 ? params.pty : undefined);
+    if (usesPty(params) && (params.argv?.length ?? 0) === 0) this.ptyRecipes.add(started.handleId);
     void vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Toolhost: ${tool.label}`, cancellable: true },
       (progress, token) =>
@@ -326,8 +430,13 @@ class Toolhost implements vscode.Disposable {
       if (!pick) return;
       tool = pick.tool;
     }
-    this.cancelledByUser.add(tool.handleId);
-    const params: CancelParams = { handleId: tool.handleId };
+    await this.cancelHandle(tool.handleId, client);
+  }
+
+  /** cancelHandle cancels a handle the user asked to stop: its end is no failure to warn about. */
+  private async cancelHandle(handleId: string, client = this.ready()): Promise<void> {
+    this.cancelledByUser.add(handleId);
+    const params: CancelParams = { handleId };
     const r = await client.sendRequest(CancelRequest, params);
     this.toolResult(r); // the same result the notification brings; applied once either way
   }
@@ -374,6 +483,8 @@ class Toolhost implements vscode.Disposable {
 
   private toolResult(r: ToolResult): void {
     const tool = this.model.toolResult(r);
+    this.ptyRecipes.delete(r.handleId ?? '');
+    for (const t of this.terminals) if (t.handleId === r.handleId) t.ended(r);
     if (!r.handleId || this.reported.has(r.handleId)) return;
     this.reported.add(r.handleId);
     const label = tool?.label ?? r.handleId;

@@ -2,6 +2,7 @@ import type {
   HeartbeatParams,
   LongRunningResult,
   Progress,
+  PtySize,
   Sandbox,
   SandboxApplied,
   SandboxCapability,
@@ -43,6 +44,12 @@ export interface ToolView {
    * offers none. Once the result is in, its sandbox says what was applied.
    */
   asked?: Sandbox;
+  /**
+   * Pty says the running step has a pseudo-terminal, as progress last said
+   * (or the request, for a command started with one): the Tools view then
+   * offers Open Terminal. Cleared once it ended.
+   */
+  pty?: boolean;
   result?: ToolResult;
 }
 
@@ -82,11 +89,12 @@ export class ToolsModel {
     this.sandbox = sandbox;
   }
 
-  /** Records longRunning's answer to a request that asked for sandbox. */
-  started(r: LongRunningResult, label: string, sandbox?: Sandbox): ToolView {
+  /** Records longRunning's answer to a request that asked for sandbox, and for pty when its argv runs in one. */
+  started(r: LongRunningResult, label: string, sandbox?: Sandbox, pty?: PtySize): ToolView {
     const t = this.ensure(r.handleId, r.commandId);
     t.label = label || r.command;
     t.asked = expectedSandbox(this.sandbox, sandbox);
+    if (!t.result && pty !== undefined) t.pty = pty !== false;
     t.startedAt = Date.parse(r.startedAt) || t.startedAt;
     this.fire(t);
     return t;
@@ -121,6 +129,7 @@ export class ToolsModel {
     const t = this.ensure(r.handleId, r.commandId);
     t.result = r;
     t.status = r.status;
+    t.pty = false;
     t.elapsedMs = r.durationMs;
     t.elapsedAt = this.now();
     if (r.steps && r.steps.length > 0) {
@@ -140,6 +149,7 @@ export class ToolsModel {
     t.stepName = p.stepName;
     t.currentStep = p.currentStep;
     t.totalSteps = p.totalSteps;
+    t.pty = p.status === 'running' && p.pty !== undefined && p.pty !== false;
     this.elapsed(t, p.elapsedMs);
     this.fire(t);
   }
@@ -150,6 +160,7 @@ export class ToolsModel {
       if (t.status === 'running') {
         t.status = 'cancelled';
         t.lost = true;
+        t.pty = false;
       }
     }
     this.fire(undefined);
@@ -324,4 +335,14 @@ export function describeStepView(s: StepView): string {
   if (s.exitCode !== undefined && s.exitCode !== null && s.exitCode !== 0) parts.push(`exit ${s.exitCode}`);
   if (s.durationMs !== undefined) parts.push(formatDuration(s.durationMs));
   return (isConfined(s.sandbox) ? `${LOCK} ` : '') + parts.join(' · ');
+}
+
+/**
+ * contextValue is what the menus of a handle's item match on:
+ * "toolhost.running" (Cancel), "toolhost.running.pty" (Cancel and Open
+ * Terminal) or "toolhost.done"; all offer Open Output.
+ */
+export function contextValue(t: Pick<ToolView, 'status' | 'pty' | 'lost'>): string {
+  if (t.status !== 'running' || t.lost) return 'toolhost.done';
+  return t.pty ? 'toolhost.running.pty' : 'toolhost.running';
 }

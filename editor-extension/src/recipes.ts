@@ -41,6 +41,14 @@ export function parseRecipe(text: string, file: string): Recipe {
       }
       step.env = s.env as Record<string, string | null>;
     }
+    if (s.pty !== undefined) {
+      const p = s.pty;
+      const size = (n: unknown) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 10000;
+      if (typeof p !== 'boolean' && !(isObject(p) && size(p.rows) && size(p.cols) && Object.keys(p).length === 2)) {
+        fail(`${at}.pty`, 'true, false or {"rows": 1-10000, "cols": 1-10000}');
+      }
+      step.pty = typeof p === 'boolean' ? p : { rows: (p as { rows: number }).rows, cols: (p as { cols: number }).cols };
+    }
     if (s.continueOnError !== undefined) {
       if (typeof s.continueOnError !== 'boolean') fail(`${at}.continueOnError`, 'a boolean');
       step.continueOnError = s.continueOnError as boolean;
@@ -48,6 +56,12 @@ export function parseRecipe(text: string, file: string): Recipe {
     return step;
   });
   return { label: raw.label as string, steps };
+}
+
+/** usesPty says a step of the recipe runs in a pseudo-terminal. */
+export function usesPty(params: LongRunningParams): boolean {
+  const on = (p: LongRunningParams['pty']) => p !== undefined && p !== false;
+  return (params.argv?.length ?? 0) > 0 ? on(params.pty) : (params.steps ?? []).some((s) => on(s.pty ?? params.pty));
 }
 
 /**

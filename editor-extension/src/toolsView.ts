@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { appliedConfinement, describeStepView, describeTool, StepView, toolTooltip, ToolsModel, ToolView } from './model';
+import { appliedConfinement, contextValue, describeStepView, describeTool, StepView, toolTooltip, ToolsModel, ToolView } from './model';
 
 /** A node of the Tools view: a handle, or one of its steps. */
 export type Node = { kind: 'tool'; tool: ToolView } | { kind: 'step'; tool: ToolView; step: StepView; index: number };
@@ -50,7 +50,7 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
     item.description = describeTool(t, this.model.elapsedNow(t));
     item.tooltip = new vscode.MarkdownString(toolTooltip(t).join('  \n'));
     item.iconPath = statusIcon(t);
-    item.contextValue = t.status === 'running' ? 'toolhost.running' : 'toolhost.done';
+    item.contextValue = contextValue(t);
     return item;
   }
 

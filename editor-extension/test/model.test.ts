@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeStatus, describeStep, formatDuration, ToolsModel } from '../src/model';
-import { parseRecipe, recipeParams } from '../src/recipes';
+import { contextValue, describeStatus, describeStep, formatDuration, ToolsModel } from '../src/model';
+import { parseRecipe, recipeParams, usesPty } from '../src/recipes';
 import { RestartPolicy } from '../src/restartPolicy';
 import type { ToolResult } from '../src/protocol';
 
@@ -75,6 +75,34 @@ test('parseRecipe accepts a recipe and names what is wrong in a bad one', () => 
   ];
   for (const [v, re] of bad) assert.throws(() => parseRecipe(JSON.stringify(v), 'r.json'), re);
   assert.throws(() => parseRecipe('{', 'r.json'), /r\.json: not JSON/);
+});
+
+test('parseRecipe takes a step\'s pty; usesPty says whether any step (or the argv) runs in one', () => {
+  const r = parseRecipe(JSON.stringify({ label: 'R', steps: [{ name: 'a', argv: ['true'] }, { name: 'b', argv: ['sh'], pty: { rows: 40, cols: 120 } }] }), 'r.json');
+  assert.deepEqual(r.steps[1], { name: 'b', argv: ['sh'], pty: { rows: 40, cols: 120 } });
+  assert.ok(usesPty(recipeParams(r)));
+  assert.ok(!usesPty(recipeParams(parseRecipe(JSON.stringify({ label: 'R', steps: [{ name: 'a', argv: ['true'], pty: false }] }), 'r.json'))));
+  assert.ok(usesPty({ argv: ['sh'], pty: true }));
+  assert.ok(!usesPty({ argv: ['sh'] }));
+  assert.ok(usesPty({ argv: [], pty: true, steps: [{ name: 'a', argv: ['true'] }] }), 'the request\'s pty is each step\'s default');
+  for (const pty of [{ rows: 0, cols: 80 }, { rows: 24 }, 'yes', { rows: 24, cols: 80, x: 1 }]) {
+    assert.throws(() => parseRecipe(JSON.stringify({ label: 'R', steps: [{ name: 'a', argv: ['t'], pty }] }), 'r.json'), /steps\[0\]\.pty must be/);
+  }
+});
+
+test('a handle offers Open Terminal while its step has a pty: from the request, then progress, never once ended', () => {
+  const m = new ToolsModel(() => 0);
+  const t = m.started({ handleId: 'h1', commandId: 'c1', pid: 1, processGroupId: 1, startedAt: '', command: 'sh' }, 'sh', undefined, { rows: 24, cols: 80 });
+  assert.equal(contextValue(t), 'toolhost.running.pty');
+  const snapshot = { handleId: 'h1', commandId: 'c1', label: 'sh', status: 'running' as const, pid: 1, currentStep: 0, totalSteps: 0, stepName: '', elapsedMs: 1, updatedAt: '', lastHeartbeatAt: null, outputBytes: 0, exitCode: null };
+  m.progress({ ...snapshot });
+  assert.equal(contextValue(m.get('h1')!), 'toolhost.running', 'progress says no pty now');
+  m.progress({ ...snapshot, pty: { rows: 30, cols: 90 } });
+  assert.equal(contextValue(m.get('h1')!), 'toolhost.running.pty');
+  m.toolResult(result({ handleId: 'h1', commandId: 'c1' }));
+  assert.equal(contextValue(m.get('h1')!), 'toolhost.done');
+  const plain = m.started({ handleId: 'h2', commandId: 'c2', pid: 2, processGroupId: 2, startedAt: '', command: 'true' }, 'true');
+  assert.equal(contextValue(plain), 'toolhost.running');
 });
 
 test('RestartPolicy restarts a bounded number of times within its window', () => {
