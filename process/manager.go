@@ -324,6 +324,16 @@ type Spec struct {
 	// Confine confines every step by the kernel (package sandbox); nil runs
 	// them unconfined.
 	Confine *Confinement
+	// Pty runs every step (unless its Step.Pty says otherwise) in a
+	// pseudo-terminal of this size; the zero Winsize, none. A step under
+	// a terminal leads a session of its own, with the terminal as its
+	// controlling terminal, stdin, stdout and stderr; its output goes to
+	// the capture's stdout, and streams as "pty". TERM is xterm-256color
+	// unless Env or the step's Env sets it.
+	Pty Winsize
+	// OpenStdin gives every step without a terminal a stdin pipe that
+	// WriteInput writes (Stdin must then be empty).
+	OpenStdin bool
 }
 
 // Confinement is how a command's processes are confined. Each process gets
@@ -354,6 +364,9 @@ type Step struct {
 	// Policy, if set, confines this step instead of Spec.Confine's policy
 	// (its limits and Require still apply). Ignored without Spec.Confine.
 	Policy *sandbox.Policy
+	// Pty, if set, is this step's terminal instead of Spec.Pty (a zero
+	// Winsize: none).
+	Pty *Winsize
 }
 
 // Observer receives a command's events. Each callback may be nil; they are
@@ -433,6 +446,10 @@ type Snapshot struct {
 	UpdatedAt, LastHeartbeatAt time.Time
 	OutputBytes                int64
 	ExitCode                   *int
+	// Pty is the running step's terminal size, zero when it has none.
+	Pty Winsize
+	// InputOpen says WriteInput reaches the running step.
+	InputOpen bool
 }
 
 // Start validates spec and starts it: the first (or only) process is forked
@@ -489,6 +506,9 @@ func (m *Manager) validate(spec *Spec) ([]Step, error) {
 	}
 	if err := checkEnvOverrides("env", spec.Env); err != nil {
 		return nil, err
+	}
+	if (spec.Pty.On() || spec.OpenStdin) && spec.Stdin != "" {
+		return nil, &InvalidError{Field: "stdin", Reason: "a command with pty or openStdin takes its input from writeInput"}
 	}
 	var steps []Step
 	prefix := ""

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolhost/toolhost/sandbox"
@@ -42,6 +43,14 @@ type Command struct {
 	stdout, stderr, events *lockedWriter
 	// stdin holds Spec.Stdin in an unlinked temporary file; nil when empty.
 	stdin *os.File
+	// anyPty says a step runs under a pseudo-terminal; set before the
+	// command is shared.
+	anyPty bool
+	// ptyStep says the running step has a terminal: its stdout is
+	// streamed as "pty". Written by spawnStep, read by the pumps.
+	ptyStep atomic.Bool
+	// input is the running step's terminal or open stdin (input.go).
+	input input
 	timer *time.Timer
 	// idleTimer enforces Spec.InactivityTimeout: one timer that re-arms
 	// itself for the rest of the idle time (checkIdle), so that output
@@ -118,6 +127,11 @@ func newCommand(m *Manager, seq uint64, spec Spec, steps []Step, obs Observer) *
 	}
 	if spec.Handle {
 		c.handleID = fmt.Sprintf("h-%d", seq)
+	}
+	for i := range steps {
+		if c.stepPty(i).On() {
+			c.anyPty = true
+		}
 	}
 	c.marker = m.nonce + "/" + c.id
 	if c.recipe {
@@ -229,6 +243,9 @@ func (c *Command) stepEnv(i int) ([]string, string, error) {
 	if c.tmpDir != "" && !setsVar("TMPDIR", c.spec.Env, s.Env) {
 		env["TMPDIR"] = c.tmpDir
 	}
+	if c.stepPty(i).On() && !setsVar("TERM", c.spec.Env, s.Env) {
+		env["TERM"] = "xterm-256color"
+	}
 	if cf := c.spec.Confine; cf != nil {
 		for k, v := range cf.DefaultEnv {
 			if _, ok := env[k]; !ok && !setsVar(k, c.spec.Env, s.Env) {
@@ -243,9 +260,28 @@ func (c *Command) stepEnv(i int) ([]string, string, error) {
 	return envList(env), path, nil
 }
 
+// stepPty returns step i's terminal size: zero for none, else its own or
+// the Spec's, or the size the latest Resize set.
+func (c *Command) stepPty(i int) Winsize {
+	size := c.spec.Pty
+	if p := c.steps[i].Pty; p != nil {
+		size = *p
+	}
+	if !size.On() {
+		return Winsize{}
+	}
+	c.input.mu.Lock()
+	defer c.input.mu.Unlock()
+	if c.input.size.On() {
+		return c.input.size
+	}
+	return size
+}
+
 // spawnStep forks step i.
 func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 	s := c.steps[i]
+	pty := c.stepPty(i)
 	if c.stdin != nil {
 		if _, err := c.stdin.Seek(0, 0); err != nil {
 			return nil, fmt.Errorf("stdin: %w", err)
@@ -257,8 +293,10 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 	defer c.mu.Unlock()
 	p, broken, err := spawnProc(spawnRequest{
 		path: path, argv: s.Argv, dir: s.Dir, env: env, stdin: c.stdin,
+		pty: pty, openStdin: c.spec.OpenStdin && !pty.On(),
 		stdout: c.stdout, stderr: c.stderr, events: c.events,
 		onExit: func(p *proc) {
+			c.input.endStep(p.input)
 			c.mu.Lock()
 			delete(c.mains, p.pid)
 			c.mu.Unlock()
@@ -278,6 +316,13 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 		return nil, err
 	}
 	p.step = i
+	c.ptyStep.Store(pty.On())
+	if pty.On() {
+		c.input.mu.Lock()
+		c.input.size = pty
+		c.input.mu.Unlock()
+	}
+	c.input.setStep(p.input, pty.On())
 	c.pid, c.pgid = p.pid, p.pgid
 	c.pgids = append(c.pgids, p.pgid)
 	c.mains[p.pid] = struct{}{}
@@ -441,9 +486,17 @@ func (c *Command) Snapshot() Snapshot {
 		s.Status = c.result.Status
 		s.Elapsed = c.result.Duration
 		s.ExitCode = c.result.ExitCode
-	} else {
-		s.Elapsed = time.Since(c.startedAt)
+		return s
 	}
+	s.Elapsed = time.Since(c.startedAt)
+	c.input.mu.Lock()
+	if c.input.f != nil {
+		s.InputOpen = true
+		if c.input.pty {
+			s.Pty = c.input.size
+		}
+	}
+	c.input.mu.Unlock()
 	return s
 }
 
@@ -578,8 +631,12 @@ func (c *Command) attribute(r int, groups []int) int {
 	return attrUnsure
 }
 
-// onOutput forwards streamed output to the observer.
+// onOutput forwards streamed output to the observer; a terminal's output,
+// which the capture keeps as stdout, streams as "pty".
 func (c *Command) onOutput(stream string, p []byte) {
+	if stream == "stdout" && c.ptyStep.Load() {
+		stream = "pty"
+	}
 	data := slices.Clone(p) // the capture may reuse p
 	c.emit(func() { c.obs.OnOutput(stream, data) })
 }

@@ -55,8 +55,12 @@ type proc struct {
 	// eof is closed when the last pump has stopped (EOF, or forced).
 	eof     chan struct{}
 	pending atomic.Int32
-	// readers are the parent's read ends; each pump closes its own.
+	// readers are the parent's read ends; each pump closes its own. Under
+	// a terminal, the master is the first (and input, below, too).
 	readers []*os.File
+	// input is what WriteInput writes: the terminal's master, or the
+	// write end of an open stdin; nil when the process takes no input.
+	input *os.File
 
 	// step is the recipe step the process runs (0 for a plain command).
 	step int
@@ -73,6 +77,13 @@ type spawnRequest struct {
 	dir   string
 	env   []string
 	stdin *os.File // nil: the null device
+	// pty, when On, runs the process in a new session on a
+	// pseudo-terminal of that size: stdin, stdout and stderr are the
+	// terminal, and its master's bytes go to stdout.
+	pty Winsize
+	// openStdin gives the process a stdin pipe whose write end is
+	// proc.input (without pty).
+	openStdin bool
 	// stdout, stderr and events receive the pipes' bytes; they must be
 	// safe for use by several pumps at once.
 	stdout, stderr, events io.Writer
@@ -95,39 +106,74 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 	var (
 		files   []*os.File // every pipe end, for cleanup on failure
 		readers []*os.File
-		writers []*os.File
+		writers []*os.File // the child's ends, closed once it is forked
+		input   *os.File
+		stdin   = req.stdin
 	)
 	closeAll := func() {
 		for _, f := range files {
 			_ = f.Close()
 		}
 	}
-	for range 3 {
-		r, w, err := os.Pipe()
-		if err != nil {
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err != nil {
 			closeAll()
-			return nil, false, &SpawnError{Argv0: req.argv[0], Reason: "pipe: " + err.Error(), Err: err}
+			return nil, nil, &SpawnError{Argv0: req.argv[0], Reason: "pipe: " + err.Error(), Err: err}
 		}
 		files = append(files, r, w)
-		readers = append(readers, r)
-		writers = append(writers, w)
+		return r, w, nil
 	}
+	// outs are where the readers' bytes go, in order.
+	var outs []io.Writer
+	var stdout, stderr *os.File
+	if req.pty.On() {
+		master, slave, err := openPty(req.pty)
+		if err != nil {
+			return nil, false, &SpawnError{Argv0: req.argv[0], Reason: err.Error(), Err: err}
+		}
+		files = append(files, master, slave)
+		readers, outs = append(readers, master), append(outs, req.stdout)
+		writers = append(writers, slave)
+		stdin, stdout, stderr, input = slave, slave, slave, master
+	} else {
+		for _, out := range []io.Writer{req.stdout, req.stderr} {
+			r, w, err := pipe()
+			if err != nil {
+				return nil, false, err
+			}
+			readers, outs, writers = append(readers, r), append(outs, out), append(writers, w)
+		}
+		stdout, stderr = writers[0], writers[1]
+		if req.openStdin {
+			r, w, err := pipe()
+			if err != nil {
+				return nil, false, err
+			}
+			writers = append(writers, r)
+			stdin, input = r, w
+		}
+	}
+	er, ew, err := pipe()
+	if err != nil {
+		return nil, false, err
+	}
+	readers, outs, writers = append(readers, er), append(outs, req.events), append(writers, ew)
 	newCmd := func(cg *cgroup) *exec.Cmd {
 		cmd := &exec.Cmd{
 			Path:        req.path,
 			Args:        req.argv,
 			Env:         req.env,
 			Dir:         req.dir,
-			Stdout:      writers[0],
-			Stderr:      writers[1],
-			ExtraFiles:  []*os.File{writers[2]}, // fd 3: TOOLHOST_EVENTS_FD
-			SysProcAttr: sysProcAttr(),
+			Stdout:      stdout,
+			Stderr:      stderr,
+			ExtraFiles:  []*os.File{ew}, // fd 3: TOOLHOST_EVENTS_FD
+			SysProcAttr: sysProcAttr(req.pty.On()),
 		}
 		if cg != nil {
 			cg.setFD(cmd.SysProcAttr)
 		}
-		if req.stdin != nil {
-			cmd.Stdin = req.stdin
+		if stdin != nil {
+			cmd.Stdin = stdin
 		}
 		// A nil cmd.Stdin is the null device: a child reading stdin gets EOF.
 		return cmd
@@ -150,6 +196,9 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 		for _, r := range readers {
 			_ = r.Close()
 		}
+		if input != nil {
+			_ = input.Close()
+		}
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			return nil, false, err
 		}
@@ -158,18 +207,18 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 	p = &proc{
 		cmd:     cmd,
 		pid:     cmd.Process.Pid,
-		pgid:    cmd.Process.Pid, // Setpgid with Pgid 0: the child leads its group
+		pgid:    cmd.Process.Pid, // Setpgid with Pgid 0, or Setsid: the child leads its group
 		started: time.Now(),
 		exited:  make(chan struct{}),
 		eof:     make(chan struct{}),
 		readers: readers,
+		input:   input,
 	}
 	if sb != nil {
 		rep := sb.Report()
 		p.report = &rep
 	}
 	p.pending.Store(int32(len(readers)))
-	outs := []io.Writer{req.stdout, req.stderr, req.events}
 	for i, r := range readers {
 		owner.Go(func() { p.pump(r, outs[i], req.logger) })
 	}

@@ -24,7 +24,10 @@ func growPipe(r *os.File) {
 }
 
 // sysProcAttr puts the child in a process group of its own, led by itself,
-// and asks the kernel to SIGKILL it if its parent dies.
+// and asks the kernel to SIGKILL it if its parent dies. Under a terminal
+// (tty) the child leads a new session instead, and so a new group, with
+// its stdin (fd 0, the terminal's slave) as its controlling terminal:
+// Setpgid would fail on a session leader, so it is not set.
 //
 // Pdeathsig fires when the OS *thread* that forked the child exits, not the
 // process. Go's runtime never retires an ordinary thread, but it does end
@@ -32,6 +35,9 @@ func growPipe(r *os.File) {
 // Children are therefore always forked from a fresh goroutine (see
 // forkOnFreshGoroutine), which never holds such a lock; never fork from a
 // goroutine that locks its thread and then exits.
-func sysProcAttr() *syscall.SysProcAttr {
+func sysProcAttr(tty bool) *syscall.SysProcAttr {
+	if tty {
+		return &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+	}
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

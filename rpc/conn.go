@@ -404,7 +404,7 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 		return
 	}
 	if h.inline {
-		res, e := s.run(ctx, m.method, h, m.params)
+		res, e := s.run(ctx, m.method, func() ([]byte, error) { return h.serve(ctx, s.session, m.params) })
 		s.reply(req, res, e)
 		return
 	}
@@ -417,9 +417,25 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	}
 	s.handlers.Add(1)
 	s.mu.Unlock()
+	work := func() ([]byte, error) { return h.serve(ctx, s.session, m.params) }
+	if h.ordered != nil {
+		// The first part runs here, in wire order; the rest concurrently.
+		var rest func(context.Context) ([]byte, error)
+		_, e := s.run(ctx, m.method, func() ([]byte, error) {
+			var err error
+			rest, err = h.ordered(ctx, s.session, m.params)
+			return nil, err
+		})
+		if e != nil {
+			s.reply(req, nil, e)
+			s.handlers.Done()
+			return nil
+		}
+		work = func() ([]byte, error) { return rest(ctx) }
+	}
 	return func() {
 		defer s.handlers.Done()
-		res, e := s.run(ctx, m.method, h, m.params)
+		res, e := s.run(ctx, m.method, work)
 		s.reply(req, res, e)
 	}
 }
@@ -427,9 +443,9 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 // requestKey is the context key of the *request a handler serves.
 type requestKey struct{}
 
-// run runs a handler, turning a panic into -32603 and an error returned
-// once the request was cancelled into -32800.
-func (s *Server) run(ctx context.Context, method string, h *method, params []byte) (res []byte, err *Error) {
+// run runs (part of) a handler, turning a panic into -32603 and an error
+// returned once the request was cancelled into -32800.
+func (s *Server) run(ctx context.Context, method string, serve func() ([]byte, error)) (res []byte, err *Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("handler panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
@@ -437,7 +453,7 @@ func (s *Server) run(ctx context.Context, method string, h *method, params []byt
 		}
 	}()
 	start := time.Now()
-	out, herr := h.serve(ctx, s.session, params)
+	out, herr := serve()
 	s.log.Debug("request", "method", method, "duration", time.Since(start), "err", herr)
 	if herr != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && !errors.Is(herr, ErrRequestCancelled) {

@@ -12,6 +12,10 @@ type method struct {
 	serve func(ctx context.Context, s *Session, params []byte) ([]byte, error)
 	// inline methods never block: they run on the read loop.
 	inline bool
+	// ordered, if set, replaces serve: its first part runs on the read
+	// loop, in wire order, and returns the rest, which runs on a goroutine
+	// of its own.
+	ordered func(ctx context.Context, s *Session, params []byte) (rest func(context.Context) ([]byte, error), err error)
 }
 
 // notificationHandler decodes a notification's params and handles it.
@@ -49,6 +53,33 @@ func Handle[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.Context
 // it wait that long.
 func HandleInline[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.Context, s *Session, p *P) (*R, error)) {
 	t.methods[rt.Method()] = &method{serve: typed(h), inline: true}
+}
+
+// HandleOrdered is Handle for a request whose effect must follow the wire
+// order of the requests before it (writeInput: bytes reach the command in
+// the order the requests arrived). first runs on the read loop, in wire
+// order, and must not block: it checks the params and takes the request's
+// place (a turn in a queue, say); the rest it returns runs on a goroutine
+// of its own, as a Handle handler does, and answers the request. An error
+// from first answers at once.
+func HandleOrdered[P, R any](t *Table, rt RequestType[P, R], first func(ctx context.Context, s *Session, p *P) (rest func(context.Context) (*R, error), err error)) {
+	t.methods[rt.Method()] = &method{ordered: func(ctx context.Context, s *Session, params []byte) (func(context.Context) ([]byte, error), error) {
+		var p P
+		if err := decodeParams(params, &p, true); err != nil {
+			return nil, err
+		}
+		rest, err := first(ctx, s, &p)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) ([]byte, error) {
+			r, err := rest(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(r)
+		}, nil
+	}}
 }
 
 // typed wraps a typed handler in the decoding and encoding of its types.

@@ -20,6 +20,19 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunn
 	if err != nil {
 		return nil, err
 	}
+	if p.Pty != nil {
+		if spec.Pty, err = ptySize("pty", p.Pty); err != nil {
+			return nil, err
+		}
+	}
+	spec.OpenStdin = p.OpenStdin
+	anyPty := spec.Pty.On()
+	for _, st := range spec.Steps {
+		anyPty = anyPty || (st.Pty != nil && st.Pty.On())
+	}
+	if (anyPty || p.OpenStdin) && p.Stdin != nil {
+		return nil, rpc.InvalidParams("stdin", "a command with pty or openStdin takes its input from writeInput")
+	}
 	spec.Handle = true
 	spec.Label = p.Label
 	spec.StreamOutput = p.StreamOutput

@@ -37,8 +37,10 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutpu
 	case "":
 		stream = rpc.OutputStreamOutput
 	case rpc.OutputStreamOutput, rpc.OutputStreamStdout, rpc.OutputStreamStderr:
+	case rpc.OutputStreamPty:
+		stream = rpc.OutputStreamStdout // a terminal's output is kept as stdout
 	default:
-		return nil, rpc.InvalidParams("stream", `must be "output", "stdout" or "stderr", not %q`, stream)
+		return nil, rpc.InvalidParams("stream", `must be "output", "stdout", "stderr" or "pty", not %q`, stream)
 	}
 	maxBytes := int64(defaultOutputReadBytes)
 	if p.MaxBytes != nil {

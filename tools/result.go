@@ -72,7 +72,13 @@ func progressOf(s process.Snapshot) rpc.Progress {
 		t := s.LastHeartbeatAt.UTC()
 		hb = &t
 	}
+	var pty *rpc.PtySize
+	if s.Pty.On() {
+		pty = &rpc.PtySize{Rows: s.Pty.Rows, Cols: s.Pty.Cols}
+	}
 	return rpc.Progress{
+		Pty:             pty,
+		InputOpen:       s.InputOpen,
 		HandleID:        s.HandleID,
 		CommandID:       s.CommandID,
 		Label:           s.Label,

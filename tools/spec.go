@@ -87,7 +87,40 @@ func stepsSpec(ws *workspace.Workspace, spec *process.Spec, steps []rpc.StepSpec
 			dir = d
 		}
 		env := mergeEnv(spec.Env, st.Env)
-		spec.Steps = append(spec.Steps, process.Step{Name: st.Name, Argv: st.Argv, Dir: dir, Env: env, ContinueOnError: st.ContinueOnError})
+		step := process.Step{Name: st.Name, Argv: st.Argv, Dir: dir, Env: env, ContinueOnError: st.ContinueOnError}
+		if st.Pty != nil {
+			size, err := ptySize(field+".pty", st.Pty)
+			if err != nil {
+				return err
+			}
+			step.Pty = &size
+		}
+		spec.Steps = append(spec.Steps, step)
+	}
+	return nil
+}
+
+// maxPtySide bounds a terminal's rows and columns.
+const maxPtySide = 10000
+
+// ptySize checks a terminal size from the wire; false is the zero size.
+func ptySize(field string, p *rpc.PtySize) (process.Winsize, error) {
+	if !p.On() {
+		return process.Winsize{}, nil
+	}
+	if err := checkSide(field+".rows", p.Rows); err != nil {
+		return process.Winsize{}, err
+	}
+	if err := checkSide(field+".cols", p.Cols); err != nil {
+		return process.Winsize{}, err
+	}
+	return process.Winsize{Rows: p.Rows, Cols: p.Cols}, nil
+}
+
+// checkSide checks one side of a terminal.
+func checkSide(field string, n int) error {
+	if n < 1 || n > maxPtySide {
+		return rpc.InvalidParams(field, "must be between 1 and %d, not %d", maxPtySide, n)
 	}
 	return nil
 }

@@ -1,5 +1,6 @@
 // Package tools serves toolhost's methods: runCommand, longRunning, cancel,
-// wait, readOutput, readFile, writeFile and progress, one file each. It turns wire params
+// wait, readOutput, readFile, writeFile and progress, one file each, and
+// writeInput, resize and signal (input.go). It turns wire params
 // into calls on the workspace and process packages and their results and
 // events back into wire types and notifications.
 package tools
@@ -137,6 +138,9 @@ func (t *Tools) Register(tab *rpc.Table) {
 	rpc.HandleInline(tab, rpc.ProgressRequest, t.progress) // a snapshot under a lock
 	rpc.Handle(tab, rpc.WaitRequest, t.wait)
 	rpc.Handle(tab, rpc.ReadOutputRequest, t.readOutput)
+	rpc.HandleOrdered(tab, rpc.WriteInputRequest, t.writeInput)
+	rpc.HandleInline(tab, rpc.ResizeRequest, t.resize) // an ioctl
+	rpc.HandleInline(tab, rpc.SignalRequest, t.signal) // a kill(2)
 	rpc.HandleNotification(tab, rpc.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
 	tab.Sends(rpc.NotifyToolResult, rpc.NotifyStepTransition, rpc.NotifyHeartbeat, rpc.NotifyOutput,
 		rpc.NotifyProgress, rpc.NotifyLogMessage)

@@ -1,0 +1,119 @@
+package tools
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+
+	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// writeInput writes to a handle's terminal or open stdin. Its first part
+// runs in wire order and takes the handle's next turn, so that writes reach
+// the command in the order the requests arrived; the write itself waits
+// for the command to read, cancellable, and does not detach: a client that
+// keeps writing to a command that does not read stops being read once 32
+// requests wait, so the server holds at most their params.
+func (t *Tools) writeInput(_ context.Context, s *rpc.Session, p *rpc.WriteInputParams) (func(context.Context) (*rpc.WriteInputResult, error), error) {
+	if p.HandleID == "" {
+		return nil, rpc.InvalidParams("handleId", "required")
+	}
+	var data []byte
+	switch p.Encoding {
+	case "", rpc.EncodingUTF8:
+		data = []byte(p.Data)
+	case rpc.EncodingBase64:
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(p.Data); err != nil {
+			return nil, rpc.InvalidParams("data", "not valid base64: %v", err)
+		}
+	default:
+		return nil, rpc.InvalidParams("encoding", `must be "utf-8" or "base64", not %q`, p.Encoding)
+	}
+	cmd, err := t.lookup(p.HandleID)
+	if err != nil {
+		return nil, err
+	}
+	turn, err := cmd.InputTurn()
+	if err != nil {
+		return nil, inputError(p.HandleID, err)
+	}
+	return func(ctx context.Context) (*rpc.WriteInputResult, error) {
+		n, err := cmd.WriteInput(ctx, turn, data, p.EOF)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodWriteInput, HandleID: p.HandleID, Reason: err.Error()},
+					"request cancelled: %v", err)
+			}
+			return nil, inputError(p.HandleID, err)
+		}
+		return &rpc.WriteInputResult{BytesWritten: int64(n)}, nil
+	}, nil
+}
+
+// resize sets a handle's terminal size.
+func (t *Tools) resize(_ context.Context, _ *rpc.Session, p *rpc.ResizeParams) (*rpc.ResizeResult, error) {
+	if p.HandleID == "" {
+		return nil, rpc.InvalidParams("handleId", "required")
+	}
+	if err := checkSide("rows", p.Rows); err != nil {
+		return nil, err
+	}
+	if err := checkSide("cols", p.Cols); err != nil {
+		return nil, err
+	}
+	cmd, err := t.lookup(p.HandleID)
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Resize(process.Winsize{Rows: p.Rows, Cols: p.Cols}); err != nil {
+		return nil, inputError(p.HandleID, err)
+	}
+	return &rpc.ResizeResult{}, nil
+}
+
+// signal sends a signal to a handle's foreground process group.
+func (t *Tools) signal(_ context.Context, _ *rpc.Session, p *rpc.SignalParams) (*rpc.SignalResult, error) {
+	if p.HandleID == "" {
+		return nil, rpc.InvalidParams("handleId", "required")
+	}
+	sig, err := process.LookupSignal(p.Signal)
+	if err != nil {
+		return nil, rpc.InvalidParams("signal", "%v", err)
+	}
+	cmd, err := t.lookup(p.HandleID)
+	if err != nil {
+		return nil, err
+	}
+	pgrp, err := cmd.Signal(sig)
+	if err != nil {
+		return nil, inputError(p.HandleID, err)
+	}
+	return &rpc.SignalResult{ProcessGroupID: pgrp}, nil
+}
+
+// lookup returns a handle's command, or HandleNotFound.
+func (t *Tools) lookup(handleID string) (*process.Command, error) {
+	_, mgr := t.state()
+	cmd, ok := mgr.Lookup(handleID)
+	if !ok {
+		return nil, handleNotFound(handleID)
+	}
+	return cmd, nil
+}
+
+// inputError maps an error of a handle's input, terminal or signals.
+func inputError(handleID string, err error) error {
+	var nr *process.NotRunningError
+	switch {
+	case errors.As(err, &nr):
+		return rpc.NewError(rpc.CodeNotRunning, &rpc.ErrorData{HandleID: handleID, Status: rpc.Status(nr.Status), Reason: nr.Reason},
+			"not running: %s", nr.Reason)
+	case errors.Is(err, process.ErrNoInput):
+		return rpc.InvalidParams("handleId", "%s was started without pty or openStdin: it takes no input", handleID)
+	case errors.Is(err, process.ErrNoTerminal):
+		return rpc.InvalidParams("handleId", "%s was started without pty: it has no terminal to resize", handleID)
+	}
+	return rpc.NewError(rpc.CodeInternalError, &rpc.ErrorData{HandleID: handleID, Reason: err.Error()}, "%v", err)
+}
