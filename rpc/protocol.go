@@ -12,6 +12,7 @@ package rpc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -429,17 +430,27 @@ func (p *PtySize) UnmarshalJSON(b []byte) error {
 		*p = PtySize{}
 		return nil
 	}
-	var v struct {
-		Rows *int `json:"rows"`
-		Cols *int `json:"cols"`
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return errors.New("must be true, false or {rows, cols}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("pty is true, false or {rows, cols}: %w", err)
+	var v struct{ Rows, Cols *int }
+	for k, raw := range m {
+		var dst **int
+		switch k {
+		case "rows":
+			dst = &v.Rows
+		case "cols":
+			dst = &v.Cols
+		default:
+			return fmt.Errorf("must be true, false or {rows, cols}: unknown member %q", k)
+		}
+		if err := json.Unmarshal(raw, dst); err != nil || *dst == nil {
+			return fmt.Errorf("%s must be an integer", k)
+		}
 	}
 	if v.Rows == nil || v.Cols == nil {
-		return fmt.Errorf("pty needs both rows and cols")
+		return errors.New("needs both rows and cols")
 	}
 	*p = PtySize{Rows: *v.Rows, Cols: *v.Cols}
 	return nil

@@ -38,9 +38,9 @@ type watcher struct {
 	ended bool
 	// carry holds the bytes of a rune split across output chunks, per
 	// stream (OnOutput is called in order for one stream).
-	carry [2][]byte
+	carry [len(streams)][]byte
 
-	seq [2]atomic.Int64 // output seq per stream
+	seq [len(streams)]atomic.Int64 // output seq per stream
 }
 
 // newWatcher returns a watcher; token may be nil.
@@ -151,10 +151,18 @@ func (w *watcher) onHeartbeat(ev process.HeartbeatEvent) {
 	}})
 }
 
+// streams are the output streams, in the order of per-stream arrays: each
+// has its own seq, "pty" too, though a terminal's bytes are kept in
+// stdout.log.
+var streams = [...]rpc.Stream{rpc.StreamStdout, rpc.StreamStderr, rpc.StreamPty}
+
 // streamIndex returns the index of a stream in per-stream arrays.
 func streamIndex(stream string) int {
-	if stream == string(rpc.StreamStderr) {
+	switch rpc.Stream(stream) {
+	case rpc.StreamStderr:
 		return 1
+	case rpc.StreamPty:
+		return 2
 	}
 	return 0
 }
@@ -203,12 +211,12 @@ func (w *watcher) finish(res rpc.ToolResult) {
 	}
 	w.ended = true
 	carry := w.carry
-	w.carry = [2][]byte{}
+	w.carry = [len(streams)][]byte{}
 	token, begun := w.token, w.begun
 	w.mu.Unlock()
 	for i, c := range carry {
 		if len(c) > 0 {
-			w.sendOutput([]string{"stdout", "stderr"}[i], c)
+			w.sendOutput(string(streams[i]), c)
 		}
 	}
 	if token != nil && begun {

@@ -1456,8 +1456,9 @@ export const ReadOutputRequest = new RequestType<ReadOutputParams, ReadOutputRes
  * Writes reach the command in the order the requests arrive, across
  * requests. It answers once the command's input has taken every byte:
  * a command that does not read makes it wait, cancellable with
- * $/cancelRequest (bytesWritten then says how many went in), while the
- * requests after it for the same handle wait their turn.
+ * $/cancelRequest (the error's data.reason then says how many bytes
+ * went in), while the requests after it for the same handle wait their
+ * turn.
  *
  * Errors:
  *   - [CodeInvalidParams]: handleId missing, an encoding that is not

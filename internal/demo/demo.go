@@ -141,6 +141,10 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 		return err
 	}
 
+	if err := d.ptyShell(ctx, results); err != nil {
+		return err
+	}
+
 	p.say("\nEnd the session:")
 	if err := d.call(rpc.MethodShutdown, nil, nil); err != nil {
 		return err
