@@ -66,12 +66,21 @@ func TestPtyIsATerminal(t *testing.T) {
 			t.Errorf("%s: stdout %q, want %q", c.name, got, c.want)
 		}
 		if c.tty {
+			// One stream: stdoutPath and outputPath hold the same bytes,
+			// stderrPath is empty, and so is the inline stderr.
 			a := res.Artifacts
-			if a.StdoutPath != a.OutputPath || a.StderrPath != "" || res.Stderr != "" {
-				t.Errorf("%s: a PTY's artifacts: stdoutPath %q, outputPath %q, stderrPath %q, stderr %q; want stdoutPath = outputPath and no stderr", c.name, a.StdoutPath, a.OutputPath, a.StderrPath, res.Stderr)
+			files := map[string]string{"stdoutPath": a.StdoutPath, "outputPath": a.OutputPath, "stderrPath": a.StderrPath}
+			want := map[string]string{"stdoutPath": c.want, "outputPath": c.want, "stderrPath": ""}
+			got := map[string]string{}
+			for k, path := range files {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Errorf("%s: %s: %v", c.name, k, err)
+				}
+				got[k] = string(b)
 			}
-			if b, err := os.ReadFile(a.OutputPath); err != nil || string(b) != c.want {
-				t.Errorf("%s: outputPath holds %q (%v), want %q", c.name, b, err, c.want)
+			if diff := cmp.Diff(want, got); diff != "" || res.Stderr != "" {
+				t.Errorf("%s: a PTY's artifacts, stderr %q, mismatch (-want +got):\n%s", c.name, res.Stderr, diff)
 			}
 		}
 	}
@@ -90,7 +99,7 @@ func TestPtyInteractiveShell(t *testing.T) {
 		t.Errorf("progress of a PTY shell: %+v; pty mismatch (-want +got):\n%s", pr, diff)
 	}
 	tm.send("echo hi\r")
-	if got := tm.expect("hi\r\n"); got != "echo hi\r\nhi\r\n" {
+	if got := tm.expect("\nhi\r\n"); got != "echo hi\r\nhi\r\n" {
 		t.Errorf("the terminal showed %q, want the echoed line then the answer", got)
 	}
 	tm.expect(ptyPrompt)
@@ -178,8 +187,14 @@ func TestPtyCtrlCInterruptsTheForegroundJob(t *testing.T) {
 	}
 }
 
-// counterScript prints "n 1", "n 2", … every 10 ms, forever.
-const counterScript = `i=0; while :; do i=$((i+1)); echo "n $i"; sleep 0.01; done`
+// counterScript prints "n 1", "n 2", … every 10 ms, forever, in one
+// process: a shell loop forks, and a shell stopped while it waits for a
+// vfork'd child to exec stays in state D.
+const counterScript = `import itertools, time
+for i in itertools.count(1):
+    print("n", i, flush=True)
+    time.sleep(0.01)
+`
 
 // lastCount returns the highest "n N" in out.
 func lastCount(out string) int {
@@ -223,9 +238,11 @@ func TestPtySIGTSTPThenSIGCONT(t *testing.T) {
 	t.Parallel()
 	t.Run("openStdin", func(t *testing.T) {
 		t.Parallel()
+		py := sbPython(t)
 		s := start(t, options{})
 		s.initialize(nil)
-		h := s.longRun(map[string]any{"argv": []string{"sh", "-c", counterScript}, "openStdin": true, "streamOutput": true})
+		progWriteFile(t, s.root, "counter.py", []byte(counterScript))
+		h := s.longRun(map[string]any{"argv": []string{py, "counter.py"}, "openStdin": true, "streamOutput": true})
 		tm := s.newTerm(h.HandleID, rpc.StreamStdout)
 		tm.expect("n 3\n")
 		var r rpc.SignalResult
@@ -242,10 +259,12 @@ func TestPtySIGTSTPThenSIGCONT(t *testing.T) {
 	})
 	t.Run("pty job", func(t *testing.T) {
 		t.Parallel()
+		py := sbPython(t)
 		s := start(t, options{})
 		s.initialize(nil)
+		progWriteFile(t, s.root, "counter.py", []byte(counterScript))
 		h, tm := s.ptyShell(24, 80, nil)
-		tm.send("sh -c '" + counterScript + "'\r")
+		tm.send(py + " counter.py\r")
 		tm.expect("n 3\r\n")
 		var r rpc.SignalResult
 		s.mustCall("signal", map[string]any{"handleId": h.HandleID, "signal": "SIGTSTP"}, &r)
