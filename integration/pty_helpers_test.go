@@ -4,7 +4,6 @@ package integration
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,22 +36,6 @@ type term struct {
 // newTerm follows handle's output notifications of stream.
 func (s *server) newTerm(handle string, stream rpc.Stream) *term {
 	return &term{s: s, handle: handle, stream: stream}
-}
-
-// decodeOutput returns an output notification's bytes. It does not fail
-// the test itself: it runs under the harness's lock, in waitFor's match.
-func decodeOutput(o rpc.OutputParams) ([]byte, error) {
-	switch o.Encoding {
-	case "", rpc.EncodingUTF8:
-		return []byte(o.Data), nil
-	case rpc.EncodingBase64:
-		b, err := base64.StdEncoding.DecodeString(o.Data)
-		if err != nil {
-			return nil, fmt.Errorf("output seq %d: bad base64: %w", o.Seq, err)
-		}
-		return b, nil
-	}
-	return nil, fmt.Errorf("output seq %d: unknown encoding %q", o.Seq, o.Encoding)
 }
 
 // expect waits until the output not yet consumed contains text, consumes
@@ -129,30 +112,6 @@ func (s *server) writeInput(handle, data string) {
 	s.mustCall("writeInput", map[string]any{"handleId": handle, "data": data}, &r)
 	if r.BytesWritten != int64(len(data)) {
 		s.t.Fatalf("writeInput of %d bytes answered bytesWritten %d", len(data), r.BytesWritten)
-	}
-}
-
-// awaitStream waits until the handle's streamed output on stream has
-// contained text.
-func (s *server) awaitStream(handle string, stream rpc.Stream, text string) {
-	s.t.Helper()
-	var seen []byte
-	var bad error
-	s.waitFor(0, fmt.Sprintf("%s output %q of %s", stream, text, handle), func(m msg) bool {
-		var o rpc.OutputParams
-		if m.Method != rpc.NotifyOutput || json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle || o.Stream != stream {
-			return false
-		}
-		b, err := decodeOutput(o)
-		if err != nil {
-			bad = err
-			return true
-		}
-		seen = append(seen, b...)
-		return bytes.Contains(seen, []byte(text))
-	})
-	if bad != nil {
-		s.t.Fatalf("%s: %v", handle, bad)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolhost/toolhost/client"
 	"github.com/toolhost/toolhost/rpc"
 )
 
@@ -415,5 +416,41 @@ func TestPtyFullScreenProgram(t *testing.T) {
 	res := s.toolResultOf(h.HandleID)
 	if diff := cmp.Diff(ending{Status: "completed", Success: true, ExitCode: ptr(0)}, endingOf(res)); diff != "" {
 		t.Errorf("toolResult mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestPtyFirstOutputIsOnThePtyStream starts 100 commands under a PTY at
+// once, each printing at its start, and checks that every output
+// notification of each, the very first included, is on the "pty" stream
+// and that each handle's output is whole: a command's first bytes can
+// reach the server before it has finished starting the command.
+func TestPtyFirstOutputIsOnThePtyStream(t *testing.T) {
+	t.Parallel()
+	s := start(t, options{args: []string{"--max-processes", "200"}})
+	s.initialize(nil)
+	var sent []*client.Pending
+	for range 100 {
+		sent = append(sent, s.request("longRunning", map[string]any{"argv": []string{"echo", "first"}, "pty": true, "streamOutput": true}))
+	}
+	for i, p := range sent {
+		var h rpc.LongRunningResult
+		if e := s.answer(p, &h); e != nil {
+			t.Fatalf("longRunning %d: %v", i, e)
+		}
+		res := s.toolResultOf(h.HandleID)
+		var got []byte
+		for _, o := range progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID)) {
+			if o.Stream != rpc.StreamPty {
+				t.Errorf("%s: output on stream %q under a PTY: %+v", h.HandleID, o.Stream, o)
+			}
+			b, err := decodeOutput(o)
+			if err != nil {
+				t.Fatalf("%s: %v", h.HandleID, err)
+			}
+			got = append(got, b...)
+		}
+		if string(got) != "first\r\n" || res.Stdout != "first\r\n" {
+			t.Errorf("%s: streamed %q, toolResult stdout %q; want %q", h.HandleID, got, res.Stdout, "first\r\n")
+		}
 	}
 }
