@@ -36,6 +36,8 @@ var figures = []figure{
 	{"yield", (*bench).yieldOverhead},
 	{"output", (*bench).output},
 	{"handles", (*bench).handles},
+	{"pty-echo", (*bench).ptyEcho},
+	{"pty-output", (*bench).ptyOutput},
 }
 
 // server is a toolhost session the bench drives.
