@@ -454,3 +454,45 @@ func TestPtyFirstOutputIsOnThePtyStream(t *testing.T) {
 		}
 	}
 }
+
+// TestPtyRecipeSteps runs a recipe under a PTY whose middle step asks for
+// none: the first and last steps have a terminal of the request's size
+// (the last sees it with `stty size`), the middle one pipes, and each
+// step's output streams as its own kind.
+func TestPtyRecipeSteps(t *testing.T) {
+	t.Parallel()
+	s := start(t, options{})
+	s.initialize(nil)
+	h := s.longRun(map[string]any{
+		"pty": map[string]any{"rows": 7, "cols": 9}, "streamOutput": true,
+		"steps": []map[string]any{
+			{"name": "tty", "argv": []string{"sh", "-c", "test -t 0 && test -t 1 && test -t 2 && echo tty-yes"}},
+			{"name": "pipes", "argv": []string{"sh", "-c", "test -t 1 || echo tty-no"}, "pty": false},
+			{"name": "size", "argv": []string{"stty", "size"}},
+		},
+	})
+	res := s.toolResultOf(h.HandleID)
+	if !res.Success {
+		t.Fatalf("toolResult: %+v", res)
+	}
+	type piece struct {
+		Stream rpc.Stream
+		Data   string
+	}
+	var got []piece
+	for _, o := range progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID)) {
+		b, err := decodeOutput(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(got); n > 0 && got[n-1].Stream == o.Stream {
+			got[n-1].Data += string(b)
+		} else {
+			got = append(got, piece{o.Stream, string(b)})
+		}
+	}
+	want := []piece{{rpc.StreamPty, "tty-yes\r\n"}, {rpc.StreamStdout, "tty-no\n"}, {rpc.StreamPty, "7 9\r\n"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("streamed output mismatch (-want +got):\n%s", diff)
+	}
+}
