@@ -204,13 +204,9 @@ func awaitProcOf(t testing.TB, mk marker) procOf {
 // ptyShell starts an interactive `sh -i` under a PTY of size rows×cols,
 // streaming its output, and waits for its first prompt. It returns the
 // handle and a term following it.
-func (s *server) ptyShell(rows, cols int, env map[string]any) (rpc.LongRunningResult, *term) {
+func (s *server) ptyShell(rows, cols int) (rpc.LongRunningResult, *term) {
 	s.t.Helper()
-	e := map[string]any{"PS1": ptyPrompt}
-	for k, v := range env {
-		e[k] = v
-	}
-	h := s.longRun(map[string]any{"argv": []string{"sh", "-i"}, "pty": map[string]any{"rows": rows, "cols": cols}, "streamOutput": true, "env": e})
+	h := s.longRun(map[string]any{"argv": []string{"sh", "-i"}, "pty": map[string]any{"rows": rows, "cols": cols}, "streamOutput": true, "env": map[string]any{"PS1": ptyPrompt}})
 	tm := s.newTerm(h.HandleID, rpc.StreamPty)
 	tm.expect(ptyPrompt)
 	return h, tm
