@@ -267,6 +267,12 @@ func TestPtyInputErrors(t *testing.T) {
 	if r.ProcessGroupID != plain.ProcessGroupID {
 		t.Errorf("signal WINCH went to group %d, want %d", r.ProcessGroupID, plain.ProcessGroupID)
 	}
+	// Under a PTY with no job control inside, the foreground group is the
+	// command's own.
+	s.mustCall("signal", map[string]any{"handleId": tty.HandleID, "signal": "SIGWINCH"}, &r)
+	if r.ProcessGroupID != tty.ProcessGroupID {
+		t.Errorf("signal SIGWINCH under a PTY went to group %d, want the command's %d", r.ProcessGroupID, tty.ProcessGroupID)
+	}
 	for _, h := range []rpc.LongRunningResult{plain, tty} {
 		if pr := s.progressOf(h.HandleID); pr.Status != rpc.StatusRunning {
 			t.Errorf("%s after the failed requests: %+v", h.HandleID, pr)
