@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/internal/demo"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
@@ -53,6 +54,10 @@ type flags struct {
 	limitPids                               int64
 	limitCPU                                time.Duration
 	debugNoLandlock                         bool
+
+	destinations         []hub.Spec
+	connectDestinations  bool
+	destinationBootstrap bool
 }
 
 // byteSize is a flag of bytes: a number with an optional K, M or G suffix
@@ -112,6 +117,21 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.Var(&f.limitMemory, "limit-memory", "the most memory a command's process tree may use, in `bytes` (K, M, G suffixes); 0: none; a client may lower it")
 	fs.Int64Var(&f.limitPids, "limit-pids", 0, "the most processes and threads a command's tree may hold at once; 0: none; a client may lower it")
 	fs.DurationVar(&f.limitCPU, "limit-cpu", 0, "the most CPU time each process of a command may use (RLIMIT_CPU, whole seconds); 0: none; a client may lower it")
+	fs.Func("destination", "`NAME=COMMAND`: a toolhost elsewhere that requests with destination NAME run on, reached through COMMAND's stdin and stdout (split as a shell would, never run by one), e.g. 'build=ssh -T build1 toolhost --root /srv/ws' (repeatable); clients choose among these, never add one", func(s string) error {
+		d, err := hub.ParseSpec(s)
+		if err != nil {
+			return err
+		}
+		for _, o := range f.destinations {
+			if o.Name == d.Name {
+				return fmt.Errorf("destination %q given twice", d.Name)
+			}
+		}
+		f.destinations = append(f.destinations, d)
+		return nil
+	})
+	fs.BoolVar(&f.connectDestinations, "connect-destinations", false, "connect every destination at initialize, not at its first use")
+	fs.BoolVar(&f.destinationBootstrap, "destination-bootstrap", false, "when a destination has no toolhost (its command exits 127) or another version, install this binary there over the same transport, into ~/.cache/toolhost/VERSION/, and start that; the destination's command must name the far program toolhost")
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
@@ -163,20 +183,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer closeLog()
 
 	cfg := tools.Config{
-		Root:              f.root,
-		ReadRoots:         f.readRoots,
-		ArtifactsDir:      f.artifactsDir,
-		KeepArtifacts:     f.keepArtifacts,
-		ArtifactsCapBytes: f.artifactsCap,
-		KillGrace:         f.killGrace,
-		DefaultTimeout:    f.defaultTimeout,
-		OutputLimit:       f.outputLimit,
-		MaxProcesses:      f.maxProcesses,
-		DebugMethods:      f.debugMethods,
-		DisableCgroups:    f.noCgroups,
-		Sandbox:           sb,
-		Env:               os.Environ(),
-		Logger:            logger,
+		Root:                 f.root,
+		ReadRoots:            f.readRoots,
+		ArtifactsDir:         f.artifactsDir,
+		KeepArtifacts:        f.keepArtifacts,
+		ArtifactsCapBytes:    f.artifactsCap,
+		KillGrace:            f.killGrace,
+		DefaultTimeout:       f.defaultTimeout,
+		OutputLimit:          f.outputLimit,
+		MaxProcesses:         f.maxProcesses,
+		DebugMethods:         f.debugMethods,
+		DisableCgroups:       f.noCgroups,
+		Sandbox:              sb,
+		Destinations:         f.destinations,
+		ConnectDestinations:  f.connectDestinations,
+		DestinationBootstrap: f.destinationBootstrap,
+		Version:              version,
+		Env:                  os.Environ(),
+		Logger:               logger,
 	}
 	opts := rpc.Options{
 		Framing:         f.framing,

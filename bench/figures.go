@@ -36,6 +36,9 @@ var figures = []figure{
 	{"yield", (*bench).yieldOverhead},
 	{"output", (*bench).output},
 	{"handles", (*bench).handles},
+	{"hub-local", (*bench).hubLocal},
+	{"hub-ssh", (*bench).hubSSH},
+	{"hub-concurrent", (*bench).hubConcurrent},
 	{"pty-echo", (*bench).ptyEcho},
 	{"pty-output", (*bench).ptyOutput},
 }

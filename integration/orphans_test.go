@@ -161,7 +161,7 @@ func orphanCell(t *testing.T, args []string, pty bool, child orphanChild, way or
 		stream = rpc.StreamPty
 	}
 	h := s.longRun(p)
-	s.awaitStream(h.HandleID, stream, "ready")
+	s.awaitStreamOnly(h.HandleID, stream, "ready")
 	found := scanProcs(mk, "")
 	prefix := sessionPrefix(found)
 	if len(found) == 0 || prefix == "" {

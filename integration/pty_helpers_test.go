@@ -123,8 +123,8 @@ func (s *server) progressOf(handle string) rpc.Progress {
 	return p
 }
 
-// procStat is what a test reads of a process in /proc/<pid>/stat.
-type procStat struct {
+// ptyProcStat is what a test reads of a process in /proc/<pid>/stat.
+type ptyProcStat struct {
 	State byte // R, S, D, T, t, Z, …
 	PPID  int
 	PGID  int
@@ -133,20 +133,20 @@ type procStat struct {
 
 // readStat reads /proc/<pid>/stat; ok is false once the process is gone
 // (a zombie still reads, with state Z).
-func readStat(pid int) (procStat, bool) {
+func readStat(pid int) (ptyProcStat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return procStat{}, false
+		return ptyProcStat{}, false
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return procStat{}, false
+		return ptyProcStat{}, false
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 4 {
-		return procStat{}, false
+		return ptyProcStat{}, false
 	}
-	st := procStat{State: f[0][0]}
+	st := ptyProcStat{State: f[0][0]}
 	st.PPID, _ = strconv.Atoi(f[1])
 	st.PGID, _ = strconv.Atoi(f[2])
 	st.SID, _ = strconv.Atoi(f[3])

@@ -82,7 +82,7 @@ func TestPtyCatEchoesOneMiBInOrder(t *testing.T) {
 		h := s.longRun(map[string]any{"argv": []string{"sh", "-c", "stty raw -echo && echo READY && exec cat"}, "pty": true, "streamOutput": true})
 		// Bytes written before stty has run would meet a canonical,
 		// echoing terminal.
-		s.awaitStream(h.HandleID, rpc.StreamPty, "READY\n")
+		s.awaitStreamOnly(h.HandleID, rpc.StreamPty, "READY\n")
 		s.writeChunks(h.HandleID, chunks)
 		const head = "READY\n"
 		var got []byte

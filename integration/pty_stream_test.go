@@ -28,10 +28,10 @@ func decodeOutput(o rpc.OutputParams) ([]byte, error) {
 	return nil, fmt.Errorf("output seq %d: unknown encoding %q", o.Seq, o.Encoding)
 }
 
-// awaitStream waits until the handle's streamed output on stream has
+// awaitStreamOnly waits until the handle's streamed output on stream has
 // contained text. It fails the test if the handle's toolResult comes
 // first, or if output of the handle comes on another stream.
-func (s *server) awaitStream(handle string, stream rpc.Stream, text string) {
+func (s *server) awaitStreamOnly(handle string, stream rpc.Stream, text string) {
 	s.t.Helper()
 	var seen []byte
 	var bad error

@@ -364,7 +364,7 @@ func TestPtyCancelEndsChildrenThatIgnoreSIGHUP(t *testing.T) {
 				"argv": []string{"sh", "-c", "trap '' " + traps + "; sleep " + mk.Sleep + " & echo ready; wait; sleep " + mk.Sleep},
 				"pty":  true, "env": mk.env(), "streamOutput": true,
 			})
-			s.awaitStream(h.HandleID, rpc.StreamPty, "ready")
+			s.awaitStreamOnly(h.HandleID, rpc.StreamPty, "ready")
 			found := scanProcs(mk, "")
 			if len(found) < 2 {
 				t.Fatalf("want the shell and its sleep in /proc, found %v", found)

@@ -85,8 +85,11 @@ type input struct {
 	f *os.File
 	// pty says f is a terminal master.
 	pty bool
-	// size is the terminal's size, which later steps start at too.
+	// size is the running step's terminal size.
 	size Winsize
+	// resized is the size the latest Resize set, which later terminal
+	// steps start at; zero before any.
+	resized Winsize
 	// closed says eof closed the running step's stdin.
 	closed bool
 }
@@ -288,8 +291,9 @@ func (c *Command) Resize(size Winsize) error {
 	}
 	c.input.mu.Lock()
 	defer c.input.mu.Unlock()
-	c.input.size = size
+	c.input.resized = size
 	if c.input.f != nil && c.input.pty {
+		c.input.size = size
 		if err := setWinsize(c.input.f, size); err != nil {
 			if errors.Is(err, os.ErrClosed) {
 				return &NotRunningError{Status: StatusRunning, Reason: "the running step's terminal has closed"}

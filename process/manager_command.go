@@ -260,8 +260,8 @@ func (c *Command) stepEnv(i int) ([]string, string, error) {
 	return envList(env), path, nil
 }
 
-// stepPty returns step i's terminal size: zero for none, else its own or
-// the Spec's, or the size the latest Resize set.
+// stepPty returns step i's terminal size: zero for none, else the size
+// the latest Resize set, or else its own or the Spec's.
 func (c *Command) stepPty(i int) Winsize {
 	size := c.spec.Pty
 	if p := c.steps[i].Pty; p != nil {
@@ -272,8 +272,8 @@ func (c *Command) stepPty(i int) Winsize {
 	}
 	c.input.mu.Lock()
 	defer c.input.mu.Unlock()
-	if c.input.size.On() {
-		return c.input.size
+	if c.input.resized.On() {
+		return c.input.resized
 	}
 	return size
 }

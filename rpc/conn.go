@@ -419,15 +419,19 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	s.mu.Unlock()
 	work := func() ([]byte, error) { return h.serve(ctx, s.session, m.params) }
 	if h.ordered != nil {
-		// The first part runs here, in wire order; the rest concurrently.
+		// The first part runs here, in wire order; the rest, if any,
+		// concurrently.
 		var rest func(context.Context) ([]byte, error)
-		_, e := s.run(ctx, m.method, func() ([]byte, error) {
-			var err error
-			rest, err = h.ordered(ctx, s.session, m.params)
-			return nil, err
+		res, e := s.run(ctx, m.method, func() ([]byte, error) {
+			var (
+				res []byte
+				err error
+			)
+			res, rest, err = h.ordered(ctx, s.session, m.params)
+			return res, err
 		})
-		if e != nil {
-			s.reply(req, nil, e)
+		if e != nil || rest == nil {
+			s.reply(req, res, e)
 			s.handlers.Done()
 			return nil
 		}

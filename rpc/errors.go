@@ -18,16 +18,17 @@ const (
 	CodeServerNotInitialized = -32002 // a request before initialize
 	CodeRequestCancelled     = -32800 // $/cancelRequest, or the session ending
 
-	CodePathOutsideWorkspace = -32001 // a path resolves outside the root and read roots (data.path, data.reason)
-	CodeNotFound             = -32003 // a file, directory or cwd that does not exist
-	CodeHandleNotFound       = -32004 // an unknown handleId
-	CodeSpawnFailed          = -32005 // the executable is missing or not runnable (data.argv0, data.reason)
-	CodeTooLarge             = -32006 // over maxBytes or --max-message-bytes (data.size, data.limit)
-	CodeBusy                 = -32007 // over --max-processes; nothing was started
-	CodeReadOnlyRoot         = -32008 // a write into a read root or the artifacts directory
-	CodeConflict             = -32009 // expectedSha256 does not match (data.expected, data.actual)
-	CodeSandboxUnavailable   = -32010 // a command asks for confinement the kernel cannot give (data.missing)
-	CodeNotRunning           = -32011 // writeInput, resize or signal to a handle that has ended, or whose input is closed (data.handleId, data.status)
+	CodePathOutsideWorkspace   = -32001 // a path resolves outside the root and read roots (data.path, data.reason)
+	CodeNotFound               = -32003 // a file, directory or cwd that does not exist
+	CodeHandleNotFound         = -32004 // an unknown handleId
+	CodeSpawnFailed            = -32005 // the executable is missing or not runnable (data.argv0, data.reason)
+	CodeTooLarge               = -32006 // over maxBytes or --max-message-bytes (data.size, data.limit)
+	CodeBusy                   = -32007 // over --max-processes; nothing was started
+	CodeReadOnlyRoot           = -32008 // a write into a read root or the artifacts directory
+	CodeConflict               = -32009 // expectedSha256 does not match (data.expected, data.actual)
+	CodeSandboxUnavailable     = -32010 // a command asks for confinement the kernel cannot give (data.missing)
+	CodeNotRunning             = -32011 // writeInput, resize or signal to a handle that has ended, or whose input is closed (data.handleId, data.status)
+	CodeDestinationUnavailable = -32012 // a destination that cannot be started or initialized, or whose transport died (data.destination, data.reason)
 )
 
 // Error is an error that travels on the wire: a code, a message and data
@@ -76,23 +77,24 @@ func InvalidParams(field, format string, args ...any) *Error {
 // Sentinels to match with errors.Is: an *Error is one of these when its
 // code is the sentinel's, whatever its message and data.
 var (
-	ErrParse                = &Error{Code: CodeParseError, Message: "parse error"}
-	ErrInvalidRequest       = &Error{Code: CodeInvalidRequest, Message: "invalid request"}
-	ErrMethodNotFound       = &Error{Code: CodeMethodNotFound, Message: "method not found"}
-	ErrInvalidParams        = &Error{Code: CodeInvalidParams, Message: "invalid params"}
-	ErrInternal             = &Error{Code: CodeInternalError, Message: "internal error"}
-	ErrServerNotInitialized = &Error{Code: CodeServerNotInitialized, Message: "server not initialized"}
-	ErrRequestCancelled     = &Error{Code: CodeRequestCancelled, Message: "request cancelled"}
-	ErrPathOutsideWorkspace = &Error{Code: CodePathOutsideWorkspace, Message: "path outside workspace"}
-	ErrNotFound             = &Error{Code: CodeNotFound, Message: "not found"}
-	ErrHandleNotFound       = &Error{Code: CodeHandleNotFound, Message: "handle not found"}
-	ErrSpawnFailed          = &Error{Code: CodeSpawnFailed, Message: "spawn failed"}
-	ErrTooLarge             = &Error{Code: CodeTooLarge, Message: "too large"}
-	ErrBusy                 = &Error{Code: CodeBusy, Message: "busy"}
-	ErrReadOnlyRoot         = &Error{Code: CodeReadOnlyRoot, Message: "read-only root"}
-	ErrConflict             = &Error{Code: CodeConflict, Message: "conflict"}
-	ErrSandboxUnavailable   = &Error{Code: CodeSandboxUnavailable, Message: "sandbox unavailable"}
-	ErrNotRunning           = &Error{Code: CodeNotRunning, Message: "not running"}
+	ErrParse                  = &Error{Code: CodeParseError, Message: "parse error"}
+	ErrInvalidRequest         = &Error{Code: CodeInvalidRequest, Message: "invalid request"}
+	ErrMethodNotFound         = &Error{Code: CodeMethodNotFound, Message: "method not found"}
+	ErrInvalidParams          = &Error{Code: CodeInvalidParams, Message: "invalid params"}
+	ErrInternal               = &Error{Code: CodeInternalError, Message: "internal error"}
+	ErrServerNotInitialized   = &Error{Code: CodeServerNotInitialized, Message: "server not initialized"}
+	ErrRequestCancelled       = &Error{Code: CodeRequestCancelled, Message: "request cancelled"}
+	ErrPathOutsideWorkspace   = &Error{Code: CodePathOutsideWorkspace, Message: "path outside workspace"}
+	ErrNotFound               = &Error{Code: CodeNotFound, Message: "not found"}
+	ErrHandleNotFound         = &Error{Code: CodeHandleNotFound, Message: "handle not found"}
+	ErrSpawnFailed            = &Error{Code: CodeSpawnFailed, Message: "spawn failed"}
+	ErrTooLarge               = &Error{Code: CodeTooLarge, Message: "too large"}
+	ErrBusy                   = &Error{Code: CodeBusy, Message: "busy"}
+	ErrReadOnlyRoot           = &Error{Code: CodeReadOnlyRoot, Message: "read-only root"}
+	ErrConflict               = &Error{Code: CodeConflict, Message: "conflict"}
+	ErrSandboxUnavailable     = &Error{Code: CodeSandboxUnavailable, Message: "sandbox unavailable"}
+	ErrNotRunning             = &Error{Code: CodeNotRunning, Message: "not running"}
+	ErrDestinationUnavailable = &Error{Code: CodeDestinationUnavailable, Message: "destination unavailable"}
 )
 
 // toError turns any error a handler returns into the coded error sent: an

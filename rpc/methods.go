@@ -271,6 +271,9 @@ var (
 	//   - [CodeHandleNotFound]: an unknown handle (data: handleId).
 	//   - [CodeNotRunning]: the handle has ended (data: handleId, status).
 	SignalRequest = RequestType[SignalParams, SignalResult](MethodSignal)
+	// DestinationsRequest lists the destinations the session may use, with
+	// the state of each one's transport. It never connects one.
+	DestinationsRequest = RequestType[DestinationsParams, DestinationList](MethodDestinations)
 )
 
 // Notifications the client sends.

@@ -33,6 +33,7 @@ const (
 	MethodWriteInput    = "writeInput"
 	MethodResize        = "resize"
 	MethodSignal        = "signal"
+	MethodDestinations  = "destinations"
 	MethodCancelRequest = "$/cancelRequest" // a notification, though LSP calls it a method
 )
 
@@ -63,6 +64,10 @@ const (
 	StatusCompleted Status = "completed"
 	StatusTimedOut  Status = "timedOut"
 	StatusCancelled Status = "cancelled"
+	// StatusLost says the transport to the destination that ran the
+	// command died first: what became of the command is not known here
+	// (its far side ends every process when its stdin ends).
+	StatusLost Status = "lost"
 )
 
 // StepStatus is the status of one step, in a stepTransition or a StepResult.
@@ -178,6 +183,10 @@ type WindowClientCapabilities struct {
 // The roots narrow the command line's, never widen them; the others
 // override the command line's defaults.
 type InitializationOptions struct {
+	// Destinations narrows the destinations of the command line to these
+	// names; a name the command line does not give is InvalidParams.
+	// Default: every one.
+	Destinations []string `json:"destinations,omitempty"`
 	// ReadRoots are the read-only roots, as absolute paths or file URIs.
 	// Given, they replace the command line's --read-root; with --root or
 	// --read-root set, each must lie inside the root or a command-line read
@@ -283,10 +292,18 @@ type WorkspaceInfo struct {
 	ReadRoots []string `json:"readRoots"`
 	// ArtifactsDir holds every command's output files.
 	ArtifactsDir string `json:"artifactsDir"`
+	// Destinations are the destinations this session may use, as
+	// destinations answers; absent without any.
+	Destinations []DestinationInfo `json:"destinations,omitempty"`
 }
 
 // RunCommandParams are the params of runCommand.
 type RunCommandParams struct {
+	// Destination runs the command on a destination of the server's
+	// command line (--destination NAME=ARGV) instead of here: its handle
+	// and command ids, and its artifact paths, then start with "NAME/".
+	// Default: here.
+	Destination string `json:"destination,omitempty"`
 	// Argv is the program and its arguments; a longRunning with steps gives
 	// none. It is never run through a shell: $HOME, *, ;, backquotes, $(…)
 	// and quotes reach the program as they are. An argv[0] without a slash is looked up
@@ -643,6 +660,9 @@ type StepResult struct {
 
 // ReadFileParams are the params of readFile.
 type ReadFileParams struct {
+	// Destination reads or writes on a destination of the server's command
+	// line, under its own roots. Default: here.
+	Destination string `json:"destination,omitempty"`
 	// Path is the file: relative to the root, absolute inside the root, a
 	// read root or the artifacts directory, or a file URI.
 	Path string `json:"path"`
@@ -684,6 +704,9 @@ type ReadFileResult struct {
 
 // WriteFileParams are the params of writeFile.
 type WriteFileParams struct {
+	// Destination reads or writes on a destination of the server's command
+	// line, under its own roots. Default: here.
+	Destination string `json:"destination,omitempty"`
 	// Path is the file: as for readFile, but under the workspace root and
 	// outside every read root and the artifacts directory.
 	Path string `json:"path"`
@@ -802,6 +825,47 @@ type ResizeParams struct {
 	Cols int `json:"cols"`
 }
 
+// DestinationsParams are the params of destinations: an empty object.
+type DestinationsParams struct{}
+
+// DestinationState is the state of a destination's transport.
+type DestinationState string
+
+// The states of a destination.
+const (
+	// DestinationIdle: not connected yet; the first request connects.
+	DestinationIdle DestinationState = "idle"
+	// DestinationConnecting: its command is starting and being initialized.
+	DestinationConnecting DestinationState = "connecting"
+	// DestinationReady: connected and initialized.
+	DestinationReady DestinationState = "ready"
+	// DestinationLost: its transport died or could not start (Reason says
+	// why); the next request to it connects again.
+	DestinationLost DestinationState = "lost"
+)
+
+// DestinationInfo describes one destination.
+type DestinationInfo struct {
+	// Name is the name the command line gave it.
+	Name string `json:"name"`
+	// State is its transport's state.
+	State DestinationState `json:"state"`
+	// Command is the argv that reaches its toolhost.
+	Command []string `json:"command"`
+	// Root is its workspace root, once it has been initialized.
+	Root string `json:"root,omitempty"`
+	// ReadRoots are its read-only roots, once it has been initialized.
+	ReadRoots []string `json:"readRoots,omitempty"`
+	// ServerInfo names the toolhost that answered, once initialized.
+	ServerInfo *ServerInfo `json:"serverInfo,omitempty"`
+	// Reason says why it is lost: the transport's end and the tail of its
+	// stderr.
+	Reason string `json:"reason,omitempty"`
+}
+
+// DestinationList is the result of destinations.
+type DestinationList []DestinationInfo
+
 // ResizeResult is the result of resize: an empty object.
 type ResizeResult struct{}
 
@@ -825,6 +889,9 @@ type SignalResult struct {
 
 // ProgressParams are the params of progress.
 type ProgressParams struct {
+	// Destination, without HandleID, lists that destination's handles
+	// instead of this server's. Default: here.
+	Destination string `json:"destination,omitempty"`
 	// HandleID selects one handle; without it, every handle.
 	HandleID string `json:"handleId,omitempty"`
 }
@@ -1108,4 +1175,6 @@ type ErrorData struct {
 	// (NotRunning): "completed", "cancelled", …, or "running" when only its
 	// input was closed.
 	Status Status `json:"status,omitempty"`
+	// Destination names the destination that could not be reached.
+	Destination string `json:"destination,omitempty"`
 }

@@ -13,9 +13,9 @@ type method struct {
 	// inline methods never block: they run on the read loop.
 	inline bool
 	// ordered, if set, replaces serve: its first part runs on the read
-	// loop, in wire order, and returns the rest, which runs on a goroutine
-	// of its own.
-	ordered func(ctx context.Context, s *Session, params []byte) (rest func(context.Context) ([]byte, error), err error)
+	// loop, in wire order, and answers (rest nil) or returns the rest,
+	// which runs on a goroutine of its own.
+	ordered func(ctx context.Context, s *Session, params []byte) (res []byte, rest func(context.Context) ([]byte, error), err error)
 }
 
 // notificationHandler decodes a notification's params and handles it.
@@ -57,22 +57,29 @@ func HandleInline[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.C
 
 // HandleOrdered is Handle for a request whose effect must follow the wire
 // order of the requests before it (writeInput: bytes reach the command in
-// the order the requests arrived). first runs on the read loop, in wire
-// order, and must not block: it checks the params and takes the request's
-// place (a turn in a queue, say); the rest it returns runs on a goroutine
-// of its own, as a Handle handler does, and answers the request. An error
-// from first answers at once.
-func HandleOrdered[P, R any](t *Table, rt RequestType[P, R], first func(ctx context.Context, s *Session, p *P) (rest func(context.Context) (*R, error), err error)) {
-	t.methods[rt.Method()] = &method{ordered: func(ctx context.Context, s *Session, params []byte) (func(context.Context) ([]byte, error), error) {
+// the order the requests arrived), or that usually answers at once but
+// sometimes must wait (progress of a handle here, or of one on a
+// destination). first runs on the read loop, in wire order, and must not
+// block: it checks the params and either answers (rest nil: res is the
+// answer, as HandleInline's handler gives it) or takes the request's place
+// (a turn in a queue, a request written to a destination) and returns the
+// rest, which runs on a goroutine of its own, as a Handle handler does,
+// and answers. An error from first answers at once.
+func HandleOrdered[P, R any](t *Table, rt RequestType[P, R], first func(ctx context.Context, s *Session, p *P) (res *R, rest func(context.Context) (*R, error), err error)) {
+	t.methods[rt.Method()] = &method{ordered: func(ctx context.Context, s *Session, params []byte) ([]byte, func(context.Context) ([]byte, error), error) {
 		var p P
 		if err := decodeParams(params, &p, true); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		rest, err := first(ctx, s, &p)
+		res, rest, err := first(ctx, s, &p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return func(ctx context.Context) ([]byte, error) {
+		if rest == nil {
+			b, err := json.Marshal(res)
+			return b, nil, err
+		}
+		return nil, func(ctx context.Context) ([]byte, error) {
 			r, err := rest(ctx)
 			if err != nil {
 				return nil, err

@@ -2,8 +2,9 @@
 # check.sh runs every test of toolhost, Go and extension, the way CI does on a
 # fresh machine: it first installs what they need (Go modules; for the
 # extension, npm packages with npm ci, Node 24 for code-server, and Debian's
-# chromium and libkrb5-dev), then vets, tests and plays the demo. Any failure
-# fails the run. `make check` runs it; so does .ci/run.
+# chromium and libkrb5-dev; for the destination tests, Debian's
+# openssh-server, whose sshd they run on loopback), then vets, tests and
+# plays the demo. Any failure fails the run. `make check` runs it; so does .ci/run.
 #
 #   TOOLHOST_SKIP_E2E=1 scripts/check.sh   # without code-server and Chromium
 set -euo pipefail
@@ -11,6 +12,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:/usr/local/go/bin"
 t0=$SECONDS
 section() { echo; echo "=== $* ($((SECONDS - t0))s)"; }
+
+section "openssh-server (the destination tests run a real sshd)"
+if [ -x /usr/sbin/sshd ]; then
+  echo "already installed: $(/usr/sbin/sshd -V 2>&1 | head -n1 || true)"
+else
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openssh-server
+fi
 
 section "go: $(go version)"
 go mod download

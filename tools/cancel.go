@@ -14,6 +14,15 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *rpc.CancelParams)
 	if p.HandleID == "" {
 		return nil, rpc.InvalidParams("handleId", "required")
 	}
+	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		s.Detach(ctx)
+		q := *p
+		q.HandleID = far
+		return forward(ctx, s, d, rpc.CancelRequest, &q)
+	}
 	_, mgr := t.state()
 	cmd, ok := mgr.Lookup(p.HandleID)
 	if !ok {

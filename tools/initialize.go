@@ -75,6 +75,14 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 		}
 		outputLimit = *opts.OutputLimitBytes
 	}
+	caps := rpc.ClientCapabilities{}
+	if p.Capabilities != nil {
+		caps = *p.Capabilities
+	}
+	if err := t.hub.Configure(s, caps, opts.Sandbox, opts.Destinations); err != nil {
+		cleanup()
+		return nil, err
+	}
 	var allow []string
 	if opts.Env != nil {
 		allow = opts.Env.Allow
@@ -115,14 +123,21 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 	}
 	t.log.Info("workspace ready", "root", ws.Root(), "readRoots", ws.ReadRoots(), "artifactsDir", ws.ArtifactsDir())
 
-	return &rpc.InitializeResult{
+	res := &rpc.InitializeResult{
 		Capabilities: rpc.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap},
 		Workspace: rpc.WorkspaceInfo{
 			Root:         ws.Root(),
 			ReadRoots:    append([]string{}, ws.ReadRoots()...),
 			ArtifactsDir: ws.ArtifactsDir(),
 		},
-	}, nil
+	}
+	if !t.hub.Empty() {
+		if t.cfg.ConnectDestinations {
+			t.hub.ConnectAll(ctx)
+		}
+		res.Workspace.Destinations = t.hub.List()
+	}
+	return res, nil
 }
 
 // chooseRoot returns the root: --root, narrowed by the client's rootUri or
@@ -269,6 +284,14 @@ func (t *Tools) Shutdown(ctx context.Context) {
 	if mgr == nil {
 		return
 	}
+	// The destinations end their handles (their toolResults are
+	// forwarded) while this server ends its own.
+	hubDone := make(chan struct{})
+	go func() { // owned by Shutdown through hubDone
+		defer close(hubDone)
+		t.hub.Close(ctx)
+	}()
+	defer func() { <-hubDone }()
 	if err := mgr.Shutdown(ctx); err != nil {
 		t.log.Warn("process shutdown incomplete", "err", err)
 	}

@@ -15,9 +15,28 @@ import (
 // for the command to read, cancellable, and does not detach: a client that
 // keeps writing to a command that does not read stops being read once 32
 // requests wait, so the server holds at most their params.
-func (t *Tools) writeInput(_ context.Context, s *rpc.Session, p *rpc.WriteInputParams) (func(context.Context) (*rpc.WriteInputResult, error), error) {
+func (t *Tools) writeInput(ctx context.Context, s *rpc.Session, p *rpc.WriteInputParams) (*rpc.WriteInputResult, func(context.Context) (*rpc.WriteInputResult, error), error) {
 	if p.HandleID == "" {
-		return nil, rpc.InvalidParams("handleId", "required")
+		return nil, nil, rpc.InvalidParams("handleId", "required")
+	}
+	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		// Written to the destination here, in wire order.
+		q := *p
+		q.HandleID = far
+		wait, err := d.Send(ctx, rpc.MethodWriteInput, &q)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, func(ctx context.Context) (*rpc.WriteInputResult, error) {
+			raw, err := wait(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return decodeForwarded[rpc.WriteInputResult](rpc.MethodWriteInput, d, raw)
+		}, nil
 	}
 	var data []byte
 	switch p.Encoding {
@@ -26,20 +45,20 @@ func (t *Tools) writeInput(_ context.Context, s *rpc.Session, p *rpc.WriteInputP
 	case rpc.EncodingBase64:
 		var err error
 		if data, err = base64.StdEncoding.DecodeString(p.Data); err != nil {
-			return nil, rpc.InvalidParams("data", "not valid base64: %v", err)
+			return nil, nil, rpc.InvalidParams("data", "not valid base64: %v", err)
 		}
 	default:
-		return nil, rpc.InvalidParams("encoding", `must be "utf-8" or "base64", not %q`, p.Encoding)
+		return nil, nil, rpc.InvalidParams("encoding", `must be "utf-8" or "base64", not %q`, p.Encoding)
 	}
 	cmd, err := t.lookup(p.HandleID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	turn, err := cmd.InputTurn()
 	if err != nil {
-		return nil, inputError(p.HandleID, err)
+		return nil, nil, inputError(p.HandleID, err)
 	}
-	return func(ctx context.Context) (*rpc.WriteInputResult, error) {
+	return nil, func(ctx context.Context) (*rpc.WriteInputResult, error) {
 		n, err := cmd.WriteInput(ctx, turn, data, p.EOF)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -52,11 +71,26 @@ func (t *Tools) writeInput(_ context.Context, s *rpc.Session, p *rpc.WriteInputP
 	}, nil
 }
 
-// resize sets a handle's terminal size.
-func (t *Tools) resize(_ context.Context, _ *rpc.Session, p *rpc.ResizeParams) (*rpc.ResizeResult, error) {
+// resize sets a handle's terminal size, at once; a destination's, once it
+// answers.
+func (t *Tools) resize(_ context.Context, s *rpc.Session, p *rpc.ResizeParams) (*rpc.ResizeResult, func(context.Context) (*rpc.ResizeResult, error), error) {
 	if p.HandleID == "" {
-		return nil, rpc.InvalidParams("handleId", "required")
+		return nil, nil, rpc.InvalidParams("handleId", "required")
 	}
+	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		q := *p
+		q.HandleID = far
+		return nil, func(ctx context.Context) (*rpc.ResizeResult, error) { return forward(ctx, s, d, rpc.ResizeRequest, &q) }, nil
+	}
+	res, err := t.localResize(p)
+	return res, nil, err
+}
+
+// localResize sets the terminal size of a handle of this server.
+func (t *Tools) localResize(p *rpc.ResizeParams) (*rpc.ResizeResult, error) {
 	if err := checkSide("rows", p.Rows); err != nil {
 		return nil, err
 	}
@@ -73,11 +107,26 @@ func (t *Tools) resize(_ context.Context, _ *rpc.Session, p *rpc.ResizeParams) (
 	return &rpc.ResizeResult{}, nil
 }
 
-// signal sends a signal to a handle's foreground process group.
-func (t *Tools) signal(_ context.Context, _ *rpc.Session, p *rpc.SignalParams) (*rpc.SignalResult, error) {
+// signal sends a signal to a handle's foreground process group, at once;
+// to a destination's, once it answers.
+func (t *Tools) signal(_ context.Context, s *rpc.Session, p *rpc.SignalParams) (*rpc.SignalResult, func(context.Context) (*rpc.SignalResult, error), error) {
 	if p.HandleID == "" {
-		return nil, rpc.InvalidParams("handleId", "required")
+		return nil, nil, rpc.InvalidParams("handleId", "required")
 	}
+	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		q := *p
+		q.HandleID = far
+		return nil, func(ctx context.Context) (*rpc.SignalResult, error) { return forward(ctx, s, d, rpc.SignalRequest, &q) }, nil
+	}
+	res, err := t.localSignal(p)
+	return res, nil, err
+}
+
+// localSignal signals a handle of this server.
+func (t *Tools) localSignal(p *rpc.SignalParams) (*rpc.SignalResult, error) {
 	sig, err := process.LookupSignal(p.Signal)
 	if err != nil {
 		return nil, rpc.InvalidParams("signal", "%v", err)

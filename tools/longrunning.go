@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/rpc"
 )
@@ -12,6 +13,14 @@ import (
 // longRunning starts a command, or a recipe of steps, behind a handle and
 // answers at once. The handle ends in exactly one toolResult notification.
 func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunningParams) (*rpc.LongRunningResult, error) {
+	if d, err := t.destination(p.Destination); d != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		q := *p
+		q.Destination = ""
+		return forward(ctx, s, d, rpc.LongRunningRequest, &q)
+	}
 	ws, mgr := t.state()
 	if p.YieldMs != nil {
 		return nil, rpc.InvalidParams("yieldMs", "is for runCommand: a longRunning answers at once")
@@ -146,6 +155,8 @@ func (t *Tools) workDoneProgressCancel(_ context.Context, s *rpc.Session, p *rpc
 	t.mu.Lock()
 	cmd := t.tokens[p.Token.String()]
 	t.mu.Unlock()
+	// A token given to a destination's command is known only there.
+	t.hub.ForEachReady(func(d *hub.Destination) { d.Notify(context.Background(), rpc.NotifyWorkDoneProgressCancel, p) })
 	if cmd == nil {
 		t.log.Debug("window/workDoneProgress/cancel for an unknown token", "token", strings.TrimPrefix(p.Token.String(), "s:"))
 		return

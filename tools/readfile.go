@@ -14,6 +14,26 @@ const maxReadBytes = 64 << 20
 // readFile reads a file, or a range of its lines, inside the root, a read
 // root or the artifacts directory.
 func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *rpc.ReadFileParams) (*rpc.ReadFileResult, error) {
+	d, err := t.destination(p.Destination)
+	q := *p
+	if d == nil && err == nil {
+		// A destination's artifact path, as its ToolResult gave it.
+		var far string
+		if d, far, _, err = t.hub.RoutePath(p.Path); d != nil {
+			q.Path = far
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
+		q.Destination = ""
+		r, err := forward(ctx, s, d, rpc.ReadFileRequest, &q)
+		if err == nil {
+			r.Path = farPath(d, r.Path)
+		}
+		return r, err
+	}
 	switch {
 	case p.Path == "":
 		return nil, rpc.InvalidParams("path", "required")

@@ -32,6 +32,15 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutpu
 	if p.HandleID == "" {
 		return nil, rpc.InvalidParams("handleId", "required")
 	}
+	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		s.Detach(ctx)
+		q := *p
+		q.HandleID = far
+		return forward(ctx, s, d, rpc.ReadOutputRequest, &q)
+	}
 	stream := p.Stream
 	switch stream {
 	case "":

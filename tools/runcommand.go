@@ -18,6 +18,15 @@ const maxYieldMs = 3_600_000
 // snapshot (status "running"); from then on $/cancelRequest no longer
 // reaches it.
 func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunCommandParams) (*rpc.ToolResult, error) {
+	if d, err := t.destination(p.Destination); d != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		s.Detach(ctx) // it waits on the destination
+		q := *p
+		q.Destination = ""
+		return forward(ctx, s, d, rpc.RunCommandRequest, &q)
+	}
 	ws, mgr := t.state()
 	spec, err := t.commandSpec(ws, p, nil)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sourcegraph/conc"
 
+	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
@@ -39,6 +40,17 @@ type Config struct {
 	DisableCgroups bool
 	// Sandbox configures the confinement of commands.
 	Sandbox SandboxConfig
+	// Destinations are the toolhosts elsewhere the session may drive
+	// (--destination).
+	Destinations []hub.Spec
+	// ConnectDestinations connects every destination at initialize, not
+	// at its first use.
+	ConnectDestinations bool
+	// DestinationBootstrap installs this binary on a destination that has
+	// no toolhost or another version (--destination-bootstrap).
+	DestinationBootstrap bool
+	// Version is the server's version.
+	Version string
 	// Env is the server's environment, which children inherit only through
 	// the allowlist.
 	Env    []string
@@ -84,6 +96,7 @@ const maxOutputLimit = 4 << 20
 type Tools struct {
 	cfg Config
 	log *slog.Logger
+	hub *hub.Hub // the destinations; set by New
 
 	mu sync.Mutex
 	// ws, mgr, outputLimit and tokens are set by Initialize and guarded by
@@ -113,7 +126,7 @@ func New(cfg Config) *Tools {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = 2 * time.Second
 	}
-	return &Tools{cfg: cfg, log: cfg.Logger, tokens: make(map[string]*process.Command)}
+	return &Tools{cfg: cfg, log: cfg.Logger, hub: hub.New(cfg.Destinations, hub.Options{Logger: cfg.Logger, Version: cfg.Version, Bootstrap: cfg.DestinationBootstrap}), tokens: make(map[string]*process.Command)}
 }
 
 // NewServer returns a server that serves the tools over JSON-RPC.
@@ -135,12 +148,13 @@ func (t *Tools) Register(tab *rpc.Table) {
 	rpc.Handle(tab, rpc.CancelRequest, t.cancel)
 	rpc.Handle(tab, rpc.ReadFileRequest, t.readFile)
 	rpc.Handle(tab, rpc.WriteFileRequest, t.writeFile)
-	rpc.HandleInline(tab, rpc.ProgressRequest, t.progress) // a snapshot under a lock
+	rpc.HandleOrdered(tab, rpc.ProgressRequest, t.progress) // a snapshot under a lock, answered on the read loop; a destination's later
 	rpc.Handle(tab, rpc.WaitRequest, t.wait)
 	rpc.Handle(tab, rpc.ReadOutputRequest, t.readOutput)
 	rpc.HandleOrdered(tab, rpc.WriteInputRequest, t.writeInput)
-	rpc.HandleInline(tab, rpc.ResizeRequest, t.resize) // an ioctl
-	rpc.HandleInline(tab, rpc.SignalRequest, t.signal) // a kill(2)
+	rpc.HandleOrdered(tab, rpc.ResizeRequest, t.resize) // an ioctl on the read loop; a destination's later
+	rpc.HandleOrdered(tab, rpc.SignalRequest, t.signal) // a kill(2) on the read loop; a destination's later
+	rpc.HandleInline(tab, rpc.DestinationsRequest, t.destinations)
 	rpc.HandleNotification(tab, rpc.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
 	tab.Sends(rpc.NotifyToolResult, rpc.NotifyStepTransition, rpc.NotifyHeartbeat, rpc.NotifyOutput,
 		rpc.NotifyProgress, rpc.NotifyLogMessage)

@@ -20,6 +20,15 @@ func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *rpc.WaitParams) (*r
 	if p.HandleID == "" {
 		return nil, rpc.InvalidParams("handleId", "required")
 	}
+	if d, far, err := t.routeHandle(p.HandleID); d != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		s.Detach(ctx)
+		q := *p
+		q.HandleID = far
+		return forward(ctx, s, d, rpc.WaitRequest, &q)
+	}
 	ms := int64(defaultWaitMs)
 	if p.TimeoutMs != nil {
 		ms = *p.TimeoutMs

@@ -9,6 +9,18 @@ import (
 
 // writeFile writes a file atomically inside the root.
 func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, p *rpc.WriteFileParams) (*rpc.WriteFileResult, error) {
+	if d, err := t.destination(p.Destination); d != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		q := *p
+		q.Destination = ""
+		r, err := forward(ctx, s, d, rpc.WriteFileRequest, &q)
+		if err == nil {
+			r.Path = farPath(d, r.Path)
+		}
+		return r, err
+	}
 	if p.Path == "" {
 		return nil, rpc.InvalidParams("path", "required")
 	}

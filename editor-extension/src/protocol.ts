@@ -17,6 +17,7 @@ export const MethodReadOutput = "readOutput";
 export const MethodWriteInput = "writeInput";
 export const MethodResize = "resize";
 export const MethodSignal = "signal";
+export const MethodDestinations = "destinations";
 /** a notification, though LSP calls it a method */
 export const MethodCancelRequest = "$/cancelRequest";
 
@@ -35,13 +36,19 @@ export const NotifyLogMessage = "window/logMessage";
 export const MethodWorkDoneProgressCreate = "window/workDoneProgress/create";
 
 /** Status is how a command ended, or "running" while it has not. */
-export type Status = "running" | "completed" | "timedOut" | "cancelled";
+export type Status = "running" | "completed" | "timedOut" | "cancelled" | "lost";
 
 /** The statuses of a command. */
 export const StatusRunning = "running" satisfies Status;
 export const StatusCompleted = "completed" satisfies Status;
 export const StatusTimedOut = "timedOut" satisfies Status;
 export const StatusCancelled = "cancelled" satisfies Status;
+/**
+ * StatusLost says the transport to the destination that ran the
+ * command died first: what became of the command is not known here
+ * (its far side ends every process when its stdin ends).
+ */
+export const StatusLost = "lost" satisfies Status;
 
 /** StepStatus is the status of one step, in a stepTransition or a StepResult. */
 export type StepStatus = "start" | "done" | "fail" | "skip" | "cancelled" | "running";
@@ -168,6 +175,12 @@ export interface WindowClientCapabilities {
  * override the command line's defaults.
  */
 export interface InitializationOptions {
+  /**
+   * Destinations narrows the destinations of the command line to these
+   * names; a name the command line does not give is InvalidParams.
+   * Default: every one.
+   */
+  destinations?: string[];
   /**
    * ReadRoots are the read-only roots, as absolute paths or file URIs.
    * Given, they replace the command line's --read-root; with --root or
@@ -311,10 +324,22 @@ export interface WorkspaceInfo {
   readRoots: string[];
   /** ArtifactsDir holds every command's output files. */
   artifactsDir: string;
+  /**
+   * Destinations are the destinations this session may use, as
+   * destinations answers; absent without any.
+   */
+  destinations?: DestinationInfo[];
 }
 
 /** RunCommandParams are the params of runCommand. */
 export interface RunCommandParams {
+  /**
+   * Destination runs the command on a destination of the server's
+   * command line (--destination NAME=ARGV) instead of here: its handle
+   * and command ids, and its artifact paths, then start with "NAME/".
+   * Default: here.
+   */
+  destination?: string;
   /**
    * Argv is the program and its arguments; a longRunning with steps gives
    * none. It is never run through a shell: $HOME, *, ;, backquotes, $(…)
@@ -715,6 +740,11 @@ export interface StepResult {
 /** ReadFileParams are the params of readFile. */
 export interface ReadFileParams {
   /**
+   * Destination reads or writes on a destination of the server's command
+   * line, under its own roots. Default: here.
+   */
+  destination?: string;
+  /**
    * Path is the file: relative to the root, absolute inside the root, a
    * read root or the artifacts directory, or a file URI.
    */
@@ -767,6 +797,11 @@ export interface ReadFileResult {
 
 /** WriteFileParams are the params of writeFile. */
 export interface WriteFileParams {
+  /**
+   * Destination reads or writes on a destination of the server's command
+   * line, under its own roots. Default: here.
+   */
+  destination?: string;
   /**
    * Path is the file: as for readFile, but under the workspace root and
    * outside every read root and the artifacts directory.
@@ -925,6 +960,49 @@ export interface ResizeParams {
   cols: number;
 }
 
+/** DestinationsParams are the params of destinations: an empty object. */
+export interface DestinationsParams {}
+
+/** DestinationState is the state of a destination's transport. */
+export type DestinationState = "idle" | "connecting" | "ready" | "lost";
+
+/** The states of a destination. */
+/** DestinationIdle: not connected yet; the first request connects. */
+export const DestinationIdle = "idle" satisfies DestinationState;
+/** DestinationConnecting: its command is starting and being initialized. */
+export const DestinationConnecting = "connecting" satisfies DestinationState;
+/** DestinationReady: connected and initialized. */
+export const DestinationReady = "ready" satisfies DestinationState;
+/**
+ * DestinationLost: its transport died or could not start (Reason says
+ * why); the next request to it connects again.
+ */
+export const DestinationLost = "lost" satisfies DestinationState;
+
+/** DestinationInfo describes one destination. */
+export interface DestinationInfo {
+  /** Name is the name the command line gave it. */
+  name: string;
+  /** State is its transport's state. */
+  state: DestinationState;
+  /** Command is the argv that reaches its toolhost. */
+  command: string[];
+  /** Root is its workspace root, once it has been initialized. */
+  root?: string;
+  /** ReadRoots are its read-only roots, once it has been initialized. */
+  readRoots?: string[];
+  /** ServerInfo names the toolhost that answered, once initialized. */
+  serverInfo?: ServerInfo;
+  /**
+   * Reason says why it is lost: the transport's end and the tail of its
+   * stderr.
+   */
+  reason?: string;
+}
+
+/** DestinationList is the result of destinations. */
+export type DestinationList = DestinationInfo[];
+
 /** ResizeResult is the result of resize: an empty object. */
 export interface ResizeResult {}
 
@@ -952,6 +1030,11 @@ export interface SignalResult {
 
 /** ProgressParams are the params of progress. */
 export interface ProgressParams {
+  /**
+   * Destination, without HandleID, lists that destination's handles
+   * instead of this server's. Default: here.
+   */
+  destination?: string;
   /** HandleID selects one handle; without it, every handle. */
   handleId?: string;
 }
@@ -1256,6 +1339,8 @@ export interface ErrorData {
    * input was closed.
    */
   status?: Status;
+  /** Destination names the destination that could not be reached. */
+  destination?: string;
 }
 
 /** Null stands for absent params or a null result (shutdown, exit). */
@@ -1496,6 +1581,11 @@ export const ResizeRequest = new RequestType<ResizeParams, ResizeResult, void>("
  *   - [CodeNotRunning]: the handle has ended (data: handleId, status).
  */
 export const SignalRequest = new RequestType<SignalParams, SignalResult, void>("signal");
+/**
+ * DestinationsRequest lists the destinations the session may use, with
+ * the state of each one's transport. It never connects one.
+ */
+export const DestinationsRequest = new RequestType<DestinationsParams, DestinationList, void>("destinations");
 
 /** Notifications the client sends. */
 /** InitializedNotification follows the initialize answer, as in LSP. */
@@ -1607,3 +1697,5 @@ export const CodeConflict = -32009;
 export const CodeSandboxUnavailable = -32010;
 /** writeInput, resize or signal to a handle that has ended, or whose input is closed (data.handleId, data.status) */
 export const CodeNotRunning = -32011;
+/** a destination that cannot be started or initialized, or whose transport died (data.destination, data.reason) */
+export const CodeDestinationUnavailable = -32012;

@@ -30,6 +30,16 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	}
 	defer os.RemoveAll(root)
 	cfg.Root = root
+	farRoot, err := os.MkdirTemp("", "toolhost-demo-far-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(farRoot)
+	far, err := localDestination(farRoot)
+	if err != nil {
+		return err
+	}
+	cfg.Destinations = append(cfg.Destinations, far)
 
 	// Two pipes: client → server and server → client.
 	cin, sout := io.Pipe()
@@ -142,6 +152,9 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	}
 
 	if err := d.ptyShell(ctx, results); err != nil {
+		return err
+	}
+	if err := d.destination(ctx, results); err != nil {
 		return err
 	}
 

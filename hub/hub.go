@@ -1,0 +1,437 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// Sink is where the notifications of destinations go: the session.
+// *rpc.Session is one.
+type Sink interface {
+	// Notify sends a notification that may be dropped when the client is
+	// far behind (output, heartbeat, stepTransition).
+	Notify(method string, params any)
+	// NotifyCritical sends a notification that is never dropped
+	// (toolResult, $/progress end).
+	NotifyCritical(method string, params any)
+}
+
+// Timeouts of the hub.
+const (
+	// connectTimeout bounds starting a destination's command and its
+	// initialize.
+	connectTimeout = 60 * time.Second
+	// closeTimeout bounds a destination's shutdown at the session's end.
+	closeTimeout = 10 * time.Second
+)
+
+// Options configure a Hub.
+type Options struct {
+	Logger *slog.Logger
+	// Version is this toolhost's version, which a bootstrapped far side
+	// must answer.
+	Version string
+	// Bootstrap installs this binary on a far side that has no toolhost
+	// or another version (--destination-bootstrap).
+	Bootstrap bool
+}
+
+// Hub is a session's destinations.
+type Hub struct {
+	opts  Options
+	log   *slog.Logger
+	dests map[string]*Destination // set by New, read-only after
+	order []string                // names in command-line order
+
+	mu sync.Mutex // guards the fields below
+	// sink, caps, sandbox and allowed are set by Configure.
+	sink    Sink
+	caps    rpc.ClientCapabilities
+	sandbox *rpc.Sandbox
+	allowed map[string]bool // nil: every destination
+	closed  bool
+
+	// watchers owns the goroutine of each connection that waits for its
+	// transport to end; Close waits for them.
+	watchers conc.WaitGroup
+}
+
+// New returns the hub of the given destinations, none connected.
+func New(specs []Spec, opts Options) *Hub {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Hub{opts: opts, log: opts.Logger, dests: make(map[string]*Destination)}
+	for _, s := range specs {
+		h.dests[s.Name] = &Destination{hub: h, name: s.Name, argv: s.Argv, state: rpc.DestinationIdle}
+		h.order = append(h.order, s.Name)
+	}
+	return h
+}
+
+// Empty reports whether the command line named no destination.
+func (h *Hub) Empty() bool { return len(h.order) == 0 }
+
+// Configure sets what the session's initialize said: where notifications
+// go, the client's capabilities and sandbox options to pass on, and the
+// destinations the client narrowed the session to (nil: every one). A
+// name the command line does not give is an error.
+func (h *Hub) Configure(sink Sink, caps rpc.ClientCapabilities, sandbox *rpc.Sandbox, allowed []string) error {
+	var allow map[string]bool
+	if allowed != nil {
+		allow = make(map[string]bool)
+		for i, n := range allowed {
+			if _, ok := h.dests[n]; !ok {
+				return rpc.InvalidParams(fmt.Sprintf("initializationOptions.destinations[%d]", i), "%q is not a destination of the command line (%s)", n, h.names())
+			}
+			allow[n] = true
+		}
+	}
+	// Progress tokens of the far side's own would not be the client's:
+	// the client gives workDoneToken for a destination's command instead.
+	if caps.Window != nil {
+		w := *caps.Window
+		w.WorkDoneProgress = false
+		caps.Window = &w
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sink, h.caps, h.sandbox, h.allowed = sink, caps, sandbox, allow
+	return nil
+}
+
+// names lists the destinations for messages.
+func (h *Hub) names() string {
+	if len(h.order) == 0 {
+		return "the command line gives none"
+	}
+	return "it gives " + strings.Join(h.order, ", ")
+}
+
+// Get returns the destination called name, if the session may use it.
+func (h *Hub) Get(name string) (*Destination, error) {
+	d, ok := h.dests[name]
+	h.mu.Lock()
+	allowed := h.allowed == nil || h.allowed[name]
+	h.mu.Unlock()
+	if !ok || !allowed {
+		return nil, rpc.InvalidParams("destination", "%q is not a destination of this session (%s)", name, h.names())
+	}
+	return d, nil
+}
+
+// Route splits an id a destination handed out ("NAME/h-3") into the
+// destination and its own id; ok is false for an id of this server.
+func (h *Hub) Route(id string) (d *Destination, farID string, ok bool, err error) {
+	name, far, found := strings.Cut(id, "/")
+	if !found {
+		return nil, "", false, nil
+	}
+	d, err = h.Get(name)
+	return d, far, true, err
+}
+
+// RoutePath splits the artifact path of a destination ("NAME//abs/path",
+// as its ToolResults give it) into the destination and its own path; ok
+// is false for a path of this server.
+func (h *Hub) RoutePath(path string) (d *Destination, farPath string, ok bool, err error) {
+	name, far, found := strings.Cut(path, "//")
+	if !found || !validName.MatchString(name) {
+		return nil, "", false, nil
+	}
+	if _, known := h.dests[name]; !known {
+		return nil, "", false, nil
+	}
+	d, err = h.Get(name)
+	return d, "/" + far, true, err
+}
+
+// List describes the session's destinations, in command-line order. It
+// connects none.
+func (h *Hub) List() []rpc.DestinationInfo {
+	h.mu.Lock()
+	allowed := h.allowed
+	h.mu.Unlock()
+	out := []rpc.DestinationInfo{}
+	for _, n := range h.order {
+		if allowed == nil || allowed[n] {
+			out = append(out, h.dests[n].info())
+		}
+	}
+	return out
+}
+
+// ForEachReady calls fn with every destination that is connected.
+func (h *Hub) ForEachReady(fn func(*Destination)) {
+	for _, n := range h.order {
+		d := h.dests[n]
+		if d.current() != nil {
+			fn(d)
+		}
+	}
+}
+
+// ConnectAll connects every destination the session may use, at once;
+// failures show in List.
+func (h *Hub) ConnectAll(ctx context.Context) {
+	var wg sync.WaitGroup // owned by ConnectAll
+	for _, info := range h.List() {
+		d := h.dests[info.Name]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := d.connect(ctx); err != nil {
+				h.log.Warn("destination did not connect", "destination", d.name, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Close ends every destination's session — shutdown (its handles end and
+// their toolResults are forwarded), exit, then the transport — within
+// ctx, and waits for the transports' goroutines. Handles whose toolResult
+// has not come by then end "lost".
+func (h *Hub) Close(ctx context.Context) {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	var wg sync.WaitGroup // owned by Close
+	for _, n := range h.order {
+		d := h.dests[n]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.close(ctx)
+		}()
+	}
+	wg.Wait()
+	h.watchers.Wait()
+}
+
+// Destination is one destination of the command line.
+type Destination struct {
+	hub  *Hub
+	name string
+	argv []string
+
+	mu sync.Mutex // guards the fields below
+	// state is the transport's; conn is set while it is ready.
+	state  rpc.DestinationState
+	reason string
+	conn   *conn
+	// connecting is closed when the connect under way ends; nil when
+	// none is.
+	connecting chan struct{}
+	init       *rpc.InitializeResult
+}
+
+// Name returns the destination's name.
+func (d *Destination) Name() string { return d.name }
+
+// info describes the destination.
+func (d *Destination) info() rpc.DestinationInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	in := rpc.DestinationInfo{Name: d.name, State: d.state, Command: slices.Clone(d.argv), Reason: d.reason}
+	if d.init != nil {
+		in.Root, in.ReadRoots = d.init.Workspace.Root, d.init.Workspace.ReadRoots
+		si := d.init.ServerInfo
+		in.ServerInfo = &si
+	}
+	return in
+}
+
+// current returns the connection while the destination is ready.
+func (d *Destination) current() *conn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.conn
+}
+
+// unavailable returns the DestinationUnavailable error for reason.
+func (d *Destination) unavailable(reason string) error {
+	return rpc.NewError(rpc.CodeDestinationUnavailable, &rpc.ErrorData{Destination: d.name, Reason: reason},
+		"destination %q unavailable: %s", d.name, firstLine(reason))
+}
+
+// connect returns the destination's connection, starting its command and
+// initializing it first if needed. Concurrent callers share one attempt.
+func (d *Destination) connect(ctx context.Context) (*conn, error) {
+	for {
+		d.mu.Lock()
+		if d.conn != nil {
+			c := d.conn
+			d.mu.Unlock()
+			return c, nil
+		}
+		d.hub.mu.Lock()
+		closed := d.hub.closed
+		d.hub.mu.Unlock()
+		if closed {
+			d.mu.Unlock()
+			return nil, d.unavailable("the session is ending")
+		}
+		if ch := d.connecting; ch != nil {
+			d.mu.Unlock()
+			select {
+			case <-ch:
+				d.mu.Lock()
+				failed := d.conn == nil && d.state == rpc.DestinationLost
+				reason := d.reason
+				d.mu.Unlock()
+				if failed {
+					return nil, d.unavailable(reason)
+				}
+				continue
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		}
+		ch := make(chan struct{})
+		d.connecting, d.state, d.reason = ch, rpc.DestinationConnecting, ""
+		d.mu.Unlock()
+
+		c, init, err := d.dialOrBootstrap(ctx)
+		d.mu.Lock()
+		d.connecting = nil
+		if err != nil {
+			d.state, d.reason = rpc.DestinationLost, err.Error()
+		} else {
+			d.state, d.conn, d.init = rpc.DestinationReady, c, init
+		}
+		close(ch)
+		d.mu.Unlock()
+		if err != nil {
+			d.hub.log.Warn("destination unavailable", "destination", d.name, "err", err)
+			return nil, d.unavailable(err.Error())
+		}
+		d.hub.log.Info("destination ready", "destination", d.name, "root", init.Workspace.Root, "server", init.ServerInfo.Version)
+		d.hub.watchers.Go(func() { d.watch(c) })
+		return c, nil
+	}
+}
+
+// dialOrBootstrap dials the destination; with Options.Bootstrap, a far side
+// without toolhost, or with another version, gets this binary installed
+// and started instead.
+func (d *Destination) dialOrBootstrap(ctx context.Context) (*conn, *rpc.InitializeResult, error) {
+	c, init, err := d.dial(ctx, d.argv)
+	if !d.hub.opts.Bootstrap {
+		return c, init, err
+	}
+	switch {
+	case errors.Is(err, errNotInstalled):
+	case err == nil && init.ServerInfo.Version != d.hub.opts.Version:
+		d.hub.log.Info("the destination runs another version of toolhost; bootstrapping", "destination", d.name, "version", init.ServerInfo.Version)
+		c.setClosing()
+		_ = c.c.Close()
+	default:
+		return c, init, err
+	}
+	argv, berr := d.bootstrap(ctx)
+	if berr != nil {
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w; %w", err, berr)
+		}
+		return nil, nil, berr
+	}
+	return d.dial(ctx, argv)
+}
+
+// dial starts argv (the destination's command, or its bootstrapped form)
+// and initializes the toolhost it reaches. The transport outlives ctx:
+// only the connect waits on it.
+func (d *Destination) dial(ctx context.Context, argv []string) (*conn, *rpc.InitializeResult, error) {
+	h := d.hub
+	h.mu.Lock()
+	caps, sandbox := h.caps, h.sandbox
+	h.mu.Unlock()
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = transportAttr()
+	c := &conn{dest: d, handles: make(map[string]*handle)}
+	cl, err := client.Start(context.WithoutCancel(ctx), cmd, &client.Options{CloseTimeout: closeTimeout})
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w", argv[0], errors.Unwrap(err))
+	}
+	c.c = cl
+	cl.OnEveryNotification(c.onNotification)
+
+	ictx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	opts := &rpc.InitializationOptions{Sandbox: sandbox}
+	init, err := cl.Initialize(ictx, &rpc.InitializeParams{
+		ClientInfo:            &rpc.ClientInfo{Name: "toolhost-hub"},
+		Capabilities:          &caps,
+		InitializationOptions: opts,
+	})
+	if err == nil {
+		err = cl.Initialized(ictx)
+	}
+	if err != nil {
+		if exitedNotFound(cl.Close()) {
+			return nil, nil, fmt.Errorf("initializing: %w (the command exited 127): %w", errNotInstalled, err)
+		}
+		return nil, nil, fmt.Errorf("initializing: %w", err)
+	}
+	return c, init, nil
+}
+
+// watch waits for the connection's transport to end; an end the hub did
+// not ask for loses the destination.
+func (d *Destination) watch(c *conn) {
+	<-c.c.Done()
+	reason := "the transport ended"
+	if err := c.c.Err(); err != nil {
+		reason = err.Error()
+	}
+	d.mu.Lock()
+	if d.conn == c {
+		d.conn = nil
+		if !c.closing() {
+			d.state, d.reason = rpc.DestinationLost, reason
+		} else {
+			d.state = rpc.DestinationIdle
+		}
+	}
+	d.mu.Unlock()
+	c.lose(reason)
+	_ = c.c.Close() // reaps the transport's process
+}
+
+// close ends the destination's session, if connected.
+func (d *Destination) close(ctx context.Context) {
+	c := d.current()
+	if c == nil {
+		return
+	}
+	c.setClosing()
+	sctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	if err := c.c.Shutdown(sctx); err == nil {
+		_ = c.c.Exit(sctx)
+	}
+	_ = c.c.Close()
+	<-c.c.Done()
+}
+
+// firstLine returns s up to its first newline.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
