@@ -41,6 +41,8 @@ var figures = []figure{
 	{"hub-concurrent", (*bench).hubConcurrent},
 	{"events", (*bench).eventsRate},
 	{"ports", (*bench).portLatency},
+	{"pty-echo", (*bench).ptyEcho},
+	{"pty-output", (*bench).ptyOutput},
 }
 
 // server is a toolhost session the bench drives.

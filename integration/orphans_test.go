@@ -114,27 +114,36 @@ var orphanEnds = []orphanEnd{
 //
 // It runs in both ways the server attributes descendants: by cgroup where
 // cgroup v2 allows (the default here), and by the marker in their
-// environment alone (--no-cgroups).
+// environment alone (--no-cgroups). Its PTY column runs every child again
+// under a pseudo-terminal (`pty: true`), where the command leads a session
+// of its own and the terminal's hangup reaches its foreground group:
+// "cgroups/pty/…" and "markers/pty/…".
 func TestOrphanMatrix(t *testing.T) {
 	t.Parallel()
 	modes := []struct {
 		name string
 		args []string
 	}{{"cgroups", nil}, {"markers", []string{"--no-cgroups"}}}
+	columns := []struct {
+		name string // "" keeps the pipes' cells named as before the PTY column
+		pty  bool
+	}{{"", false}, {"pty/", true}}
 	for _, mode := range modes {
-		for _, child := range orphanChildren {
-			for _, way := range orphanEnds {
-				t.Run(mode.name+"/"+child.name+"/"+way.name, func(t *testing.T) {
-					t.Parallel()
-					orphanCell(t, append([]string{"--kill-grace", "200ms"}, mode.args...), child, way)
-				})
+		for _, col := range columns {
+			for _, child := range orphanChildren {
+				for _, way := range orphanEnds {
+					t.Run(mode.name+"/"+col.name+child.name+"/"+way.name, func(t *testing.T) {
+						t.Parallel()
+						orphanCell(t, append([]string{"--kill-grace", "200ms"}, mode.args...), col.pty, child, way)
+					})
+				}
 			}
 		}
 	}
 }
 
-// orphanCell runs one cell of the matrix.
-func orphanCell(t *testing.T, args []string, child orphanChild, way orphanEnd) {
+// orphanCell runs one cell of the matrix, under a PTY when pty is set.
+func orphanCell(t *testing.T, args []string, pty bool, child orphanChild, way orphanEnd) {
 	s := start(t, options{args: args})
 	s.initialize(nil)
 	cgroups := !strings.Contains(s.stderr.String(), "no cgroups") && !slices.Contains(args, "--no-cgroups")
@@ -146,8 +155,13 @@ func orphanCell(t *testing.T, args []string, child orphanChild, way orphanEnd) {
 	if way.timeoutMs > 0 {
 		p["timeoutMs"] = way.timeoutMs
 	}
+	stream := rpc.StreamStdout
+	if pty {
+		p["pty"] = true
+		stream = rpc.StreamPty
+	}
 	h := s.longRun(p)
-	s.awaitOutput(h.HandleID, "ready")
+	s.awaitStreamOnly(h.HandleID, stream, "ready")
 	found := scanProcs(mk, "")
 	prefix := sessionPrefix(found)
 	if len(found) == 0 || prefix == "" {
