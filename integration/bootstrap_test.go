@@ -89,3 +89,29 @@ func TestDestinationBootstrapInstallsOnce(t *testing.T) {
 		t.Errorf("the second session installed again: mtime mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestDestinationBootstrapOverSSH bootstraps a far side reached through a
+// real sshd whose PATH has no toolhost: the binary is installed over the
+// same ssh transport and the command runs there.
+func TestDestinationBootstrapOverSSH(t *testing.T) {
+	t.Parallel()
+	d := needSSHD(t)
+	home, root := t.TempDir(), farRoot(t)
+	argv := append([]string{"ssh"}, d.sshArgs()...)
+	argv = append(argv, "env", "HOME="+home, "PATH=/usr/bin:/bin", "toolhost", "--root", root, "--log-level", "warn")
+	s := startHub(t, []dest{{Name: "far", Argv: argv, Root: root}}, "--destination-bootstrap")
+	s.initialize(nil)
+	res := s.run(map[string]any{"destination": "far", "argv": []string{"pwd"}})
+	if res.Status != rpc.StatusCompleted || strings.TrimSpace(res.Stdout) != root {
+		t.Fatalf("runCommand pwd over ssh after bootstrap: %s %q, want completed %q", res.Status, res.Stdout, root)
+	}
+	installed, err := filepath.Glob(filepath.Join(home, ".cache", "toolhost", "*", "toolhost"))
+	if err != nil || len(installed) != 1 {
+		t.Fatalf("installed binaries %v (%v), want one under %s/.cache/toolhost", installed, err, home)
+	}
+	info := destinationNamed(t, s.destinations(), "far")
+	if info.State != rpc.DestinationReady || info.Root != root {
+		t.Errorf("destination %+v: want ready at %s", info, root)
+	}
+	s.shutdown()
+}

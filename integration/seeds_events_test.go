@@ -122,3 +122,42 @@ func waitChildBlocked(t *testing.T, pid int) {
 		<-time.After(time.Millisecond)
 	}
 }
+
+// TestEventsOversizeLineIsReportedNotSent prints a JSON line longer than a
+// message may be: it is counted and reported, not sent, and the lines
+// around it still are.
+func TestEventsOversizeLineIsReportedNotSent(t *testing.T) {
+	t.Parallel()
+	s := start(t, options{args: []string{"--max-message-bytes", "65536"}})
+	s.initialize(nil)
+	script := `import sys
+sys.stdout.write('{"n":1}\n')
+sys.stdout.write('{"big":"' + 'x' * 200000 + '"}\n')
+sys.stdout.write('{"n":2}\n')
+`
+	h := s.longRun(map[string]any{"argv": []string{"python3", "-c", script}, "stdoutFormat": "jsonl"})
+	res := s.toolResultOf(h.HandleID)
+	if diff := cmp.Diff(&rpc.EventCounts{Count: 2, OversizeLines: 1}, res.Events); diff != "" {
+		t.Errorf("result events mismatch (-want +got):\n%s", diff)
+	}
+	var got []string
+	for _, e := range progDecodeAll[rpc.EventParams](s, "event", forHandle(h.HandleID)) {
+		got = append(got, string(e.Event))
+	}
+	if diff := cmp.Diff([]string{`{"n":1}`, `{"n":2}`}, got); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+	var warned bool
+	for _, raw := range s.notifications("window/logMessage") {
+		var m rpc.LogMessageParams
+		if json.Unmarshal(raw, &m) == nil && strings.Contains(m.Message, "longer than a message") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Error("no window/logMessage reported the oversize line")
+	}
+	if size := len(progReadFile(t, res.Artifacts.StdoutPath)); size < 200000 {
+		t.Errorf("stdout.log holds %d bytes: the oversize line is missing from it", size)
+	}
+}

@@ -27,6 +27,9 @@ type jsonlSplitter struct {
 	next    io.Writer
 	onEvent func(line []byte)
 	onPlain func(line []byte)
+	// onOversize, if set, hears of each line over max (its number, from
+	// 1, among the oversize ones).
+	onOversize func(n int64)
 	max     int // the longest line passed on
 
 	mu sync.Mutex // guards the fields below; held while onEvent blocks
@@ -79,6 +82,9 @@ func (j *jsonlSplitter) endLine() {
 	if j.oversize {
 		j.oversize = false
 		j.counts.Oversize++
+		if j.onOversize != nil {
+			j.onOversize(j.counts.Oversize)
+		}
 		return
 	}
 	l := bytes.TrimRight(j.line, "\r")

@@ -180,7 +180,13 @@ func (c *Command) begin() (*proc, error) {
 	}
 	c.stdout = &lockedWriter{w: c.capture.Stdout()}
 	if c.spec.StdoutJSONL {
-		c.jsonl = &jsonlSplitter{next: c.capture.Stdout(), max: c.spec.MaxEventBytes, onEvent: c.onEvent}
+		c.jsonl = &jsonlSplitter{next: c.capture.Stdout(), max: c.spec.MaxEventBytes, onEvent: c.onEvent,
+			onOversize: func(n int64) {
+				if n == 1 { // once per command; the result counts them all
+					c.m.log.Warn("a stdout line was longer than a message may be: it was not sent as an event (the stdout artifact holds it)",
+						"command", c.id, "limit", c.spec.MaxEventBytes)
+				}
+			}}
 		if c.spec.StreamOutput && c.obs.OnOutput != nil {
 			c.jsonl.onPlain = func(line []byte) { c.forwardOutput("stdout", line) }
 		}
