@@ -30,7 +30,7 @@ type jsonlSplitter struct {
 	// onOversize, if set, hears of each line over max (its number, from
 	// 1, among the oversize ones).
 	onOversize func(n int64)
-	max     int // the longest line passed on
+	max        int // the longest line passed on
 
 	mu sync.Mutex // guards the fields below; held while onEvent blocks
 	// line is the line so far (at most max bytes); oversize says the line

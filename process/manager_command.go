@@ -57,7 +57,7 @@ type Command struct {
 	// portStop ends watchPorts; closed by end. portDone is closed by
 	// watchPorts as it returns. Both nil without WatchPorts.
 	portStop, portDone chan struct{}
-	timer    *time.Timer
+	timer              *time.Timer
 	// idleTimer enforces Spec.InactivityTimeout: one timer that re-arms
 	// itself for the rest of the idle time (checkIdle), so that output
 	// costs an atomic store, not a timer reset. Set by begin and stopped
