@@ -14,14 +14,8 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *rpc.CancelParams)
 	if p.HandleID == "" {
 		return nil, rpc.InvalidParams("handleId", "required")
 	}
-	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		q := *p
-		q.HandleID = tg.Far
-		return forward(ctx, s, tg.Dest, tg.Epoch, rpc.CancelRequest, &q)
+	if r, handled, err := forwardHandle(ctx, s, t, rpc.CancelRequest, p, func(p *rpc.CancelParams) *string { return &p.HandleID }); handled {
+		return r, err
 	}
 	_, mgr := t.state()
 	cmd, ok := mgr.Lookup(p.HandleID)

@@ -81,15 +81,8 @@ func (t *Tools) resize(_ context.Context, s *rpc.Session, p *rpc.ResizeParams) (
 	if p.HandleID == "" {
 		return nil, nil, rpc.InvalidParams("handleId", "required")
 	}
-	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
-		if err != nil {
-			return nil, nil, err
-		}
-		q := *p
-		q.HandleID = tg.Far
-		return nil, func(ctx context.Context) (*rpc.ResizeResult, error) {
-			return forward(ctx, s, tg.Dest, tg.Epoch, rpc.ResizeRequest, &q)
-		}, nil
+	if rest, handled, err := forwardHandleLater(s, t, rpc.ResizeRequest, p, func(p *rpc.ResizeParams) *string { return &p.HandleID }); handled {
+		return nil, rest, err
 	}
 	res, err := t.localResize(p)
 	return res, nil, err
@@ -119,15 +112,8 @@ func (t *Tools) signal(_ context.Context, s *rpc.Session, p *rpc.SignalParams) (
 	if p.HandleID == "" {
 		return nil, nil, rpc.InvalidParams("handleId", "required")
 	}
-	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
-		if err != nil {
-			return nil, nil, err
-		}
-		q := *p
-		q.HandleID = tg.Far
-		return nil, func(ctx context.Context) (*rpc.SignalResult, error) {
-			return forward(ctx, s, tg.Dest, tg.Epoch, rpc.SignalRequest, &q)
-		}, nil
+	if rest, handled, err := forwardHandleLater(s, t, rpc.SignalRequest, p, func(p *rpc.SignalParams) *string { return &p.HandleID }); handled {
+		return nil, rest, err
 	}
 	res, err := t.localSignal(p)
 	return res, nil, err

@@ -32,14 +32,8 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutpu
 	if p.HandleID == "" {
 		return nil, rpc.InvalidParams("handleId", "required")
 	}
-	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		q := *p
-		q.HandleID = tg.Far
-		return forward(ctx, s, tg.Dest, tg.Epoch, rpc.ReadOutputRequest, &q)
+	if r, handled, err := forwardHandle(ctx, s, t, rpc.ReadOutputRequest, p, func(p *rpc.ReadOutputParams) *string { return &p.HandleID }); handled {
+		return r, err
 	}
 	stream := p.Stream
 	switch stream {

@@ -20,14 +20,8 @@ func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *rpc.WaitParams) (*r
 	if p.HandleID == "" {
 		return nil, rpc.InvalidParams("handleId", "required")
 	}
-	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		q := *p
-		q.HandleID = tg.Far
-		return forward(ctx, s, tg.Dest, tg.Epoch, rpc.WaitRequest, &q)
+	if r, handled, err := forwardHandle(ctx, s, t, rpc.WaitRequest, p, func(p *rpc.WaitParams) *string { return &p.HandleID }); handled {
+		return r, err
 	}
 	ms := int64(defaultWaitMs)
 	if p.TimeoutMs != nil {
