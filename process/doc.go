@@ -1,5 +1,6 @@
 // Package process runs commands for toolhost: it spawns argv (never through a
-// shell) in a process group of its own with a filtered environment, pumps
+// shell) in a process group of its own (or, under a pseudo-terminal, a
+// session of its own) with a filtered environment, pumps
 // the child's stdout, stderr and events pipe into a capture.Capture, turns
 // step markers and recipe steps into observer callbacks, enforces timeouts
 // and cancellation with a TERM, grace, KILL ladder, and keeps a registry of
@@ -11,7 +12,11 @@
 //	manager_command.go  Command: one command's state, Snapshot, Cancel, attribution
 //	supervisor.go       the supervisor goroutine of every command: steps, stops, the end
 //	tracker.go          step markers of a plain command turned into steps, heartbeats
-//	spawn*.go           forking one process with its pipes, pumps and waiter
+//	spawn*.go           forking one process with its pipes (or terminal), pumps and waiter
+//	pty*.go             pseudo-terminals: opening one, its size, its foreground group
+//	input.go            a command's input: writes in turn order, eof, resize, signals
+//	jsonl.go            a stdout of JSON lines split into events (Spec.StdoutJSONL)
+//	ports*.go           the TCP ports a command's tree listens on (Spec.WatchPorts)
 //	kill.go             the TERM, grace, KILL ladder
 //	reaper*.go          the child subreaper, orphan reaping, cgroups
 //	registry.go         handles, running and recently finished
