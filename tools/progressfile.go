@@ -43,12 +43,6 @@ type progressFile struct {
 	err     error // the first failed write, reported once
 }
 
-// seq numbers the progress files kept beside the artifacts.
-var progressSeq struct {
-	mu sync.Mutex
-	n  int
-}
-
 // openProgressFile prepares the progress file a longRunning asks for: a
 // path in the root, or one beside the artifacts.
 func (t *Tools) openProgressFile(ws *workspace.Workspace, opt *rpc.ProgressFileOption, label string) (*progressFile, error) {
@@ -66,10 +60,10 @@ func (t *Tools) openProgressFile(ws *workspace.Workspace, opt *rpc.ProgressFileO
 			return nil, e
 		}
 	case opt.Artifacts:
-		progressSeq.mu.Lock()
-		progressSeq.n++
-		n := progressSeq.n
-		progressSeq.mu.Unlock()
+		t.mu.Lock()
+		t.progressFiles++
+		n := t.progressFiles
+		t.mu.Unlock()
 		if r, err = workspace.NewReplacer(ws.ArtifactsDir(), fmt.Sprintf("progress-%d.json", n)); err != nil {
 			return nil, rpc.NewError(rpc.CodeInternalError, &rpc.ErrorData{Field: "progressFile", Path: ws.ArtifactsDir(), Reason: err.Error()}, "progress file: %v", err)
 		}

@@ -114,6 +114,8 @@ type Tools struct {
 	conf        *confinement                // the session's confinement; its directory is removed by Shutdown
 	tokens      map[string]*process.Command // commands behind $/progress tokens, for window/workDoneProgress/cancel
 	shutdown    bool
+	// progressFiles numbers the progress files kept beside the artifacts.
+	progressFiles int
 
 	// senders are the goroutines that wait for a handle to end and send its
 	// toolResult; Shutdown waits for them.
