@@ -1,0 +1,173 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// orphanCap bounds the events kept for handles no call watches yet: those
+// that arrive between a longRunning's answer and the subscription of the
+// call that started it.
+const orphanCap = 512
+
+// event is a stepTransition or a heartbeat of a handle.
+type event struct {
+	handleID string
+	step     *rpc.StepTransitionParams
+	beat     *rpc.HeartbeatParams
+}
+
+// router hands the step transitions and heartbeats of handles to the
+// calls that watch them with a progress token. The client's dispatcher
+// calls step and heartbeat, one at a time and in arrival order.
+type router struct {
+	mu sync.Mutex
+	// sinks are the watching calls by handle id; orphans the latest events
+	// of handles nobody watched, oldest first, at most orphanCap. Guarded
+	// by mu.
+	sinks   map[string]*sink
+	orphans []event
+}
+
+func (r *router) init() { r.sinks = make(map[string]*sink) }
+
+func (r *router) step(p *rpc.StepTransitionParams) {
+	if p.HandleID != "" {
+		r.route(event{handleID: p.HandleID, step: p})
+	}
+}
+
+func (r *router) heartbeat(p *rpc.HeartbeatParams) {
+	if p.HandleID != "" {
+		r.route(event{handleID: p.HandleID, beat: p})
+	}
+}
+
+// route sends an event to the sink of its handle, or keeps it as an
+// orphan.
+func (r *router) route(ev event) {
+	r.mu.Lock()
+	k := r.sinks[ev.handleID]
+	if k == nil {
+		if len(r.orphans) == orphanCap {
+			r.orphans = append(r.orphans[:0], r.orphans[1:]...)
+		}
+		r.orphans = append(r.orphans, ev)
+		r.mu.Unlock()
+		return
+	}
+	// Lock the sink before letting go of the router: a subscription that
+	// is replaying orphans holds it, and this event comes after them.
+	k.mu.Lock()
+	r.mu.Unlock()
+	defer k.mu.Unlock()
+	k.sendLocked(ev)
+}
+
+// watch sends the events of handle handleID as notifications/progress on
+// token, until the returned stop is called. With replay, the events that
+// arrived for the handle before the call (its start) are sent first; else
+// they are dropped. One call watches a handle at a time: a second watch
+// replaces the first.
+func (r *router) watch(ctx context.Context, ss *sdk.ServerSession, token any, handleID string, replay bool) (stop func()) {
+	k := &sink{ctx: ctx, ss: ss, token: token}
+	k.mu.Lock()
+	r.mu.Lock()
+	r.sinks[handleID] = k
+	var past []event
+	kept := r.orphans[:0]
+	for _, ev := range r.orphans {
+		if ev.handleID == handleID {
+			past = append(past, ev)
+		} else {
+			kept = append(kept, ev)
+		}
+	}
+	clear(r.orphans[len(kept):])
+	r.orphans = kept
+	r.mu.Unlock()
+	if replay {
+		for _, ev := range past {
+			k.sendLocked(ev)
+		}
+	}
+	k.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		if r.sinks[handleID] == k {
+			delete(r.sinks, handleID)
+		}
+		r.mu.Unlock()
+		k.mu.Lock()
+		k.stopped = true
+		k.mu.Unlock()
+	}
+}
+
+// sink is one call's progress token.
+type sink struct {
+	ctx   context.Context
+	ss    *sdk.ServerSession
+	token any
+
+	mu sync.Mutex
+	// stopped is set when the call returns: nothing is sent after its
+	// answer. last is the progress last sent, which only grows. Guarded by
+	// mu, which is held while a notification is sent, so they go out in
+	// order.
+	stopped bool
+	last    float64
+	total   float64
+	sent    bool
+}
+
+// sendLocked sends one event as notifications/progress; k.mu is held.
+// Progress counts the steps finished and total the steps, when known; as
+// MCP wants progress to grow with every notification, an event that
+// finishes no step (a start, a heartbeat) moves it halfway to the next
+// whole step.
+func (k *sink) sendLocked(ev event) {
+	if k.stopped {
+		return
+	}
+	var done, total float64
+	var msg string
+	switch {
+	case ev.step != nil:
+		st := ev.step
+		done = float64(st.Index)
+		if st.Status == rpc.StepStart {
+			done = float64(st.Index - 1)
+		}
+		total = float64(st.Total)
+		switch {
+		case st.Total > 0:
+			msg = fmt.Sprintf("step %d/%d: %s", st.Index, st.Total, st.Step)
+		case st.Index > 0:
+			msg = fmt.Sprintf("step %d: %s", st.Index, st.Step)
+		default:
+			msg = st.Step
+		}
+		if st.Status != rpc.StepStart {
+			msg += " (" + string(st.Status) + ")"
+		}
+	case ev.beat != nil:
+		done, total = k.last, k.total
+		msg = fmt.Sprintf("%s: alive after %.1fs", ev.beat.Step, float64(ev.beat.ElapsedMs)/1000)
+	}
+	progress := done
+	if k.sent && progress <= k.last {
+		progress = k.last + (float64(int(k.last)+1)-k.last)/2
+	}
+	k.last, k.total, k.sent = progress, total, true
+	p := &sdk.ProgressNotificationParams{ProgressToken: k.token, Progress: progress, Total: total, Message: msg}
+	if total > 0 && progress > total {
+		p.Total = 0
+	}
+	_ = k.ss.NotifyProgress(k.ctx, p)
+}
