@@ -21,6 +21,10 @@ func IsMCP(br *bufio.Reader) bool {
 	size := 1
 	for {
 		b, err := br.Peek(size)
+		if err == nil {
+			// Look at everything buffered, not only the bytes waited for.
+			b, _ = br.Peek(br.Buffered())
+		}
 		rest := bytes.TrimLeft(b, " \t\r\n")
 		if len(rest) > 0 && rest[0] != '{' {
 			return false

@@ -98,7 +98,11 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 		s.innerExit <- code
 	}()
 	ctx := context.Background()
-	ss, err := s.mcp.Connect(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
+	maxLine := s.opts.MaxMessageBytes
+	if maxLine <= 0 {
+		maxLine = 16 << 20
+	}
+	ss, err := s.mcp.Connect(ctx, &stdioTransport{in: in, out: out, max: maxLine, log: s.log}, nil)
 	if err != nil {
 		s.log.Error("cannot serve MCP", "err", err)
 		s.inner.End("mcp: " + err.Error())
@@ -185,11 +189,6 @@ func (s *Server) logf(ctx context.Context, ss *sdk.ServerSession, level sdk.Logg
 		s.log.Debug("log message not sent", "err", err)
 	}
 }
-
-// nopWriteCloser is stdout, which the session never closes.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // closeTimeout bounds the end of the inner session when the client has
 // gone: shutdown stops every command within its kill grace.
