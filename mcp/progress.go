@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/rpc"
 )
+
+// finishedCap bounds the handles remembered as ended.
+const finishedCap = 4096
 
 // orphanCap bounds the events kept for handles no call watches yet: those
 // that arrive between a longRunning's answer and the subscription of the
@@ -32,10 +36,37 @@ type router struct {
 	// by mu.
 	sinks   map[string]*sink
 	orphans []event
+	// finished holds the handles whose toolResult has come, the latest
+	// finishedCap of them (order lists them oldest first). Guarded by mu.
+	finished map[string]bool
+	order    []string
 }
 
-func (r *router) init() { r.sinks = make(map[string]*sink) }
+func (r *router) init() {
+	r.sinks = make(map[string]*sink)
+	r.finished = make(map[string]bool)
+}
 
+// toolResult records the end of a handle: its toolResult is the last
+// notification about it, so every event of the handle has been routed.
+func (r *router) toolResult(p *rpc.ToolResult) {
+	if p.HandleID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.finished[p.HandleID] {
+		if len(r.order) == finishedCap {
+			delete(r.finished, r.order[0])
+			r.order = append(r.order[:0], r.order[1:]...)
+		}
+		r.finished[p.HandleID] = true
+		r.order = append(r.order, p.HandleID)
+	}
+	if k := r.sinks[p.HandleID]; k != nil {
+		k.endOnce.Do(func() { close(k.ended) })
+	}
+}
 func (r *router) step(p *rpc.StepTransitionParams) {
 	if p.HandleID != "" {
 		r.route(event{handleID: p.HandleID, step: p})
@@ -74,11 +105,14 @@ func (r *router) route(ev event) {
 // arrived for the handle before the call (its start) are sent first; else
 // they are dropped. One call watches a handle at a time: a second watch
 // replaces the first.
-func (r *router) watch(ctx context.Context, ss *sdk.ServerSession, token any, handleID string, replay bool) (stop func()) {
-	k := &sink{ctx: ctx, ss: ss, token: token}
+func (r *router) watch(ctx context.Context, ss *sdk.ServerSession, token any, handleID string, replay bool) (k *sink, stop func()) {
+	k = &sink{ctx: ctx, ss: ss, token: token, ended: make(chan struct{})}
 	k.mu.Lock()
 	r.mu.Lock()
 	r.sinks[handleID] = k
+	if r.finished[handleID] {
+		k.endOnce.Do(func() { close(k.ended) })
+	}
 	var past []event
 	kept := r.orphans[:0]
 	for _, ev := range r.orphans {
@@ -97,7 +131,7 @@ func (r *router) watch(ctx context.Context, ss *sdk.ServerSession, token any, ha
 		}
 	}
 	k.mu.Unlock()
-	return func() {
+	return k, func() {
 		r.mu.Lock()
 		if r.sinks[handleID] == k {
 			delete(r.sinks, handleID)
@@ -114,6 +148,10 @@ type sink struct {
 	ctx   context.Context
 	ss    *sdk.ServerSession
 	token any
+	// ended is closed once the handle's toolResult has been routed: every
+	// event of the handle has been sent by then.
+	ended   chan struct{}
+	endOnce sync.Once
 
 	mu sync.Mutex
 	// stopped is set when the call returns: nothing is sent after its
@@ -170,4 +208,22 @@ func (k *sink) sendLocked(ev event) {
 		p.Total = 0
 	}
 	_ = k.ss.NotifyProgress(k.ctx, p)
+}
+
+// drainLimit bounds how long a call that saw its command end waits for
+// the command's last events to be routed.
+const drainLimit = 5 * time.Second
+
+// drain waits until every event of the watched handle has been sent: the
+// handle's answer (a wait's final result) can overtake the notifications
+// queued before it in the client, and no progress may follow the call's
+// answer.
+func (k *sink) drain(ctx context.Context) {
+	t := time.NewTimer(drainLimit)
+	defer t.Stop()
+	select {
+	case <-k.ended:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

@@ -72,6 +72,7 @@ func New(cfg tools.Config, opts rpc.Options, version string) *Server {
 	})
 	client.OnNotification(s.th, rpc.StepTransitionNotification, s.events.step)
 	client.OnNotification(s.th, rpc.HeartbeatNotification, s.events.heartbeat)
+	client.OnNotification(s.th, rpc.ToolResultNotification, s.events.toolResult)
 	client.OnNotification(s.th, rpc.LogMessageNotification, s.logMessage)
 
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "toolhost", Title: "toolhost", Version: version}, &sdk.ServerOptions{

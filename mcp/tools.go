@@ -188,11 +188,14 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 	if err != nil {
 		return s.toolError(err)
 	}
-	stop := s.events.watch(ctx, req.Session, token, started.HandleID, true)
+	k, stop := s.events.watch(ctx, req.Session, token, started.HandleID, true)
 	defer stop()
 	res, err := s.waitHandle(ctx, started.HandleID, yield, true)
 	if err != nil {
 		return s.toolError(err)
+	}
+	if res.Status != rpc.StatusRunning {
+		k.drain(ctx)
 	}
 	return toolResultContent(res, ""), nil
 }
@@ -235,13 +238,18 @@ func (s *Server) startCommand(ctx context.Context, req *sdk.CallToolRequest, in 
 }
 
 func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *WaitCommandInput) (*sdk.CallToolResult, error) {
+	var k *sink
 	if token := req.Params.GetProgressToken(); token != nil {
-		stop := s.events.watch(ctx, req.Session, token, in.HandleID, false)
+		var stop func()
+		k, stop = s.events.watch(ctx, req.Session, token, in.HandleID, false)
 		defer stop()
 	}
 	res, err := s.th.Wait(ctx, &rpc.WaitParams{HandleID: in.HandleID, TimeoutMs: in.TimeoutMs})
 	if err != nil {
 		return s.toolError(err)
+	}
+	if k != nil && res.Status != rpc.StatusRunning {
+		k.drain(ctx)
 	}
 	return toolResultContent(res, ""), nil
 }
