@@ -36,6 +36,7 @@ var figures = []figure{
 	{"yield", (*bench).yieldOverhead},
 	{"output", (*bench).output},
 	{"handles", (*bench).handles},
+	{"mcp", (*bench).mcpVsOwn},
 }
 
 // server is a toolhost session the bench drives.

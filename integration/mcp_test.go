@@ -161,6 +161,20 @@ func text(res *sdk.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
+// firstText returns the first content of a result, which must be text:
+// the bytes read_file and read_output read.
+func firstText(t *testing.T, res *sdk.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) == 0 {
+		t.Fatal("a result without content")
+	}
+	tc, ok := res.Content[0].(*sdk.TextContent)
+	if !ok {
+		t.Fatalf("the first content is %T, not text", res.Content[0])
+	}
+	return tc.Text
+}
+
 // links returns the resource links of a result by name's last word.
 func links(res *sdk.CallToolResult) map[string]*sdk.ResourceLink {
 	out := map[string]*sdk.ResourceLink{}
@@ -256,7 +270,8 @@ func TestMCPTools(t *testing.T) {
 			t.Errorf("write_file = %+v", w)
 		}
 		var r rpc.ReadFileResult
-		s.ok("read_file", map[string]any{"path": "dir/a.txt", "line": 2, "limit": 1}, &r)
+		res := s.ok("read_file", map[string]any{"path": "dir/a.txt", "line": 2, "limit": 1}, &r)
+		r.Content = firstText(t, res)
 		got := struct {
 			Content         string
 			Start, End, Tot int
@@ -326,7 +341,8 @@ func TestMCPTools(t *testing.T) {
 			t.Errorf("wait_command = %s %q", done.Status, done.Stdout)
 		}
 		var ro rpc.ReadOutputResult
-		s.ok("read_output", map[string]any{"handleId": started.HandleID, "stream": "stdout"}, &ro)
+		res := s.ok("read_output", map[string]any{"handleId": started.HandleID, "stream": "stdout"}, &ro)
+		ro.Data = firstText(t, res)
 		if ro.Data != "first\nsecond\n" || !ro.EOF || ro.NextOffset != 13 {
 			t.Errorf("read_output = %+v", ro)
 		}

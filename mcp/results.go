@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,8 +120,19 @@ func startedContent(res *rpc.LongRunningResult) *sdk.CallToolResult {
 		res.HandleID, res.CommandID, res.PID, res.Command)
 }
 
-// readOutputContent is the result of read_output: the bytes read as text,
-// then where the read stopped.
+// OutputRead is the structured content of read_output. The bytes read
+// are the result's first text content, exactly, and are not repeated here.
+type OutputRead struct {
+	Encoding   rpc.Encoding `json:"encoding" jsonschema:"how the first text content carries the bytes: utf-8 (the text itself) or base64"`
+	Offset     int64        `json:"offset" jsonschema:"where the read began"`
+	NextOffset int64        `json:"nextOffset" jsonschema:"where the next read goes on"`
+	TotalBytes int64        `json:"totalBytes" jsonschema:"the output's size when it was read"`
+	EOF        bool         `json:"eof" jsonschema:"the command has ended and nothing more will come"`
+	Running    bool         `json:"running" jsonschema:"the command was still running"`
+}
+
+// readOutputContent is the result of read_output: the bytes read as the
+// first text content, where the read stopped as the second.
 func readOutputContent(res *rpc.ReadOutputResult) *sdk.CallToolResult {
 	state := "the command is still running"
 	switch {
@@ -129,25 +141,51 @@ func readOutputContent(res *rpc.ReadOutputResult) *sdk.CallToolResult {
 	case !res.Running:
 		state = "the command has ended; more to read"
 	}
-	data := res.Data
+	enc := ""
 	if res.Encoding == rpc.EncodingBase64 {
-		data = "(base64) " + data
+		enc = "; the bytes are base64"
 	}
-	return structured(res, "%s\n[bytes %d to %d of %d; nextOffset %d; %s]", data, res.Offset, res.NextOffset, res.TotalBytes, res.NextOffset, state)
+	return &sdk.CallToolResult{
+		Content: []sdk.Content{
+			&sdk.TextContent{Text: res.Data},
+			&sdk.TextContent{Text: fmt.Sprintf("[bytes %d to %d of %d; nextOffset %d; %s%s]", res.Offset, res.NextOffset, res.TotalBytes, res.NextOffset, state, enc)},
+		},
+		StructuredContent: OutputRead{Encoding: res.Encoding, Offset: res.Offset, NextOffset: res.NextOffset, TotalBytes: res.TotalBytes, EOF: res.EOF, Running: res.Running},
+	}
 }
 
-// readFileContent is the result of read_file: the content, then which
-// lines it holds.
-func readFileContent(res *rpc.ReadFileResult) *sdk.CallToolResult {
+// FileRead is the structured content of read_file. The file's content is
+// the result's first text content, exactly, and is not repeated here: a
+// large file travels once.
+type FileRead struct {
+	Path       string       `json:"path" jsonschema:"the absolute real path of the file read"`
+	Encoding   rpc.Encoding `json:"encoding" jsonschema:"how the first text content carries the content: utf-8 (the text itself) or base64 (a binary file)"`
+	Size       int64        `json:"size" jsonschema:"the size of the whole file in bytes"`
+	StartLine  int          `json:"startLine" jsonschema:"the first line returned"`
+	EndLine    int          `json:"endLine" jsonschema:"the last line returned"`
+	TotalLines int          `json:"totalLines" jsonschema:"the lines of the whole file"`
+	Truncated  bool         `json:"truncated" jsonschema:"lines remain after endLine, or its bytes were cut at maxBytes"`
+	MTime      time.Time    `json:"mtime" jsonschema:"the file's modification time"`
+}
+
+// readFileContent is the result of read_file: the content as the first
+// text content (a splicer's placeholder for it), which lines it holds as
+// the second.
+func readFileContent(res *FileRead, content string) *sdk.CallToolResult {
 	more := ""
 	if res.Truncated {
 		more = fmt.Sprintf("; more follows: read again from line %d", res.EndLine+1)
 	}
-	content := res.Content
 	if res.Encoding == rpc.EncodingBase64 {
-		content = "(base64) " + content
+		more += "; the content is base64 (a binary file)"
 	}
-	return structured(res, "%s\n[%s: lines %d to %d of %d, %d bytes%s]", content, res.Path, res.StartLine, res.EndLine, res.TotalLines, res.Size, more)
+	return &sdk.CallToolResult{
+		Content: []sdk.Content{
+			&sdk.TextContent{Text: content},
+			&sdk.TextContent{Text: fmt.Sprintf("[%s: lines %d to %d of %d, %d bytes%s]", res.Path, res.StartLine, res.EndLine, res.TotalLines, res.Size, more)},
+		},
+		StructuredContent: res,
+	}
 }
 
 // listContent is the result of list_commands: a line per command.

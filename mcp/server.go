@@ -41,6 +41,7 @@ type Server struct {
 	mcp    *sdk.Server
 	ws     workspace
 	events router
+	splice *splicer
 
 	// mu guards session.
 	mu sync.Mutex
@@ -58,7 +59,7 @@ func New(cfg tools.Config, opts rpc.Options, version string) *Server {
 	// The in-process pipe carries every message of the MCP session at least
 	// once more: the inner server frames it as the client does, NDJSON.
 	opts.Framing = rpc.FramingNDJSON
-	s := &Server{cfg: cfg, opts: opts, version: version, log: log, innerExit: make(chan int, 1)}
+	s := &Server{cfg: cfg, opts: opts, version: version, log: log, innerExit: make(chan int, 1), splice: newSplicer()}
 	s.ws.s = s
 	s.events.init()
 	s.inner = tools.NewServer(cfg, opts)
@@ -103,7 +104,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 	if maxLine <= 0 {
 		maxLine = 16 << 20
 	}
-	ss, err := s.mcp.Connect(ctx, &stdioTransport{in: in, out: out, max: maxLine, log: s.log}, nil)
+	ss, err := s.mcp.Connect(ctx, &stdioTransport{in: in, out: out, max: maxLine, log: s.log, splice: s.splice}, nil)
 	if err != nil {
 		s.log.Error("cannot serve MCP", "err", err)
 		s.inner.End("mcp: " + err.Error())

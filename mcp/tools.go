@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -147,8 +149,8 @@ func (s *Server) addTools() {
 	addTool[WaitCommandInput, rpc.ToolResult](s, "wait_command", "Wait for a command",
 		`Wait up to timeoutMs for a started command to end and return its result as run_command does (status, exit code, head and tail of the output, resource_links). If it is still running when the time is up, the status is "running" with the output so far; the command goes on. Cancelling the call ends the wait, not the command.`,
 		readOnly, s.waitCommand)
-	addTool[ReadOutputInput, rpc.ReadOutputResult](s, "read_output", "Read a command's output",
-		`Read a command's output from a byte offset, while it runs or after: call again with nextOffset to go on, until eof. waitMs waits for new output instead of polling. stream picks "output" (stdout and stderr interleaved, the default), "stdout" or "stderr". Returns the text (or base64 for bytes that are not UTF-8), the offsets, the total size, and whether the command still runs.`,
+	addTool[ReadOutputInput, OutputRead](s, "read_output", "Read a command's output",
+		`Read a command's output from a byte offset, while it runs or after: call again with nextOffset to go on, until eof. waitMs waits for new output instead of polling. stream picks "output" (stdout and stderr interleaved, the default), "stdout" or "stderr". The first text content is the bytes read, exactly (base64 when they are not UTF-8); the structured content gives the offsets, the total size, and whether the command still runs.`,
 		readOnly, s.readOutput)
 	addTool[WriteInputInput, rpc.WriteInputResult](s, "write_input", "Type into a command",
 		`Write text to the stdin of a command started with openStdin, or type it into one started with pty ("\r" is Enter there, "\u0003" Ctrl-C). eof ends the input. Returns how many bytes the command took.`,
@@ -159,8 +161,8 @@ func (s *Server) addTools() {
 	addTool[ListCommandsInput, rpc.ProgressList](s, "list_commands", "List commands",
 		`List the commands started in this session (running ones and the latest finished), with handleId, label, status, current step, elapsed time, output size and exit code.`,
 		readOnly, s.listCommands)
-	addTool[ReadFileInput, rpc.ReadFileResult](s, "read_file", "Read a file",
-		`Read a text file in the workspace (or a read-only root), whole or a range of lines (line, limit), up to maxBytes. Returns the content (base64 for binary files), the line range returned, the file's total lines and size, and whether more follows. Paths outside the workspace, .. escapes and symlinks that leave it are refused.`,
+	addTool[ReadFileInput, FileRead](s, "read_file", "Read a file",
+		`Read a text file in the workspace (or a read-only root), whole or a range of lines (line, limit), up to maxBytes. The first text content is the content, exactly (base64 for a binary file); the structured content gives the line range returned, the file's total lines and size, and whether more follows. Paths outside the workspace, .. escapes and symlinks that leave it are refused.`,
 		readOnly, s.readFile)
 	addTool[WriteFileInput, rpc.WriteFileResult](s, "write_file", "Write a file",
 		`Create or replace a file in the workspace, whole and atomically (readers never see half of it). createDirs creates missing parent directories; expectedSha256 guards against overwriting a file that changed since you read or wrote it. Returns the path, size and the new sha256. Paths outside the workspace, read-only roots and symlink escapes are refused.`,
@@ -295,11 +297,24 @@ func (s *Server) listCommands(ctx context.Context, req *sdk.CallToolRequest, in 
 }
 
 func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *ReadFileInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.ReadFile(ctx, &rpc.ReadFileParams{Path: in.Path, Line: in.Line, Limit: in.Limit, MaxBytes: in.MaxBytes})
-	if err != nil {
+	// The content stays encoded as toolhost sent it, and is spliced into
+	// the answer by the transport: a large file is never decoded here nor
+	// encoded again.
+	var raw json.RawMessage
+	if err := s.th.Call(ctx, rpc.MethodReadFile, &rpc.ReadFileParams{Path: in.Path, Line: in.Line, Limit: in.Limit, MaxBytes: in.MaxBytes}, &raw); err != nil {
 		return s.toolError(err)
 	}
-	return readFileContent(res), nil
+	content, rest, err := cutString(raw, "content")
+	var res FileRead
+	if err == nil {
+		err = json.Unmarshal(rest, &res)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decoding toolhost's readFile answer: %w", err)
+	}
+	placeholder, drop := s.splice.hold(content)
+	context.AfterFunc(ctx, drop) // the answer of a cancelled call is not sent
+	return readFileContent(&res, placeholder), nil
 }
 
 func (s *Server) writeFile(ctx context.Context, req *sdk.CallToolRequest, in *WriteFileInput) (*sdk.CallToolResult, error) {

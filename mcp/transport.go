@@ -28,11 +28,13 @@ type stdioTransport struct {
 	// max is the longest line read, in bytes.
 	max int64
 	log *slog.Logger
+	// splice puts the strings of large results in place.
+	splice *splicer
 }
 
 // Connect starts reading the input.
 func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
-	c := &lineConn{out: t.out, log: t.log, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	c := &lineConn{out: t.out, log: t.log, splice: t.splice, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	// The reader ends at the end of the input. Close cannot interrupt a
 	// read of a real stdin: the reader is then left blocked in it for the
 	// process's exit to end, as toolhost's own read loop is.
@@ -42,8 +44,9 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 
 // lineConn is the connection of stdioTransport.
 type lineConn struct {
-	out io.Writer
-	log *slog.Logger
+	out    io.Writer
+	log    *slog.Logger
+	splice *splicer
 	// writeMu serializes writes: one message per line, whole.
 	writeMu sync.Mutex
 	// incoming carries the decoded messages; the reader closes it at the
@@ -188,6 +191,18 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			}
 			r.Error = &jsonrpc.Error{Code: code, Message: r.Error.Error() + ": send initialize first"}
 		}
+	}
+	if r, ok := msg.(*jsonrpc.Response); ok && r.Error == nil && r.Result != nil {
+		// A result is already JSON, compact (the SDK encoded it): written
+		// as it is, it is not gone over again.
+		id, err := json.Marshal(r.ID.Raw())
+		if err != nil {
+			return err
+		}
+		result := c.splice.apply(r.Result)
+		b := make([]byte, 0, len(result)+len(id)+40)
+		b = append(append(append(append(b, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...), result...)
+		return c.writeLine(append(b, '}'))
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {

@@ -69,7 +69,7 @@ test('write_file then read_file', async () => {
   assert.equal(w.structuredContent.size, 14);
   assert.equal(fs.readFileSync(path.join(root, 'notes', 'a.txt'), 'utf8'), 'one\ntwo\nthree\n');
   const r = await client.callTool({ name: 'read_file', arguments: { path: 'notes/a.txt', line: 2, limit: 1 } });
-  assert.equal(r.structuredContent.content, 'two\n');
+  assert.equal(r.content[0].text, 'two\n');
   assert.equal(r.structuredContent.totalLines, 3);
   assert.equal(r.structuredContent.truncated, true);
 });
@@ -106,7 +106,7 @@ test('start_command, then wait_command', async () => {
   assert.equal(done.structuredContent.status, 'completed');
   assert.equal(done.structuredContent.stdout, 'begun\nended\n');
   const out = await client.callTool({ name: 'read_output', arguments: { handleId, stream: 'stdout' } });
-  assert.equal(out.structuredContent.data, 'begun\nended\n');
+  assert.equal(out.content[0].text, 'begun\nended\n');
   assert.equal(out.structuredContent.eof, true);
 });
 
