@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -502,9 +503,15 @@ func TestMCPCancel(t *testing.T) {
 	for _, withToken := range []bool{false, true} {
 		t.Run(fmt.Sprintf("token=%v", withToken), func(t *testing.T) {
 			mk := newMarker()
+			// The command says it has started both sleeps by opening a
+			// FIFO the test reads.
+			fifo := filepath.Join(s.root, fmt.Sprintf("started-%v", withToken))
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			params := &sdk.CallToolParams{Name: "run_command", Arguments: map[string]any{
-				"argv": []string{"sh", "-c", "sleep " + mk.Sleep + " & setsid sleep " + mk.Sleep + " & wait"}, "env": mk.env()}}
+				"argv": []string{"sh", "-c", "sleep " + mk.Sleep + " & setsid sleep " + mk.Sleep + " & echo started > " + filepath.Base(fifo) + "; wait"}, "env": mk.env()}}
 			if withToken {
 				params.Meta = sdk.Meta{"progressToken": "cancel-me"}
 			}
@@ -513,13 +520,20 @@ func TestMCPCancel(t *testing.T) {
 				_, err := s.cs.CallTool(ctx, params)
 				done <- err
 			}()
-			// Both sleeps have started.
-			deadline := time.Now().Add(waitLimit)
-			for len(scanProcs(mk, "")) < 2 {
-				if time.Now().After(deadline) {
-					t.Fatal("the command's processes never showed up")
+			started := make(chan error, 1)
+			go func() { // owned by the subtest: it receives from started
+				_, err := os.ReadFile(fifo) // returns once the command has written and closed it
+				started <- err
+			}()
+			select {
+			case err := <-started:
+				if err != nil {
+					t.Fatal(err)
 				}
-				time.Sleep(10 * time.Millisecond)
+			case err := <-done:
+				t.Fatalf("the call ended before the command started: %v", err)
+			case <-time.After(waitLimit):
+				t.Fatal("the command never started")
 			}
 			cancel()
 			if err := <-done; !errors.Is(err, context.Canceled) {
@@ -617,6 +631,7 @@ func TestMCPBadInput(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // after a failure; harmless once it has exited
 	lines := make(chan map[string]any, 16)
 	go func() { // owned by the test: it drains lines until stdout ends
 		defer close(lines)

@@ -28,7 +28,7 @@ func structured(v any, format string, args ...any) *sdk.CallToolResult {
 // toolResultContent is the result of a command: the text for the model
 // (status, exit code, head and tail of each stream), the ToolResult as
 // structured content, and a resource_link to each artifact.
-func toolResultContent(res *rpc.ToolResult, _ string) *sdk.CallToolResult {
+func toolResultContent(res *rpc.ToolResult) *sdk.CallToolResult {
 	var b strings.Builder
 	b.WriteString(statusLine(res))
 	for _, st := range []struct {

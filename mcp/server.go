@@ -186,7 +186,7 @@ func (s *Server) logMessage(p *rpc.LogMessageParams) {
 // set a log level, and logs it to stderr too.
 func (s *Server) logf(ctx context.Context, ss *sdk.ServerSession, level sdk.LoggingLevel, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	s.log.Info("mcp log message", "level", level, "msg", msg)
+	s.log.Debug("mcp log message", "level", level, "msg", msg)
 	if err := ss.Log(ctx, &sdk.LoggingMessageParams{Level: level, Logger: "toolhost", Data: msg}); err != nil {
 		s.log.Debug("log message not sent", "err", err)
 	}

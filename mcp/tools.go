@@ -179,7 +179,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		if err != nil {
 			return s.toolError(err)
 		}
-		return toolResultContent(res, ""), nil
+		return toolResultContent(res), nil
 	}
 	// With a progress token the command runs behind a handle, whose step
 	// transitions and heartbeats name it; the call waits for it (up to
@@ -199,7 +199,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 	if res.Status != rpc.StatusRunning {
 		k.drain(ctx)
 	}
-	return toolResultContent(res, ""), nil
+	return toolResultContent(res), nil
 }
 
 // waitHandle waits for a handle to end, or for limitMs (nil: no limit).
@@ -253,7 +253,7 @@ func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *
 	if k != nil && res.Status != rpc.StatusRunning {
 		k.drain(ctx)
 	}
-	return toolResultContent(res, ""), nil
+	return toolResultContent(res), nil
 }
 
 func (s *Server) readOutput(ctx context.Context, req *sdk.CallToolRequest, in *ReadOutputInput) (*sdk.CallToolResult, error) {
@@ -278,7 +278,7 @@ func (s *Server) cancelCommand(ctx context.Context, req *sdk.CallToolRequest, in
 	if err != nil {
 		return s.toolError(err)
 	}
-	return toolResultContent(res, ""), nil
+	return toolResultContent(res), nil
 }
 
 func (s *Server) listCommands(ctx context.Context, req *sdk.CallToolRequest, in *ListCommandsInput) (*sdk.CallToolResult, error) {

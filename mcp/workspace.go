@@ -55,13 +55,14 @@ func (w *workspace) open(ctx context.Context, ss *sdk.ServerSession, responses s
 		w.s.logf(ctx, ss, sdk.LoggingLevel("warning"), "%s", msg)
 	}
 	info, err := w.s.th.Initialize(ctx, params)
-	if err == nil {
-		err = w.s.th.Initialized(ctx)
-	}
-	if ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
 		// The request was cancelled while toolhost initialized: the next
 		// one tries again.
 		return nil, nil, ctx.Err()
+	}
+	if err == nil {
+		// A notification: it fails only when the session has ended.
+		err = w.s.th.Initialized(context.WithoutCancel(ctx))
 	}
 	w.opened, w.info, w.err = true, info, err
 	if err != nil {
