@@ -53,7 +53,7 @@ func startMCP(t *testing.T, o mcpOptions) *mcpSession {
 		args = []string{"mcp", "--root", s.root}
 	}
 	cmd := exec.Command(binary, append(args, "--log-level", "warn", "--kill-grace", "500ms")...)
-	cmd.Stderr = &testLogWriter{t: t}
+	cmd.Stderr, cmd.Env = &testLogWriter{t: t}, quickExitEnv()
 	c := sdk.NewClient(&sdk.Implementation{Name: "toolhost-integration", Version: "1"}, &sdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 			s.mu.Lock()
@@ -81,6 +81,13 @@ func startMCP(t *testing.T, o mcpOptions) *mcpSession {
 		}
 	})
 	return s
+}
+
+// quickExitEnv is the environment of a server under test: the race
+// detector's runtime otherwise sleeps a second at every exit
+// (atexit_sleep_ms), which each MCP session ends with.
+func quickExitEnv() []string {
+	return append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 }
 
 // testLogWriter passes the server's stderr to the test log.
@@ -619,7 +626,7 @@ func TestMCPRoots(t *testing.T) {
 func TestMCPBadInput(t *testing.T) {
 	root := t.TempDir()
 	cmd := exec.Command(binary, "mcp", "--root", root, "--log-level", "warn")
-	cmd.Stderr = &testLogWriter{t: t}
+	cmd.Stderr, cmd.Env = &testLogWriter{t: t}, quickExitEnv()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
