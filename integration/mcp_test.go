@@ -34,6 +34,8 @@ type mcpSession struct {
 	progress []*sdk.ProgressNotificationParams // guarded by mu
 	// progressed is signalled (without blocking) at each progress.
 	progressed chan struct{}
+	// logs receives the notifications/message.
+	logs chan *sdk.LoggingMessageParams
 }
 
 // mcpOptions configure startMCP.
@@ -47,7 +49,7 @@ type mcpOptions struct {
 // session is closed at the test's end.
 func startMCP(t *testing.T, o mcpOptions) *mcpSession {
 	t.Helper()
-	s := &mcpSession{t: t, root: t.TempDir(), progressed: make(chan struct{}, 1)}
+	s := &mcpSession{t: t, root: t.TempDir(), progressed: make(chan struct{}, 1), logs: make(chan *sdk.LoggingMessageParams, 64)}
 	args := o.args
 	if args == nil {
 		args = []string{"mcp", "--root", s.root}
@@ -55,6 +57,13 @@ func startMCP(t *testing.T, o mcpOptions) *mcpSession {
 	cmd := exec.Command(binary, append(args, "--log-level", "warn", "--kill-grace", "500ms")...)
 	cmd.Stderr, cmd.Env = &testLogWriter{t: t}, quickExitEnv()
 	c := sdk.NewClient(&sdk.Implementation{Name: "toolhost-integration", Version: "1"}, &sdk.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
+			select {
+			case s.logs <- req.Params:
+			default:
+				t.Errorf("log message dropped: %v", req.Params.Data)
+			}
+		},
 		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 			s.mu.Lock()
 			s.progress = append(s.progress, req.Params)
@@ -619,6 +628,29 @@ func TestMCPRoots(t *testing.T) {
 			t.Errorf("a client root outside --root: code %d (%s), want PathOutsideWorkspace", e.Error.Code, e.Error.Message)
 		}
 	})
+}
+
+// TestMCPLogMessages passes toolhost's warnings on as notifications/message
+// to a client that set a log level: artifacts evicted over the cap.
+func TestMCPLogMessages(t *testing.T) {
+	root := t.TempDir()
+	s := startMCP(t, mcpOptions{args: []string{"mcp", "--root", root, "--artifacts-cap-bytes", "4096"}, version: "2025-06-18"})
+	ctx, cancel := limit()
+	defer cancel()
+	if err := s.cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "warning"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		s.ok("run_command", map[string]any{"argv": []string{"sh", "-c", "head -c 8000 /dev/zero | tr '\\0' x"}}, nil)
+	}
+	select {
+	case m := <-s.logs:
+		if m.Level != "warning" || m.Logger != "toolhost" || !strings.Contains(fmt.Sprint(m.Data), "evicted command artifacts") {
+			t.Errorf("log message %+v, want the eviction's warning", m)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("no notifications/message for the eviction")
+	}
 }
 
 // TestMCPBadInput sends bad input on the raw wire: each gets a clear error
