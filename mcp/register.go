@@ -54,7 +54,9 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 		annotations = &sdk.ToolAnnotations{}
 	}
 	annotations.Title = title
-	annotations.OpenWorldHint = ptr(false)
+	if annotations.OpenWorldHint == nil {
+		annotations.OpenWorldHint = ptr(false)
+	}
 	tool := &sdk.Tool{
 		Name:         name,
 		Title:        title,

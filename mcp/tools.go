@@ -139,19 +139,21 @@ type WriteFileInput struct {
 
 // addTools registers the nine tools.
 func (s *Server) addTools() {
-	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true}
+	readOnly := func() *sdk.ToolAnnotations { return &sdk.ToolAnnotations{ReadOnlyHint: true} }
+	// A command may reach the network (unless its sandbox cuts it off).
+	command := func() *sdk.ToolAnnotations { return &sdk.ToolAnnotations{OpenWorldHint: ptr(true)} }
 	addTool[RunCommandInput, rpc.ToolResult](s, "run_command", "Run a command",
 		`Run a command in the workspace and wait for it to end (or for yieldMs). Use it for anything that finishes: tests, builds, git, linters, searches. It returns the status (completed, timedOut, cancelled), the exit code (a non-zero exit code is a result, not an error), and the head and tail of stdout and stderr (64 KiB each at most; the full output is in the resource_links, readable with resources/read in pages). The command runs confined by the kernel to the workspace (writes outside it fail), with a timeout if you give one, and cancelling the call kills its whole process tree. Give a progress token to get progress per step when the command reports steps. For servers or interactive programs use start_command.`,
-		nil, s.runCommand)
+		command(), s.runCommand)
 	addTool[StartCommandInput, rpc.LongRunningResult](s, "start_command", "Start a command in the background",
 		`Start a long-running command (a server, a watcher, a long build, an interactive program) and return at once with its handleId. Follow it with wait_command (its end), read_output (its output so far, by byte offset), write_input (with pty or openStdin), cancel_command, and list_commands. steps runs a recipe of named steps, each reported as progress. pty runs it in a pseudo-terminal for programs that need one. Every command still running when the session ends is killed.`,
-		nil, s.startCommand)
+		command(), s.startCommand)
 	addTool[WaitCommandInput, rpc.ToolResult](s, "wait_command", "Wait for a command",
 		`Wait up to timeoutMs for a started command to end and return its result as run_command does (status, exit code, head and tail of the output, resource_links). If it is still running when the time is up, the status is "running" with the output so far; the command goes on. Cancelling the call ends the wait, not the command.`,
-		readOnly, s.waitCommand)
+		readOnly(), s.waitCommand)
 	addTool[ReadOutputInput, OutputRead](s, "read_output", "Read a command's output",
 		`Read a command's output from a byte offset, while it runs or after: call again with nextOffset to go on, until eof. waitMs waits for new output instead of polling. stream picks "output" (stdout and stderr interleaved, the default), "stdout" or "stderr". The first text content is the bytes read, exactly (base64 when they are not UTF-8); the structured content gives the offsets, the total size, and whether the command still runs.`,
-		readOnly, s.readOutput)
+		readOnly(), s.readOutput)
 	addTool[WriteInputInput, rpc.WriteInputResult](s, "write_input", "Type into a command",
 		`Write text to the stdin of a command started with openStdin, or type it into one started with pty ("\r" is Enter there, "\u0003" Ctrl-C). eof ends the input. Returns how many bytes the command took.`,
 		nil, s.writeInput)
@@ -160,10 +162,10 @@ func (s *Server) addTools() {
 		&sdk.ToolAnnotations{DestructiveHint: ptr(true)}, s.cancelCommand)
 	addTool[ListCommandsInput, rpc.ProgressList](s, "list_commands", "List commands",
 		`List the commands started in this session (running ones and the latest finished), with handleId, label, status, current step, elapsed time, output size and exit code.`,
-		readOnly, s.listCommands)
+		readOnly(), s.listCommands)
 	addTool[ReadFileInput, FileRead](s, "read_file", "Read a file",
 		`Read a text file in the workspace (or a read-only root), whole or a range of lines (line, limit), up to maxBytes. The first text content is the content, exactly (base64 for a binary file); the structured content gives the line range returned, the file's total lines and size, and whether more follows. Paths outside the workspace, .. escapes and symlinks that leave it are refused.`,
-		readOnly, s.readFile)
+		readOnly(), s.readFile)
 	addTool[WriteFileInput, rpc.WriteFileResult](s, "write_file", "Write a file",
 		`Create or replace a file in the workspace, whole and atomically (readers never see half of it). createDirs creates missing parent directories; expectedSha256 guards against overwriting a file that changed since you read or wrote it. Returns the path, size and the new sha256. Paths outside the workspace, read-only roots and symlink escapes are refused.`,
 		&sdk.ToolAnnotations{DestructiveHint: ptr(true)}, s.writeFile)
