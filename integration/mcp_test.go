@@ -274,6 +274,9 @@ func TestMCPTools(t *testing.T) {
 		if tool.Description == "" || tool.InputSchema == nil || tool.OutputSchema == nil {
 			t.Errorf("tool %s lacks a description or a schema", tool.Name)
 		}
+		if a := tool.Annotations; a == nil || a.Title != tool.Title || a.Title == "" {
+			t.Errorf("tool %s: annotations %+v, want its own title %q", tool.Name, a, tool.Title)
+		}
 	}
 	want := []string{"cancel_command", "list_commands", "read_file", "read_output", "run_command", "start_command", "wait_command", "write_file", "write_input"}
 	if diff := cmp.Diff(want, names); diff != "" {

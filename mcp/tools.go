@@ -22,6 +22,7 @@ type RunCommandInput struct {
 	Stdin               *string            `json:"stdin,omitempty" jsonschema:"text to feed the command on its stdin (default: none, reads get EOF)"`
 	TimeoutMs           *int64             `json:"timeoutMs,omitempty" jsonschema:"stop the command (its whole process tree) after this many milliseconds; the result says timedOut"`
 	InactivityTimeoutMs *int64             `json:"inactivityTimeoutMs,omitempty" jsonschema:"stop the command when it prints nothing for this many milliseconds"`
+	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the inline output kept per stream, head and tail, 1 to 4194304 (default 65536); the artifacts keep all of it"`
 	YieldMs             *int64             `json:"yieldMs,omitempty" jsonschema:"answer after at most this many milliseconds: a command still running then goes on behind a handleId (status running), to follow with wait_command, read_output or cancel_command"`
 	Sandbox             *rpc.Sandbox       `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement: filesystem \"read-only\" (writes only its TMPDIR) or \"workspace-write\" (the default: writes only in the workspace), network false to cut the network off"`
 	Limits              *rpc.Limits        `json:"limits,omitempty" jsonschema:"lower the resource limits of the command's whole process tree: memoryBytes, pids, cpuMs"`
@@ -31,7 +32,8 @@ type RunCommandInput struct {
 func (in *RunCommandInput) params() rpc.RunCommandParams {
 	return rpc.RunCommandParams{
 		Argv: in.Argv, Cwd: in.Cwd, Env: in.Env, Stdin: in.Stdin, TimeoutMs: in.TimeoutMs,
-		InactivityTimeoutMs: in.InactivityTimeoutMs, YieldMs: in.YieldMs, Sandbox: in.Sandbox, Limits: in.Limits,
+		InactivityTimeoutMs: in.InactivityTimeoutMs, YieldMs: in.YieldMs, OutputLimitBytes: in.OutputLimitBytes,
+		Sandbox: in.Sandbox, Limits: in.Limits,
 	}
 }
 
@@ -42,6 +44,8 @@ type StepInput struct {
 	Cwd             string             `json:"cwd,omitempty" jsonschema:"the step's working directory (default: the command's)"`
 	Env             map[string]*string `json:"env,omitempty" jsonschema:"variables set for this step on top of the command's"`
 	ContinueOnError bool               `json:"continueOnError,omitempty" jsonschema:"run the next step even if this one fails"`
+	Sandbox         *rpc.Sandbox       `json:"sandbox,omitempty" jsonschema:"tighten this step's confinement further than the command's"`
+	Pty             *bool              `json:"pty,omitempty" jsonschema:"run this step in a pseudo-terminal (true) or not (false); default: as the command says"`
 }
 
 // StartCommandInput are the arguments of start_command.
@@ -58,6 +62,7 @@ type StartCommandInput struct {
 	PtyCols             int                `json:"ptyCols,omitempty" jsonschema:"the terminal's columns, with pty"`
 	TimeoutMs           *int64             `json:"timeoutMs,omitempty" jsonschema:"stop the command (its whole process tree) after this many milliseconds"`
 	InactivityTimeoutMs *int64             `json:"inactivityTimeoutMs,omitempty" jsonschema:"stop the command when it prints nothing for this many milliseconds"`
+	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the inline output kept per stream, as in run_command"`
 	Sandbox             *rpc.Sandbox       `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement, as in run_command"`
 	Limits              *rpc.Limits        `json:"limits,omitempty" jsonschema:"lower the resource limits, as in run_command"`
 }
@@ -67,7 +72,7 @@ func (in *StartCommandInput) params() *rpc.LongRunningParams {
 	p := &rpc.LongRunningParams{
 		RunCommandParams: rpc.RunCommandParams{
 			Argv: in.Argv, Cwd: in.Cwd, Env: in.Env, Stdin: in.Stdin, TimeoutMs: in.TimeoutMs,
-			InactivityTimeoutMs: in.InactivityTimeoutMs, Sandbox: in.Sandbox, Limits: in.Limits,
+			InactivityTimeoutMs: in.InactivityTimeoutMs, OutputLimitBytes: in.OutputLimitBytes, Sandbox: in.Sandbox, Limits: in.Limits,
 		},
 		Label:     in.Label,
 		OpenStdin: in.OpenStdin,
@@ -83,7 +88,18 @@ func (in *StartCommandInput) params() *rpc.LongRunningParams {
 		p.Pty = &size
 	}
 	for _, st := range in.Steps {
-		p.Steps = append(p.Steps, rpc.StepSpec{Name: st.Name, Argv: st.Argv, Cwd: st.Cwd, Env: st.Env, ContinueOnError: st.ContinueOnError})
+		step := rpc.StepSpec{Name: st.Name, Argv: st.Argv, Cwd: st.Cwd, Env: st.Env, ContinueOnError: st.ContinueOnError, Sandbox: st.Sandbox}
+		if st.Pty != nil {
+			size := rpc.PtySize{}
+			if *st.Pty {
+				size = rpc.DefaultPtySize
+				if p.Pty.On() {
+					size = *p.Pty
+				}
+			}
+			step.Pty = &size
+		}
+		p.Steps = append(p.Steps, step)
 	}
 	return p
 }
