@@ -478,7 +478,11 @@ func TestMCPProgress(t *testing.T) {
 	if res := <-waited; res == nil || res.IsError {
 		t.Fatalf("wait_command failed: %v", res)
 	}
-	got = s.awaitProgress(0)
+	// The server sends every progress before the answer; the SDK's client
+	// may hand them to the handler after CallTool has returned.
+	got = s.awaitProgressFunc(func(ps []*sdk.ProgressNotificationParams) bool {
+		return len(ps) > 0 && ps[len(ps)-1].Message == "step 3/3: three (done)"
+	})
 	var steps []string
 	for _, p := range got {
 		if !strings.Contains(p.Message, "alive") {
@@ -488,28 +492,43 @@ func TestMCPProgress(t *testing.T) {
 			t.Errorf("progress token %v, want 7", p.ProgressToken)
 		}
 	}
+	if len(steps) > 0 && steps[0] == "step 1/3: hold" {
+		// The recipe's start may reach the server after the wait began.
+		steps = steps[1:]
+	}
 	wantSteps := []string{"step 1/3: hold (done)", "step 2/3: two", "step 2/3: two (done)", "step 3/3: three", "step 3/3: three (done)"}
 	if diff := cmp.Diff(wantSteps, steps); diff != "" {
 		t.Errorf("recipe progress mismatch (-want +got):\n%s", diff)
 	}
 }
 
-// awaitProgress waits until n progress notifications have arrived (0: those
-// that came) and returns them all.
+// awaitProgress waits until n progress notifications have arrived and
+// returns them all.
 func (s *mcpSession) awaitProgress(n int) []*sdk.ProgressNotificationParams {
+	s.t.Helper()
+	return s.awaitProgressFunc(func(ps []*sdk.ProgressNotificationParams) bool { return len(ps) >= n })
+}
+
+// awaitProgressFunc waits until the progress notifications that arrived
+// satisfy done, and returns them all.
+func (s *mcpSession) awaitProgressFunc(done func([]*sdk.ProgressNotificationParams) bool) []*sdk.ProgressNotificationParams {
 	s.t.Helper()
 	deadline := time.After(waitLimit)
 	for {
 		s.mu.Lock()
 		got := append([]*sdk.ProgressNotificationParams(nil), s.progress...)
 		s.mu.Unlock()
-		if len(got) >= n {
+		if done(got) {
 			return got
 		}
 		select {
 		case <-s.progressed:
 		case <-deadline:
-			s.t.Fatalf("%d progress notifications after %v, want %d", len(got), waitLimit, n)
+			var msgs []string
+			for _, p := range got {
+				msgs = append(msgs, p.Message)
+			}
+			s.t.Fatalf("progress notifications after %v: %q, not what the test waits for", waitLimit, msgs)
 		}
 	}
 }
@@ -659,57 +678,8 @@ func TestMCPLogMessages(t *testing.T) {
 // TestMCPBadInput sends bad input on the raw wire: each gets a clear error
 // and the session goes on.
 func TestMCPBadInput(t *testing.T) {
-	root := t.TempDir()
-	cmd := exec.Command(binary, "mcp", "--root", root, "--log-level", "warn")
-	cmd.Stderr, cmd.Env = &testLogWriter{t: t}, quickExitEnv()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() }) // after a failure; harmless once it has exited
-	lines := make(chan map[string]any, 16)
-	go func() { // owned by the test: it drains lines until stdout ends
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-				t.Errorf("the server wrote a line that is not JSON: %q", sc.Text())
-				continue
-			}
-			lines <- m
-		}
-	}()
-	next := func() map[string]any {
-		t.Helper()
-		for {
-			select {
-			case m, ok := <-lines:
-				if !ok {
-					t.Fatal("the server's output ended")
-				}
-				if m["method"] != nil {
-					continue // a notification or a server request
-				}
-				return m
-			case <-time.After(waitLimit):
-				t.Fatal("no answer")
-			}
-		}
-	}
-	send := func(s string) {
-		if _, err := io.WriteString(stdin, s+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := startRawMCP(t)
+	send, next := r.send, r.next
 	errCode := func(m map[string]any) float64 {
 		e, _ := m["error"].(map[string]any)
 		c, _ := e["code"].(float64)
@@ -748,10 +718,116 @@ func TestMCPBadInput(t *testing.T) {
 	if m["id"] != float64(6) || res["isError"] == true || !strings.Contains(fmt.Sprint(res["content"]), "still here") {
 		t.Errorf("the session did not go on: %v", m)
 	}
-	stdin.Close()
-	for range lines {
+	r.stdin.Close()
+	for range r.lines {
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := r.cmd.Wait(); err != nil {
 		t.Errorf("the server exited with %v after its input ended, want 0", err)
+	}
+}
+
+// rawMCP is toolhost mcp on the raw wire: lines written, messages read.
+type rawMCP struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	// lines carries the server's messages, decoded, until its output ends.
+	lines chan map[string]any
+}
+
+// startRawMCP starts toolhost mcp on a root of its own.
+func startRawMCP(t *testing.T) *rawMCP {
+	t.Helper()
+	cmd := exec.Command(binary, "mcp", "--root", t.TempDir(), "--log-level", "warn")
+	cmd.Stderr, cmd.Env = &testLogWriter{t: t}, quickExitEnv()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // after a failure; harmless once it has exited
+	r := &rawMCP{t: t, cmd: cmd, stdin: stdin, lines: make(chan map[string]any, 64)}
+	go func() { // owned by the test: it drains lines until stdout ends
+		defer close(r.lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("the server wrote a line that is not JSON: %q", sc.Text())
+				continue
+			}
+			r.lines <- m
+		}
+	}()
+	return r
+}
+
+// send writes one line.
+func (r *rawMCP) send(s string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.stdin, s+"\n"); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// nextAny returns the next message, whatever it is.
+func (r *rawMCP) nextAny() map[string]any {
+	r.t.Helper()
+	select {
+	case m, ok := <-r.lines:
+		if !ok {
+			r.t.Fatal("the server's output ended")
+		}
+		return m
+	case <-time.After(waitLimit):
+		r.t.Fatal("no message")
+	}
+	return nil
+}
+
+// next returns the next answer, skipping notifications.
+func (r *rawMCP) next() map[string]any {
+	r.t.Helper()
+	for {
+		if m := r.nextAny(); m["method"] == nil {
+			return m
+		}
+	}
+}
+
+// TestMCPProgressOnTheWire checks on the wire that every progress
+// notification of a call comes before its answer: a client may drop those
+// that come after.
+func TestMCPProgressOnTheWire(t *testing.T) {
+	r := startRawMCP(t)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.next()
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	script := `i=0; for s in a b c d; do echo "[STEP 0$i/04] $s" >&2; echo "  ✓ $s" >&2; i=$((i+1)); done`
+	for id := 2; id < 12; id++ {
+		args, _ := json.Marshal(map[string]any{"argv": []string{"sh", "-c", script}})
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"_meta":{"progressToken":%d},"name":"run_command","arguments":%s}}`, id, id, args))
+		n := 0
+		for {
+			m := r.nextAny()
+			if m["method"] == "notifications/progress" {
+				n++
+				continue
+			}
+			if m["id"] != float64(id) {
+				t.Fatalf("call %d: unexpected %v", id, m)
+			}
+			break
+		}
+		if n != 8 {
+			t.Errorf("call %d: %d progress notifications before the answer, want the 8 of 4 steps", id, n)
+		}
 	}
 }
