@@ -182,8 +182,8 @@ func (s *Server) logMessage(p *rpc.LogMessageParams) {
 	s.logf(context.Background(), ss, level, "%s", p.Message)
 }
 
-// logf sends a notifications/message, which the client sees once it has
-// set a log level, and logs it to stderr too.
+// logf sends a notifications/message, which the client gets once it has
+// set a log level, and writes it to the log at debug level.
 func (s *Server) logf(ctx context.Context, ss *sdk.ServerSession, level sdk.LoggingLevel, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.log.Debug("mcp log message", "level", level, "msg", msg)

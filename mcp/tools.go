@@ -187,8 +187,11 @@ func (s *Server) addTools() {
 		&sdk.ToolAnnotations{DestructiveHint: ptr(true)}, s.writeFile)
 }
 
+// ptr returns a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
 
+// runCommand runs run_command: toolhost's runCommand, or, with a progress
+// token, a longRunning waited for, whose handle names its steps.
 func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *RunCommandInput) (*sdk.CallToolResult, error) {
 	p := in.params()
 	token := req.Params.GetProgressToken()
@@ -249,6 +252,7 @@ func (s *Server) waitHandle(ctx context.Context, handleID string, limitMs *int64
 	}
 }
 
+// startCommand runs start_command: toolhost's longRunning.
 func (s *Server) startCommand(ctx context.Context, req *sdk.CallToolRequest, in *StartCommandInput) (*sdk.CallToolResult, error) {
 	res, err := s.th.LongRunning(ctx, in.params())
 	if err != nil {
@@ -257,6 +261,8 @@ func (s *Server) startCommand(ctx context.Context, req *sdk.CallToolRequest, in 
 	return startedContent(res), nil
 }
 
+// waitCommand runs wait_command: toolhost's wait, with the handle's steps
+// as progress when the call has a token.
 func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *WaitCommandInput) (*sdk.CallToolResult, error) {
 	var k *sink
 	if token := req.Params.GetProgressToken(); token != nil {
@@ -274,6 +280,7 @@ func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *
 	return toolResultContent(res), nil
 }
 
+// readOutput runs read_output: toolhost's readOutput.
 func (s *Server) readOutput(ctx context.Context, req *sdk.CallToolRequest, in *ReadOutputInput) (*sdk.CallToolResult, error) {
 	res, err := s.th.ReadOutput(ctx, &rpc.ReadOutputParams{HandleID: in.HandleID, Stream: rpc.OutputStream(in.Stream),
 		Offset: in.Offset, MaxBytes: in.MaxBytes, WaitMs: in.WaitMs})
@@ -283,6 +290,7 @@ func (s *Server) readOutput(ctx context.Context, req *sdk.CallToolRequest, in *R
 	return readOutputContent(res), nil
 }
 
+// writeInput runs write_input: toolhost's writeInput.
 func (s *Server) writeInput(ctx context.Context, req *sdk.CallToolRequest, in *WriteInputInput) (*sdk.CallToolResult, error) {
 	res, err := s.th.WriteInput(ctx, &rpc.WriteInputParams{HandleID: in.HandleID, Data: in.Data, Encoding: rpc.Encoding(in.Encoding), EOF: in.EOF})
 	if err != nil {
@@ -291,6 +299,7 @@ func (s *Server) writeInput(ctx context.Context, req *sdk.CallToolRequest, in *W
 	return structured(res, "wrote %d bytes", res.BytesWritten), nil
 }
 
+// cancelCommand runs cancel_command: toolhost's cancel.
 func (s *Server) cancelCommand(ctx context.Context, req *sdk.CallToolRequest, in *CancelCommandInput) (*sdk.CallToolResult, error) {
 	res, err := s.th.Cancel(ctx, &rpc.CancelParams{HandleID: in.HandleID, GraceMs: in.GraceMs})
 	if err != nil {
@@ -299,6 +308,7 @@ func (s *Server) cancelCommand(ctx context.Context, req *sdk.CallToolRequest, in
 	return toolResultContent(res), nil
 }
 
+// listCommands runs list_commands: toolhost's progress of every handle.
 func (s *Server) listCommands(ctx context.Context, req *sdk.CallToolRequest, in *ListCommandsInput) (*sdk.CallToolResult, error) {
 	res, err := s.th.Progress(ctx, nil)
 	if err != nil {
@@ -314,6 +324,7 @@ func (s *Server) listCommands(ctx context.Context, req *sdk.CallToolRequest, in 
 	return listContent(list), nil
 }
 
+// readFile runs read_file: toolhost's readFile.
 func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *ReadFileInput) (*sdk.CallToolResult, error) {
 	// The content stays encoded as toolhost sent it, and is spliced into
 	// the answer by the transport: a large file is never decoded here nor
@@ -335,6 +346,7 @@ func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *Rea
 	return readFileContent(&res, placeholder), nil
 }
 
+// writeFile runs write_file: toolhost's writeFile.
 func (s *Server) writeFile(ctx context.Context, req *sdk.CallToolRequest, in *WriteFileInput) (*sdk.CallToolResult, error) {
 	res, err := s.th.WriteFile(ctx, &rpc.WriteFileParams{Path: in.Path, Content: in.Content, Encoding: rpc.Encoding(in.Encoding),
 		CreateDirs: in.CreateDirs, ExpectedSha256: in.ExpectedSha256})

@@ -154,7 +154,8 @@ func (c *lineConn) reject(id *jsonrpc.ID, code int64, msg string) {
 	_ = c.writeLine(b)
 }
 
-// Read returns the next message.
+// Read returns the next message, or io.EOF once the input has ended or the
+// connection is closed.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case <-ctx.Done():
