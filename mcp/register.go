@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,6 +52,7 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 	if err != nil {
 		panic(fmt.Sprintf("mcp: error schema: %v", err))
 	}
+	required := requiredFields(reflect.TypeFor[In]())
 	if annotations == nil {
 		annotations = &sdk.ToolAnnotations{}
 	}
@@ -70,16 +73,22 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 		if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 			raw = []byte("{}")
 		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return argumentError("", "the arguments are not JSON: "+err.Error()), nil
-		}
-		if err := resolved.Validate(v); err != nil {
-			return argumentError(schemaField(err.Error()), err.Error()), nil
-		}
+		// The fast path decodes strictly (member names match exactly, none
+		// unknown, types right); arguments it refuses, or that leave a
+		// required field at its zero value (absent, or given so), go
+		// through the schema, whose error names the field.
 		in := new(In)
-		if err := json.Unmarshal(raw, in); err != nil {
-			return argumentError("", err.Error()), nil
+		if derr := jsonv2.Unmarshal(raw, in, jsonv2.RejectUnknownMembers(true)); derr != nil || zeroField(in, required) {
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return argumentError("", "the arguments are not JSON: "+err.Error()), nil
+			}
+			if err := resolved.Validate(v); err != nil {
+				return argumentError(schemaField(err.Error()), err.Error()), nil
+			}
+			if derr != nil {
+				return argumentError("", derr.Error()), nil
+			}
 		}
 		if _, inputs, err := s.ws.open(ctx, req.Session, req.Params.InputResponses); inputs != nil {
 			return &sdk.CallToolResult{InputRequests: inputs}, nil
@@ -88,6 +97,37 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 		}
 		return h(ctx, req, in)
 	})
+}
+
+// requiredFields returns the indexes of the fields of struct type t that
+// its schema requires: those whose JSON name has neither omitempty nor
+// omitzero.
+func requiredFields(t reflect.Type) []int {
+	var idx []int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		_, opts, _ := strings.Cut(tag, ",")
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// zeroField reports whether one of the fields idx of *in is its type's
+// zero value.
+func zeroField(in any, idx []int) bool {
+	v := reflect.ValueOf(in).Elem()
+	for _, i := range idx {
+		if v.Field(i).IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // argumentError is the isError result of arguments that do not fit the
