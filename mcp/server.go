@@ -56,9 +56,10 @@ func New(cfg tools.Config, opts rpc.Options, version string) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	// The in-process pipe carries every message of the MCP session at least
-	// once more: the inner server frames it as the client does, NDJSON.
-	opts.Framing = rpc.FramingNDJSON
+	// Every call crosses the in-process pipe once more. Content-Length
+	// framing reads a large answer in one piece, where go.lsp.dev/jsonrpc2's
+	// NDJSON reader grows the line by doubling.
+	opts.Framing = rpc.FramingHeader
 	s := &Server{cfg: cfg, opts: opts, version: version, log: log, innerExit: make(chan int, 1), splice: newSplicer()}
 	s.ws.s = s
 	s.events.init()
@@ -68,7 +69,7 @@ func New(cfg tools.Config, opts rpc.Options, version string) *Server {
 	sin, cout := io.Pipe()
 	s.innerIn, s.innerOut = sin, sout
 	s.th = client.New(cin, cout, &client.Options{
-		Framing: client.FramingNDJSON,
+		Framing: client.FramingHeader,
 		Logf:    func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) },
 	})
 	client.OnNotification(s.th, rpc.StepTransitionNotification, s.events.step)
