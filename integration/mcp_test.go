@@ -341,9 +341,19 @@ func TestMCPTools(t *testing.T) {
 				t.Errorf("%s was read in %d pages of 1000 bytes, want several", l.URI, pages)
 			}
 		}
+		// Bytes that are not UTF-8 come back as a blob, equal too.
+		var bin rpc.ToolResult
+		out = s.ok("run_command", map[string]any{"argv": []string{"printf", `\377\376 not text\n`}}, &bin)
+		want, err := os.ReadFile(bin.Artifacts.StdoutPath)
+		if err != nil || len(want) != 12 {
+			t.Fatalf("the binary artifact: %q, %v", want, err)
+		}
+		if got, _ := s.readAll(links(out)["stdout"].URI); string(got) != string(want) {
+			t.Errorf("binary artifact read back as %q, want %q", got, want)
+		}
 		ctx, cancel := limit()
 		defer cancel()
-		_, err := s.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "toolhost://artifacts/cmd-999/output"})
+		_, err = s.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "toolhost://artifacts/cmd-999/output"})
 		if err == nil {
 			t.Errorf("reading the artifact of a command that never ran succeeded")
 		}

@@ -107,13 +107,24 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 		limit = 1 << 30
 	}
 	path := filepath.Join(info.Workspace.ArtifactsDir, pg.commandID, artifactFiles[pg.stream])
-	res, err := s.th.ReadFile(ctx, &rpc.ReadFileParams{Path: path, Line: pg.line, Limit: limit, MaxBytes: pg.maxBytes})
+	// The page's text stays encoded as toolhost sent it and is spliced
+	// into the answer by the transport, as read_file's is.
+	var raw json.RawMessage
+	err = s.th.Call(ctx, rpc.MethodReadFile, &rpc.ReadFileParams{Path: path, Line: pg.line, Limit: limit, MaxBytes: pg.maxBytes}, &raw)
 	var e *rpc.Error
 	if errors.As(err, &e) && e.Code == rpc.CodeNotFound {
 		return nil, sdk.ResourceNotFoundError(req.Params.URI)
 	}
 	if err != nil {
 		return nil, protocolError(err)
+	}
+	content, rest, err := cutString(raw, "content")
+	var res FileRead
+	if err == nil {
+		err = json.Unmarshal(rest, &res)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decoding toolhost's readFile answer: %w", err)
 	}
 	meta := sdk.Meta{
 		"startLine": res.StartLine, "endLine": res.EndLine, "totalLines": res.TotalLines,
@@ -130,17 +141,24 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 		meta["nextUri"] = next
 	}
 	c := &sdk.ResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Meta: meta}
-	if res.Encoding == rpc.EncodingBase64 {
-		b, err := base64.StdEncoding.DecodeString(res.Content)
+	switch {
+	case res.Encoding == rpc.EncodingBase64:
+		var b64 string
+		if err := json.Unmarshal(content, &b64); err != nil {
+			return nil, fmt.Errorf("decoding the artifact: %w", err)
+		}
+		b, err := base64.StdEncoding.DecodeString(b64)
 		if err != nil {
 			return nil, fmt.Errorf("decoding the artifact: %w", err)
 		}
 		c.MIMEType, c.Blob = "application/octet-stream", b
-	} else if res.Content == "" {
+	case string(content) == `""`:
 		// An empty page: text would be left out of the JSON, an empty blob is not.
 		c.Blob = []byte{}
-	} else {
-		c.Text = res.Content
+	default:
+		placeholder, drop := s.splice.hold(content)
+		context.AfterFunc(ctx, drop) // the answer of a cancelled read is not sent
+		c.Text = placeholder
 	}
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{c}}, nil
 }
