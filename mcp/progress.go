@@ -155,34 +155,48 @@ type sink struct {
 
 	mu sync.Mutex
 	// stopped is set when the call returns: nothing is sent after its
-	// answer. last is the progress last sent, which only grows. Guarded by
-	// mu, which is held while a notification is sent, so they go out in
-	// order.
+	// answer. count numbers what is sent. Guarded by mu, which is held
+	// while a notification is sent, so they go out in order.
 	stopped bool
-	last    float64
-	total   float64
-	sent    bool
+	count   progressCount
 }
 
 // sendLocked sends one event as notifications/progress; k.mu is held.
-// Progress counts the steps finished and total the steps, when known; as
-// MCP wants progress to grow with every notification, an event that
-// finishes no step (a start, a heartbeat) moves it halfway to the next
-// whole step.
 func (k *sink) sendLocked(ev event) {
 	if k.stopped {
 		return
 	}
-	var done, total float64
-	var msg string
+	progress, total, msg := k.count.next(ev)
+	_ = k.ss.NotifyProgress(k.ctx, &sdk.ProgressNotificationParams{ProgressToken: k.token, Progress: progress, Total: total, Message: msg})
+}
+
+// progressCount turns a handle's events into MCP progress, which must grow
+// with every notification. progress counts the steps finished and total
+// the steps, when known. An event that finishes no further step (a start,
+// a heartbeat, a repeated end) adds a fraction that grows towards the next
+// step without reaching it: base + n/(n+1) for the nth such event since
+// the last whole step, distinct in a float64 for any number of heartbeats
+// a command can send.
+type progressCount struct {
+	sent  bool
+	last  float64 // the progress last sent
+	base  float64 // the steps finished at the last whole step sent
+	n     int     // the events since then
+	total float64 // the latest total, 0 when unknown
+}
+
+// next returns the progress, the total (0: unknown, or passed) and the
+// message of one event.
+func (c *progressCount) next(ev event) (progress, total float64, msg string) {
+	whole := -1.0
 	switch {
 	case ev.step != nil:
 		st := ev.step
-		done = float64(st.Index)
+		whole = float64(st.Index)
 		if st.Status == rpc.StepStart {
-			done = float64(st.Index - 1)
+			whole = float64(st.Index - 1)
 		}
-		total = float64(st.Total)
+		c.total = float64(st.Total)
 		switch {
 		case st.Total > 0:
 			msg = fmt.Sprintf("step %d/%d: %s", st.Index, st.Total, st.Step)
@@ -195,19 +209,21 @@ func (k *sink) sendLocked(ev event) {
 			msg += " (" + string(st.Status) + ")"
 		}
 	case ev.beat != nil:
-		done, total = k.last, k.total
 		msg = fmt.Sprintf("%s: alive after %.1fs", ev.beat.Step, float64(ev.beat.ElapsedMs)/1000)
 	}
-	progress := done
-	if k.sent && progress <= k.last {
-		progress = k.last + (float64(int(k.last)+1)-k.last)/2
+	if whole >= 0 && (!c.sent || whole > c.last) {
+		c.base, c.n = whole, 0
+		progress = whole
+	} else {
+		c.n++
+		progress = c.base + float64(c.n)/float64(c.n+1)
 	}
-	k.last, k.total, k.sent = progress, total, true
-	p := &sdk.ProgressNotificationParams{ProgressToken: k.token, Progress: progress, Total: total, Message: msg}
-	if total > 0 && progress > total {
-		p.Total = 0
+	c.sent, c.last = true, progress
+	total = c.total
+	if progress > total {
+		total = 0
 	}
-	_ = k.ss.NotifyProgress(k.ctx, p)
+	return progress, total, msg
 }
 
 // drainLimit bounds how long a call that saw its command end waits for
