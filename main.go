@@ -4,14 +4,19 @@
 //
 // Usage:
 //
-//	toolhost [flags]        serve one session on stdin/stdout
+//	toolhost [flags]        serve one session on stdin/stdout: toolhost's JSON-RPC
+//	                        protocol, or MCP when the first message is an MCP
+//	                        initialize or server/discover
+//	toolhost mcp [flags]    serve the Model Context Protocol on stdin/stdout
 //	toolhost demo [flags]   play a short session against a temporary workspace
+//	                        (demo --mcp: an MCP session)
 //
 // Run toolhost --help for the flags. Stdout belongs to the protocol: every
 // log goes to stderr or --log-file.
 package main
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,13 +25,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/internal/demo"
+	"github.com/toolhost/toolhost/mcp"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -135,7 +143,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  toolhost [flags]       serve JSON-RPC 2.0 on stdin/stdout\n  toolhost demo [flags]  play a short session against a temporary workspace\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage:\n  toolhost [flags]       serve JSON-RPC 2.0 on stdin/stdout (MCP when the first message is an MCP initialize or server/discover)\n  toolhost mcp [flags]   serve the Model Context Protocol on stdin/stdout\n  toolhost demo [flags]  play a short session against a temporary workspace (--mcp: an MCP session)\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -145,8 +153,19 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f flags
 	isDemo := len(args) > 0 && args[0] == "demo"
-	if isDemo {
+	isMCP := len(args) > 0 && args[0] == "mcp"
+	if isDemo || isMCP {
 		args = args[1:]
+	}
+	demoMCP := false
+	if isDemo {
+		args = slices.DeleteFunc(args, func(a string) bool {
+			if a == "--mcp" || a == "-mcp" {
+				demoMCP = true
+				return true
+			}
+			return false
+		})
 	}
 	fs := newFlagSet("toolhost", &f, stderr)
 	if err := fs.Parse(args); err != nil {
@@ -210,6 +229,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Version:         version,
 		Logger:          logger,
 	}
+	if isDemo && demoMCP {
+		if err := demo.RunMCP(stdout, cfg, opts, version); err != nil {
+			fmt.Fprintf(stderr, "toolhost demo --mcp: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if isDemo {
 		if err := demo.Run(stdout, cfg, opts); err != nil {
 			fmt.Fprintf(stderr, "toolhost demo: %v\n", err)
@@ -218,19 +244,57 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	srv := tools.NewServer(cfg, opts)
 	// A write to a closed stdout must fail with EPIPE, not kill the server
 	// before it has killed its children. Notify, not Ignore: an ignored
 	// signal would be inherited by every child across exec.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	var ender sessionEnder
 	go func() { // lives as long as the process
 		sig := <-sigs
 		logger.Info("signal received; ending the session", "signal", sig)
-		srv.End("signal " + sig.String())
+		ender.end("signal " + sig.String())
 	}()
-	return srv.Serve(stdin, stdout)
+
+	// The first message decides the protocol: an MCP client's initialize
+	// (or server/discover) goes to the MCP server, replayed from the
+	// buffer; anything else is toolhost's own protocol, as it always was.
+	in := bufio.NewReaderSize(stdin, mcp.SniffSize)
+	if isMCP || (f.framing != rpc.FramingHeader && mcp.IsMCP(in)) {
+		ms := mcp.New(cfg, opts, version)
+		ender.set(ms.End)
+		return ms.Serve(in, stdout)
+	}
+	srv := tools.NewServer(cfg, opts)
+	ender.set(srv.End)
+	return srv.Serve(in, stdout)
+}
+
+// sessionEnder ends the session a signal arrives during. Before one
+// serves (while the first message is awaited) no command has started, and
+// the process just exits.
+type sessionEnder struct {
+	mu    sync.Mutex
+	endFn func(reason string) // guarded by mu; nil until a session serves
+}
+
+// set gives the ender the session's End.
+func (e *sessionEnder) set(fn func(string)) {
+	e.mu.Lock()
+	e.endFn = fn
+	e.mu.Unlock()
+}
+
+// end ends the session, or the process when none serves yet.
+func (e *sessionEnder) end(reason string) {
+	e.mu.Lock()
+	fn := e.endFn
+	e.mu.Unlock()
+	if fn == nil {
+		os.Exit(1)
+	}
+	fn(reason)
 }
 
 // sandboxConfig checks the sandbox and limit flags.

@@ -43,6 +43,7 @@ var figures = []figure{
 	{"ports", (*bench).portLatency},
 	{"pty-echo", (*bench).ptyEcho},
 	{"pty-output", (*bench).ptyOutput},
+	{"mcp", (*bench).mcpVsOwn},
 }
 
 // server is a toolhost session the bench drives.

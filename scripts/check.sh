@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # check.sh runs every test of toolhost, Go and extension, the way CI does on a
 # fresh machine: it first installs what they need (Go modules; for the
-# extension, npm packages with npm ci, Node 24 for code-server, and Debian's
-# chromium and libkrb5-dev; for the destination tests, Debian's
-# openssh-server, whose sshd they run on loopback), then vets, tests and
-# plays the demo. Any failure fails the run. `make check` runs it; so does .ci/run.
+# extension and the MCP client test, npm packages with npm ci, Node 24 for
+# code-server, and Debian's chromium and libkrb5-dev; for the destination
+# tests, Debian's openssh-server, whose sshd they run on loopback), then
+# vets, tests and plays the demos. Any failure fails the run. `make check`
+# runs it; so does .ci/run.
 #
 #   TOOLHOST_SKIP_E2E=1 scripts/check.sh   # without code-server and Chromium
 set -euo pipefail
@@ -39,6 +40,10 @@ go test -run '^$' -bench '^$' ./... >/dev/null
 
 section "demo"
 go run . demo --log-level warn >/dev/null
+go run . demo --mcp --log-level warn >/dev/null
+
+section "MCP: the official TypeScript SDK's client drives the binary"
+(cd integration/mcpnode && npm ci --no-audit --no-fund && npm test)
 
 section "editor extension"
 editor-extension/scripts/ci.sh

@@ -1,0 +1,239 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/mcp"
+	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/tools"
+)
+
+// RunMCP plays an MCP session, as an agent's MCP client would, against
+// toolhost's MCP server on a temporary workspace, and writes the traffic
+// to w. The client is the official Go SDK's.
+func RunMCP(w io.Writer, cfg tools.Config, opts rpc.Options, version string) error {
+	root, err := os.MkdirTemp("", "toolhost-demo-mcp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	cfg.Root = root
+
+	cin, sout := io.Pipe()
+	sin, cout := io.Pipe()
+	srv := mcp.New(cfg, opts, version)
+	exit := make(chan int, 1)
+	go func() { // owned by RunMCP: it waits on exit
+		exit <- srv.Serve(sin, sout)
+		sout.Close()
+	}()
+
+	p := &printer{w: w}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := sdk.NewClient(&sdk.Implementation{Name: "toolhost-demo", Version: version}, nil)
+	c.AddRoots(&sdk.Root{URI: (&url.URL{Scheme: "file", Path: root}).String(), Name: "demo workspace"})
+
+	p.say("toolhost demo --mcp: an MCP session (the official Go SDK's client) against the temporary workspace " + root)
+	p.say("→ what the client sends, ← what the server answers or pushes")
+	p.say("\nConnect: the client discovers the server and negotiates the protocol version:")
+	cs, err := c.Connect(ctx, tracing{t: &sdk.IOTransport{Reader: cin, Writer: cout}, p: traceWriter{p}}, nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		return err
+	}
+
+	call := func(name string, args any, meta sdk.Meta) error {
+		params := &sdk.CallToolParams{Name: name, Arguments: args}
+		if meta != nil {
+			params.Meta = meta
+		}
+		_, err := cs.CallTool(ctx, params)
+		return err
+	}
+	p.say("\nThe first tool call opens the workspace: the server asks for the client's roots, which may narrow --root.")
+	p.say("Write a file, then read two of its lines back:")
+	if err := call("write_file", map[string]any{"path": "notes/hello.txt", "content": "one\ntwo\nthree\nfour\n", "createDirs": true}, nil); err != nil {
+		return err
+	}
+	if err := call("read_file", map[string]any{"path": "notes/hello.txt", "line": 2, "limit": 2}, nil); err != nil {
+		return err
+	}
+	p.say("\nA path that climbs out of the root is a tool error (isError), not a protocol error:")
+	if err := call("read_file", map[string]any{"path": "../../etc/passwd"}, nil); err != nil {
+		return err
+	}
+	p.say("\nRun a command; a non-zero exit is a result. The full output is a resource_link:")
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_command", Arguments: map[string]any{
+		"argv": []string{"sh", "-c", "echo hello from $0; echo a warning >&2; exit 3"}}})
+	if err != nil {
+		return err
+	}
+	p.say("\nRead the linked artifact back with resources/read:")
+	for _, content := range res.Content {
+		if link, ok := content.(*sdk.ResourceLink); ok {
+			if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: link.URI}); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	p.say("\nA command that reports steps (marker lines on stderr), with a progress token: each step arrives as notifications/progress:")
+	if err := call("run_command", map[string]any{"argv": []string{"sh", "-c",
+		`i=0; for s in fetch compile test; do echo "[STEP 0$i/03] $s" >&2; echo "$s..."; echo "  ✓ $s" >&2; i=$((i+1)); done`}},
+		sdk.Meta{"progressToken": "demo-build"}); err != nil {
+		return err
+	}
+	p.say("\nStart a command in the background, read its output as it comes, then cancel it (its whole tree ends):")
+	started, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "start_command", Arguments: map[string]any{
+		"argv": []string{"sh", "-c", "echo started; exec sleep 300"}, "label": "sleepy"}})
+	if err != nil {
+		return err
+	}
+	var handle struct {
+		HandleID string `json:"handleId"`
+	}
+	b, _ := json.Marshal(started.StructuredContent)
+	if err := json.Unmarshal(b, &handle); err != nil || handle.HandleID == "" {
+		return fmt.Errorf("start_command gave no handleId: %s", b)
+	}
+	if err := call("read_output", map[string]any{"handleId": handle.HandleID, "waitMs": 5000}, nil); err != nil {
+		return err
+	}
+	if err := call("list_commands", map[string]any{}, nil); err != nil {
+		return err
+	}
+	if err := call("cancel_command", map[string]any{"handleId": handle.HandleID, "graceMs": 500}, nil); err != nil {
+		return err
+	}
+
+	p.say("\nThe client closes stdin: the server ends every process and exits.")
+	if err := cs.Close(); err != nil {
+		return err
+	}
+	select {
+	case code := <-exit:
+		p.say(fmt.Sprintf("server exited with code %d", code))
+		if code != 0 {
+			return fmt.Errorf("server exited with code %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("server did not exit")
+	}
+	return nil
+}
+
+// tracing is a transport that prints every message, a write before it is
+// written and a read as soon as it is read, so that the trace is in order.
+type tracing struct {
+	t sdk.Transport
+	p traceWriter
+}
+
+func (t tracing) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &tracingConn{Connection: c, p: t.p}, nil
+}
+
+// tracingConn prints what passes through a connection.
+type tracingConn struct {
+	sdk.Connection
+	p traceWriter
+}
+
+func (c *tracingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err == nil {
+		if b, err := jsonrpc.EncodeMessage(m); err == nil {
+			c.p.line("read: " + string(b))
+		}
+	}
+	return m, err
+}
+
+func (c *tracingConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if b, err := jsonrpc.EncodeMessage(m); err == nil {
+		c.p.line("write: " + string(b))
+	}
+	return c.Connection.Write(ctx, m)
+}
+
+// traceWriter prints messages readably, one at a time.
+type traceWriter struct{ p *printer }
+
+// line prints one logged message.
+func (t traceWriter) line(line string) {
+	arrow, body, ok := strings.Cut(line, ": ")
+	if !ok {
+		return
+	}
+	switch arrow {
+	case "write":
+		arrow = "→"
+	case "read":
+		arrow = "←"
+	default:
+		return
+	}
+	var m map[string]any
+	if json.Unmarshal([]byte(body), &m) != nil {
+		return
+	}
+	name := "result"
+	payload := m["result"]
+	switch {
+	case m["method"] != nil:
+		name, _ = m["method"].(string)
+		payload = m["params"]
+	case m["error"] != nil:
+		name, payload = "error", m["error"]
+	}
+	payload = trimMeta(payload)
+	if r, ok := payload.(map[string]any); ok && r["tools"] != nil {
+		// The tools' schemas are long: name them only.
+		var names []string
+		for _, tool := range r["tools"].([]any) {
+			names = append(names, tool.(map[string]any)["name"].(string))
+		}
+		r["tools"] = strings.Join(names, ", ") + " (schemas left out)"
+	}
+	b, _ := json.Marshal(payload)
+	t.p.show(arrow, name, b)
+}
+
+// trimMeta drops the protocol's own _meta keys (protocol version, client
+// and server info on every message of MCP 2026-07-28), to keep the trace
+// readable.
+func trimMeta(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	if meta, ok := m["_meta"].(map[string]any); ok {
+		for k := range meta {
+			if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+				delete(meta, k)
+			}
+		}
+		if len(meta) == 0 {
+			delete(m, "_meta")
+		}
+	}
+	return m
+}

@@ -1,0 +1,28 @@
+// Package mcp serves toolhost over the Model Context Protocol on stdio,
+// with the official Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// The MCP server is a protocol adapter. Each session runs toolhost's own
+// JSON-RPC server in the same process, over a pair of in-memory pipes, and
+// talks to it with the public Go client of package client. Every promise of
+// the JSON-RPC protocol therefore holds unchanged under MCP: the workspace
+// root and read roots, the sandbox and limits, the artifacts, the one
+// toolResult of each handle, and no process outliving the session. This
+// package only maps one protocol onto the other:
+//
+//   - the first tools/call or resources/read opens toolhost's session
+//     (initialize), with the client's MCP roots, which may narrow the
+//     workspace, never widen it (workspace.go);
+//   - each tool is one toolhost request (tools.go), and its answer becomes a
+//     short text for the model, the structured result and resource_links
+//     to the artifacts (results.go);
+//   - a progress token gets notifications/progress from the command's step
+//     transitions and heartbeats (progress.go);
+//   - notifications/cancelled cancels the toolhost request, or the handle,
+//     so that the command's whole tree ends;
+//   - artifacts are resources, toolhost://artifacts/{commandId}/{stream},
+//     read in pages of lines (resources.go);
+//   - the end of stdin ends toolhost's session, which ends every process.
+//
+// [IsMCP] tells an MCP client's first message from one of toolhost's own
+// protocol, so that plain toolhost can hand the connection over.
+package mcp

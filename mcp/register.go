@@ -1,0 +1,195 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// ToolError is the structured content of a tool error: toolhost's error
+// code, message and data (the field or path concerned, the reason).
+type ToolError struct {
+	Error ErrorInfo `json:"error" jsonschema:"why the call failed"`
+}
+
+// ErrorInfo is one toolhost error.
+type ErrorInfo struct {
+	Code    int            `json:"code" jsonschema:"toolhost's error code: -32602 invalid arguments, -32001 path outside the workspace, -32004 handle not found, … (see PROTOCOL.md)"`
+	Message string         `json:"message" jsonschema:"what went wrong"`
+	Data    *rpc.ErrorData `json:"data,omitempty" jsonschema:"details: the field or path concerned, the reason and what to do"`
+}
+
+// addTool registers a tool whose arguments are In and whose structured
+// result is Out (or, when isError, a ToolError). The input schema comes
+// from In, the output schema from Out and ToolError. Arguments that do not
+// match the schema are an isError result naming the field, so that a
+// model can correct itself. The first call opens the workspace.
+func addTool[In, Out any](s *Server, name, title, description string, annotations *sdk.ToolAnnotations,
+	h func(context.Context, *sdk.CallToolRequest, *In) (*sdk.CallToolResult, error)) {
+	inSchema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: input schema of %s: %v", name, err))
+	}
+	resolved, err := inSchema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: input schema of %s: %v", name, err))
+	}
+	outSchema, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: output schema of %s: %v", name, err))
+	}
+	errSchema, err := jsonschema.For[ToolError](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: error schema: %v", err))
+	}
+	required := requiredFields(reflect.TypeFor[In]())
+	if annotations == nil {
+		annotations = &sdk.ToolAnnotations{}
+	}
+	annotations.Title = title
+	if annotations.OpenWorldHint == nil {
+		annotations.OpenWorldHint = ptr(false)
+	}
+	tool := &sdk.Tool{
+		Name:         name,
+		Title:        title,
+		Description:  description,
+		InputSchema:  inSchema,
+		OutputSchema: &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{outSchema, errSchema}},
+		Annotations:  annotations,
+	}
+	s.mcp.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		raw := bytes.TrimSpace(req.Params.Arguments)
+		if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+			raw = []byte("{}")
+		}
+		// The fast path decodes strictly (member names match exactly, none
+		// unknown, types right); arguments it refuses, or that leave a
+		// required field at its zero value (absent, or given so), go
+		// through the schema, whose error names the field.
+		in := new(In)
+		if derr := jsonv2.Unmarshal(raw, in, jsonv2.RejectUnknownMembers(true)); derr != nil || zeroField(in, required) {
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return argumentError("", "the arguments are not JSON: "+err.Error()), nil
+			}
+			if err := resolved.Validate(v); err != nil {
+				return argumentError(schemaField(err.Error()), err.Error()), nil
+			}
+			if derr != nil {
+				return argumentError("", derr.Error()), nil
+			}
+		}
+		if _, inputs, err := s.ws.open(ctx, req.Session, req.Params.InputResponses); inputs != nil {
+			return &sdk.CallToolResult{InputRequests: inputs}, nil
+		} else if err != nil {
+			return s.toolError(err)
+		}
+		return h(ctx, req, in)
+	})
+}
+
+// requiredFields returns the indexes of the fields of struct type t that
+// its schema requires: those whose JSON name has neither omitempty nor
+// omitzero.
+func requiredFields(t reflect.Type) []int {
+	var idx []int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		_, opts, _ := strings.Cut(tag, ",")
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// zeroField reports whether one of the fields idx of *in is its type's
+// zero value.
+func zeroField(in any, idx []int) bool {
+	v := reflect.ValueOf(in).Elem()
+	for _, i := range idx {
+		if v.Field(i).IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// argumentError is the isError result of arguments that do not fit the
+// input schema.
+func argumentError(field, reason string) *sdk.CallToolResult {
+	msg := "invalid arguments"
+	if field != "" {
+		msg += ": " + field
+	}
+	return errorResult(ErrorInfo{Code: rpc.CodeInvalidParams, Message: msg, Data: &rpc.ErrorData{Field: field, Reason: reason}})
+}
+
+// schemaPath finds the properties and items a schema error names.
+var schemaPath = regexp.MustCompile(`/(properties|items)/([^/:\s"]+)`)
+
+// schemaMissing finds the properties a schema error says are missing.
+var schemaMissing = regexp.MustCompile(`missing properties: \[?"?([A-Za-z0-9_]+)`)
+
+// schemaField turns a schema validation error into the field it concerns,
+// as toolhost names fields ("steps[0].argv").
+func schemaField(msg string) string {
+	var b strings.Builder
+	for _, m := range schemaPath.FindAllStringSubmatch(msg, -1) {
+		if m[1] == "items" {
+			b.WriteString("[" + m[2] + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(m[2])
+	}
+	if m := schemaMissing.FindStringSubmatch(msg); m != nil {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(m[1])
+	}
+	return b.String()
+}
+
+// toolError turns a toolhost error into the tool's isError result, with
+// its code and data in the structured content. A call whose transport has
+// ended is a protocol error.
+func (s *Server) toolError(err error) (*sdk.CallToolResult, error) {
+	var e *rpc.Error
+	if !asRPCError(err, &e) {
+		return nil, fmt.Errorf("%w: %v", errClosed, err)
+	}
+	return errorResult(ErrorInfo{Code: e.Code, Message: e.Message, Data: e.Data}), nil
+}
+
+// errorResult is an isError result: the message and its reason as text,
+// and the error as structured content.
+func errorResult(info ErrorInfo) *sdk.CallToolResult {
+	text := fmt.Sprintf("error %d: %s", info.Code, info.Message)
+	if info.Data != nil && info.Data.Reason != "" && !strings.Contains(info.Message, info.Data.Reason) {
+		text += "\n" + info.Data.Reason
+	}
+	return &sdk.CallToolResult{
+		IsError:           true,
+		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
+		StructuredContent: ToolError{Error: info},
+	}
+}

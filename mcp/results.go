@@ -1,0 +1,212 @@
+package mcp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// textHalf is how much of each end of a stream the text for the model
+// keeps: the structured content has the whole inline output, the artifacts
+// all of it.
+const textHalf = 4 << 10
+
+// asRPCError reports whether err is a toolhost error answer.
+func asRPCError(err error, e **rpc.Error) bool { return errors.As(err, e) }
+
+// structured is a result with one line of text and v as structured content.
+func structured(v any, format string, args ...any) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(format, args...)}}, StructuredContent: v}
+}
+
+// toolResultContent is the result of a command: the text for the model
+// (status, exit code, head and tail of each stream), the ToolResult as
+// structured content, and a resource_link to each artifact.
+func toolResultContent(res *rpc.ToolResult) *sdk.CallToolResult {
+	var b strings.Builder
+	b.WriteString(statusLine(res))
+	for _, st := range []struct {
+		name, text string
+		cut        bool
+	}{{"stdout", res.Stdout, res.StdoutTruncated}, {"stderr", res.Stderr, res.StderrTruncated}} {
+		if st.text == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n--- %s ---\n%s", st.name, headTail(st.text))
+		if !strings.HasSuffix(st.text, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	out := &sdk.CallToolResult{Content: []sdk.Content{nil}, StructuredContent: res}
+	if res.CommandID != "" && res.Artifacts.OutputPath != "" {
+		fmt.Fprintf(&b, "\nfull output: %s (%d bytes, %d lines)", artifactURI(res.CommandID, "output"), res.Artifacts.ByteCount, res.Artifacts.LineCount)
+		for _, stream := range []string{"output", "stdout", "stderr"} {
+			link := &sdk.ResourceLink{
+				URI:      artifactURI(res.CommandID, stream),
+				Name:     res.CommandID + " " + stream,
+				MIMEType: "text/plain",
+			}
+			switch stream {
+			case "output":
+				link.Description = "the whole output, stdout and stderr interleaved, step markers included"
+				size := res.Artifacts.ByteCount
+				link.Size = &size
+			default:
+				link.Description = "the whole " + stream
+			}
+			out.Content = append(out.Content, link)
+		}
+	}
+	out.Content[0] = &sdk.TextContent{Text: b.String()}
+	return out
+}
+
+// statusLine says how a command ended, or that it runs.
+func statusLine(res *rpc.ToolResult) string {
+	switch res.Status {
+	case rpc.StatusRunning:
+		return fmt.Sprintf("running as handle %s after %d ms (follow it with wait_command, read_output or cancel_command)", res.HandleID, res.DurationMs)
+	case rpc.StatusCompleted:
+		s := "completed"
+		if res.ExitCode != nil {
+			s += fmt.Sprintf(", exit code %d", *res.ExitCode)
+		} else if res.Signal != nil {
+			s += ", killed by " + *res.Signal
+		}
+		s += fmt.Sprintf(" (%d ms)", res.DurationMs)
+		if res.LimitExceeded != nil {
+			s += "; it exceeded its " + *res.LimitExceeded + " limit"
+		}
+		return s
+	}
+	s := string(res.Status)
+	if res.TimeoutReason != "" {
+		s += " (" + string(res.TimeoutReason) + ")"
+	}
+	s += fmt.Sprintf(" after %d ms", res.DurationMs)
+	if res.ExitCode != nil {
+		s += fmt.Sprintf(", exit code %d", *res.ExitCode)
+	} else if res.Signal != nil {
+		s += ", ended by " + *res.Signal
+	}
+	return s
+}
+
+// headTail keeps the first and last textHalf bytes of s, on rune
+// boundaries, with a line saying what was left out.
+func headTail(s string) string {
+	if len(s) <= 2*textHalf+200 {
+		return s
+	}
+	head, tail := textHalf, len(s)-textHalf
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%s\n[… %d bytes left out here: read the full output resource …]\n%s", s[:head], tail-head, s[tail:])
+}
+
+// startedContent is the result of start_command.
+func startedContent(res *rpc.LongRunningResult) *sdk.CallToolResult {
+	return structured(res, "started handle %s (command %s, pid %d): %s\nfollow it with wait_command, read_output, write_input or cancel_command",
+		res.HandleID, res.CommandID, res.PID, res.Command)
+}
+
+// OutputRead is the structured content of read_output. The bytes read
+// are the result's first text content, exactly, and are not repeated here.
+type OutputRead struct {
+	Encoding   rpc.Encoding `json:"encoding" jsonschema:"how the first text content carries the bytes: utf-8 (the text itself) or base64"`
+	Offset     int64        `json:"offset" jsonschema:"where the read began"`
+	NextOffset int64        `json:"nextOffset" jsonschema:"where the next read goes on"`
+	TotalBytes int64        `json:"totalBytes" jsonschema:"the output's size when it was read"`
+	EOF        bool         `json:"eof" jsonschema:"the command has ended and nothing more will come"`
+	Running    bool         `json:"running" jsonschema:"the command was still running"`
+}
+
+// readOutputContent is the result of read_output: the bytes read as the
+// first text content, where the read stopped as the second.
+func readOutputContent(res *rpc.ReadOutputResult) *sdk.CallToolResult {
+	state := "the command is still running"
+	switch {
+	case res.EOF:
+		state = "end of output: the command has ended"
+	case !res.Running:
+		state = "the command has ended; more to read"
+	}
+	enc := ""
+	if res.Encoding == rpc.EncodingBase64 {
+		enc = "; the bytes are base64"
+	}
+	return &sdk.CallToolResult{
+		Content: []sdk.Content{
+			&sdk.TextContent{Text: res.Data},
+			&sdk.TextContent{Text: fmt.Sprintf("[bytes %d to %d of %d; nextOffset %d; %s%s]", res.Offset, res.NextOffset, res.TotalBytes, res.NextOffset, state, enc)},
+		},
+		StructuredContent: OutputRead{Encoding: res.Encoding, Offset: res.Offset, NextOffset: res.NextOffset, TotalBytes: res.TotalBytes, EOF: res.EOF, Running: res.Running},
+	}
+}
+
+// FileRead is the structured content of read_file. The file's content is
+// the result's first text content, exactly, and is not repeated here: a
+// large file travels once.
+type FileRead struct {
+	Path       string       `json:"path" jsonschema:"the absolute real path of the file read"`
+	Encoding   rpc.Encoding `json:"encoding" jsonschema:"how the first text content carries the content: utf-8 (the text itself) or base64 (a binary file)"`
+	Size       int64        `json:"size" jsonschema:"the size of the whole file in bytes"`
+	StartLine  int          `json:"startLine" jsonschema:"the first line returned"`
+	EndLine    int          `json:"endLine" jsonschema:"the last line returned"`
+	TotalLines int          `json:"totalLines" jsonschema:"the lines of the whole file"`
+	Truncated  bool         `json:"truncated" jsonschema:"lines remain after endLine, or its bytes were cut at maxBytes"`
+	MTime      time.Time    `json:"mtime" jsonschema:"the file's modification time"`
+}
+
+// readFileContent is the result of read_file: the content as the first
+// text content (a splicer's placeholder for it), which lines it holds as
+// the second.
+func readFileContent(res *FileRead, content string) *sdk.CallToolResult {
+	more := ""
+	if res.Truncated {
+		more = fmt.Sprintf("; more follows: read again from line %d", res.EndLine+1)
+	}
+	if res.Encoding == rpc.EncodingBase64 {
+		more += "; the content is base64 (a binary file)"
+	}
+	return &sdk.CallToolResult{
+		Content: []sdk.Content{
+			&sdk.TextContent{Text: content},
+			&sdk.TextContent{Text: fmt.Sprintf("[%s: lines %d to %d of %d, %d bytes%s]", res.Path, res.StartLine, res.EndLine, res.TotalLines, res.Size, more)},
+		},
+		StructuredContent: res,
+	}
+}
+
+// listContent is the result of list_commands: a line per command.
+func listContent(list *rpc.ProgressList) *sdk.CallToolResult {
+	var b strings.Builder
+	if len(list.Handles) == 0 {
+		b.WriteString("no commands")
+	}
+	for _, h := range list.Handles {
+		fmt.Fprintf(&b, "%s %s: %s", h.HandleID, h.Label, h.Status)
+		if h.ExitCode != nil {
+			fmt.Fprintf(&b, " (exit code %d)", *h.ExitCode)
+		}
+		if h.StepName != "" {
+			fmt.Fprintf(&b, ", step %d", h.CurrentStep)
+			if h.TotalSteps > 0 {
+				fmt.Fprintf(&b, "/%d", h.TotalSteps)
+			}
+			fmt.Fprintf(&b, " %s", h.StepName)
+		}
+		fmt.Fprintf(&b, ", %d ms, %d bytes of output\n", h.ElapsedMs, h.OutputBytes)
+	}
+	return structured(list, "%s", strings.TrimRight(b.String(), "\n"))
+}

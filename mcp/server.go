@@ -1,0 +1,202 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/tools"
+)
+
+// instructions tell the model what the server is for.
+const instructions = `toolhost runs commands and reads and writes files, confined to one workspace directory (plus read-only roots), with kernel sandboxing, resource limits, timeouts and cancellation that kill a command's whole process tree.
+Use run_command for commands that finish (tests, builds, git, grep); it returns the exit code and the head and tail of the output, with the full output as resources you can read in pages. Use start_command for servers, watchers and interactive programs, then wait_command, read_output, write_input and cancel_command with its handleId. Use read_file and write_file for files: paths are relative to the workspace root. Commands are never run through a shell: pass argv as a list, or ["sh", "-c", "..."] when you need one.`
+
+// Server serves one MCP session over a toolhost session run in-process.
+type Server struct {
+	cfg     tools.Config
+	opts    rpc.Options
+	version string
+	log     *slog.Logger
+
+	// inner is toolhost's own server; th talks to it. Set by New.
+	inner *rpc.Server
+	th    *client.Client
+	// innerIn and innerOut are the pipes of inner's stdin and stdout; the
+	// client writes innerIn and reads innerOut.
+	innerIn  *io.PipeReader
+	innerOut *io.PipeWriter
+	// innerExit receives inner's exit code once Serve returns; its
+	// goroutine is owned by Serve.
+	innerExit chan int
+
+	mcp    *sdk.Server
+	ws     workspace
+	events router
+	splice *splicer
+
+	// mu guards session.
+	mu sync.Mutex
+	// session is the MCP session once connected, for log messages.
+	session *sdk.ServerSession
+}
+
+// New returns the MCP server of one session: cfg and opts are toolhost's,
+// as for tools.NewServer, and version is the server's version.
+func New(cfg tools.Config, opts rpc.Options, version string) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// Every call crosses the in-process pipe once more. Content-Length
+	// framing reads a large answer in one piece, where go.lsp.dev/jsonrpc2's
+	// NDJSON reader grows the line by doubling.
+	opts.Framing = rpc.FramingHeader
+	s := &Server{cfg: cfg, opts: opts, version: version, log: log, innerExit: make(chan int, 1), splice: newSplicer()}
+	s.ws.s = s
+	s.events.init()
+	s.inner = tools.NewServer(cfg, opts)
+
+	cin, sout := io.Pipe()
+	sin, cout := io.Pipe()
+	s.innerIn, s.innerOut = sin, sout
+	s.th = client.New(cin, cout, &client.Options{
+		Framing: client.FramingHeader,
+		Logf:    func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) },
+	})
+	client.OnNotification(s.th, rpc.StepTransitionNotification, s.events.step)
+	client.OnNotification(s.th, rpc.HeartbeatNotification, s.events.heartbeat)
+	client.OnNotification(s.th, rpc.ToolResultNotification, s.events.toolResult)
+	client.OnNotification(s.th, rpc.LogMessageNotification, s.logMessage)
+
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "toolhost", Title: "toolhost", Version: version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       log,
+		Capabilities: &sdk.ServerCapabilities{
+			Logging:   &sdk.LoggingCapabilities{},
+			Tools:     &sdk.ToolCapabilities{},
+			Resources: &sdk.ResourceCapabilities{},
+		},
+	})
+	s.addTools()
+	s.addResources()
+	return s
+}
+
+// Serve serves the MCP session on in and out until the client closes in
+// or End is called, and returns the exit code: 0 when the client ended
+// the session, else the inner session's (1 after a signal).
+func (s *Server) Serve(in io.Reader, out io.Writer) int {
+	go func() { // owned by Serve, which waits on innerExit
+		code := s.inner.Serve(s.innerIn, s.innerOut)
+		s.innerOut.Close()
+		s.innerExit <- code
+	}()
+	ctx := context.Background()
+	maxLine := s.opts.MaxMessageBytes
+	if maxLine <= 0 {
+		maxLine = 16 << 20
+	}
+	ss, err := s.mcp.Connect(ctx, &stdioTransport{in: in, out: out, max: maxLine, log: s.log, splice: s.splice}, nil)
+	if err != nil {
+		s.log.Error("cannot serve MCP", "err", err)
+		s.inner.End("mcp: " + err.Error())
+		<-s.innerExit
+		return 1
+	}
+	s.mu.Lock()
+	s.session = ss
+	s.mu.Unlock()
+
+	innerEnded := make(chan struct{})
+	stop := make(chan struct{})
+	go func() { // owned by Serve, which closes stop and waits on innerEnded
+		defer close(innerEnded)
+		select {
+		case <-s.th.Done():
+			// The inner session ended first (End, a signal): so does the
+			// MCP session.
+			ss.Close()
+		case <-stop:
+		}
+	}()
+	waitErr := ss.Wait()
+	close(stop)
+	<-innerEnded
+
+	byClient := s.th.Err() == nil
+	if byClient {
+		s.log.Info("the MCP client ended the session", "err", waitErr)
+		s.closeInner()
+	} else {
+		s.th.Close()
+	}
+	code := <-s.innerExit
+	if byClient {
+		return 0
+	}
+	return code
+}
+
+// closeInner ends the inner session as a client that is done does: shutdown
+// (every running command is stopped, and waited for) if it was opened,
+// exit, and the end of its input.
+func (s *Server) closeInner() {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	s.ws.mu.Lock()
+	opened := s.ws.opened && s.ws.err == nil
+	s.ws.mu.Unlock()
+	if opened {
+		if err := s.th.Shutdown(ctx); err != nil {
+			s.log.Warn("toolhost shutdown failed", "err", err)
+		}
+	}
+	_ = s.th.Exit(ctx)
+	s.th.Close()
+}
+
+// End ends the session from outside (a signal): every command is stopped,
+// the MCP session closes and Serve returns.
+func (s *Server) End(reason string) { s.inner.End(reason) }
+
+// logMessage forwards toolhost's window/logMessage as notifications/message.
+func (s *Server) logMessage(p *rpc.LogMessageParams) {
+	s.mu.Lock()
+	ss := s.session
+	s.mu.Unlock()
+	if ss == nil {
+		return
+	}
+	level := sdk.LoggingLevel("warning")
+	if p.Type == rpc.MessageError {
+		level = "error"
+	}
+	s.logf(context.Background(), ss, level, "%s", p.Message)
+}
+
+// logf sends a notifications/message, which the client gets once it has
+// set a log level, and writes it to the log at debug level.
+func (s *Server) logf(ctx context.Context, ss *sdk.ServerSession, level sdk.LoggingLevel, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.log.Debug("mcp log message", "level", level, "msg", msg)
+	if err := ss.Log(ctx, &sdk.LoggingMessageParams{Level: level, Logger: "toolhost", Data: msg}); err != nil {
+		s.log.Debug("log message not sent", "err", err)
+	}
+}
+
+// closeTimeout bounds the end of the inner session when the client has
+// gone: shutdown stops every command within its kill grace.
+const closeTimeout = 60 * time.Second
+
+// errClosed is the protocol error of a call made once toolhost's session
+// has ended.
+var errClosed = errors.New("the toolhost session has ended")
