@@ -398,12 +398,7 @@ func TestMCPTools(t *testing.T) {
 		s.ok("start_command", map[string]any{"argv": []string{"cat"}, "openStdin": true}, &started)
 		res := s.call("write_input", map[string]any{"handleId": started.HandleID, "data": "typed\n", "eof": true})
 		if res.IsError {
-			var e toolError
-			decodeStructured(t, res, &e)
 			s.ok("cancel_command", map[string]any{"handleId": started.HandleID}, nil)
-			if e.Error.Code == rpc.CodeMethodNotFound {
-				t.Skip("this build's toolhost does not serve writeInput yet")
-			}
 			t.Fatalf("write_input: %s", text(res))
 		}
 		var done rpc.ToolResult
@@ -411,6 +406,27 @@ func TestMCPTools(t *testing.T) {
 		if done.Stdout != "typed\n" {
 			t.Errorf("cat echoed %q, want what write_input typed", done.Stdout)
 		}
+	})
+
+	t.Run("a shell in a terminal", func(t *testing.T) {
+		var started rpc.LongRunningResult
+		s.ok("start_command", map[string]any{"argv": []string{"sh", "-i"}, "pty": true, "ptyRows": 30, "ptyCols": 100}, &started)
+		s.ok("write_input", map[string]any{"handleId": started.HandleID, "data": "echo hi-$((6*7)); stty size\r"}, nil)
+		var seen string
+		offset := int64(0)
+		for !strings.Contains(seen, "30 100") {
+			var out rpc.ReadOutputResult // the bytes are the first text content
+			res := s.ok("read_output", map[string]any{"handleId": started.HandleID, "stream": "stdout", "offset": offset, "waitMs": 30000}, &out)
+			if out.NextOffset == offset && !out.Running {
+				t.Fatalf("the shell ended; it printed %q", seen)
+			}
+			seen += res.Content[0].(*sdk.TextContent).Text
+			offset = out.NextOffset
+		}
+		if !strings.Contains(seen, "hi-42") {
+			t.Errorf("the terminal shows %q, want hi-42 and the size", seen)
+		}
+		s.ok("cancel_command", map[string]any{"handleId": started.HandleID}, nil)
 	})
 
 	t.Run("cancel_command ends the tree", func(t *testing.T) {

@@ -113,7 +113,7 @@ type WaitCommandInput struct {
 // ReadOutputInput are the arguments of read_output.
 type ReadOutputInput struct {
 	HandleID string `json:"handleId" jsonschema:"the command's handleId"`
-	Stream   string `json:"stream,omitempty" jsonschema:"\"output\" (stdout and stderr interleaved, the default), \"stdout\" or \"stderr\""`
+	Stream   string `json:"stream,omitempty" jsonschema:"\"output\" (stdout and stderr interleaved, the default), \"stdout\", \"stderr\", or \"pty\" (a terminal's one stream, the same bytes as stdout)"`
 	Offset   *int64 `json:"offset,omitempty" jsonschema:"the byte offset to read from: the previous nextOffset to go on; negative counts from the end (-4000: the last 4000 bytes)"`
 	MaxBytes *int64 `json:"maxBytes,omitempty" jsonschema:"read at most this many bytes (default 65536, at most 1048576)"`
 	WaitMs   *int64 `json:"waitMs,omitempty" jsonschema:"when nothing new is there yet and the command runs, wait up to this many milliseconds for output (at most 60000)"`
