@@ -1,8 +1,20 @@
 import * as vscode from 'vscode';
+import { describeDestination, type Group, THIS_MACHINE, THIS_MACHINE_LABEL } from './destinations';
 import { appliedConfinement, contextValue, describeStepView, describeTool, StepView, toolTooltip, ToolsModel, ToolView } from './model';
+import { describePort, portUrl } from './ports';
+import type { Port } from './protocol';
 
-/** A node of the Tools view: a handle, or one of its steps. */
-export type Node = { kind: 'tool'; tool: ToolView } | { kind: 'step'; tool: ToolView; step: StepView; index: number };
+/**
+ * A node of the Tools view: a destination's group (when the server has
+ * destinations), a handle, one of its steps, one of the ports it listens
+ * on, or its progress file.
+ */
+export type Node =
+  | { kind: 'group'; group: Group<ToolView> }
+  | { kind: 'tool'; tool: ToolView }
+  | { kind: 'step'; tool: ToolView; step: StepView; index: number }
+  | { kind: 'port'; tool: ToolView; port: Port }
+  | { kind: 'progressFile'; tool: ToolView; path: string };
 
 /**
  * ToolsView shows every handle of the session with its label, status,
@@ -31,17 +43,38 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
   }
 
   getChildren(node?: Node): Node[] {
-    if (!node) return this.model.list().map((tool) => ({ kind: 'tool', tool }));
-    if (node.kind === 'tool') return node.tool.steps.map((step, index) => ({ kind: 'step', tool: node.tool, step, index }));
+    if (!node) {
+      if (!this.model.grouped()) return this.model.list().map((tool) => ({ kind: 'tool', tool }));
+      return this.model.groups().map((group) => ({ kind: 'group', group }));
+    }
+    if (node.kind === 'group') {
+      // The group's handles as the model has them now (the node may be older).
+      const now = this.model.groups().find((g) => g.name === node.group.name);
+      return (now?.tools ?? []).map((tool) => ({ kind: 'tool', tool }));
+    }
+    if (node.kind === 'tool') return toolChildren(node.tool);
     return [];
   }
 
   getTreeItem(node: Node): vscode.TreeItem {
-    if (node.kind === 'step') return this.stepItem(node.tool, node.step, node.index);
-    const t = node.tool;
+    switch (node.kind) {
+      case 'group':
+        return groupItem(node.group);
+      case 'step':
+        return this.stepItem(node.tool, node.step, node.index);
+      case 'port':
+        return portItem(node.tool, node.port);
+      case 'progressFile':
+        return progressFileItem(node.tool, node.path);
+      case 'tool':
+        return this.toolItem(node.tool);
+    }
+  }
+
+  private toolItem(t: ToolView): vscode.TreeItem {
     const item = new vscode.TreeItem(
       t.label,
-      t.steps.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
+      toolChildren(t).length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
     );
     item.id = t.handleId;
     // The icon keeps saying the status (a spinner while running); the lock of
@@ -69,6 +102,65 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
     this.subscription.dispose();
     this.changed.dispose();
   }
+}
+
+/** toolChildren are a handle's rows: its progress file, the ports it listens on, then its steps. */
+function toolChildren(tool: ToolView): Node[] {
+  const nodes: Node[] = [];
+  if (tool.progressPath) nodes.push({ kind: 'progressFile', tool, path: tool.progressPath });
+  for (const port of tool.ports.list()) nodes.push({ kind: 'port', tool, port });
+  tool.steps.forEach((step, index) => nodes.push({ kind: 'step', tool, step, index }));
+  return nodes;
+}
+
+function groupItem(g: Group<ToolView>): vscode.TreeItem {
+  const local = g.name === THIS_MACHINE;
+  const item = new vscode.TreeItem(local ? THIS_MACHINE_LABEL : g.name, vscode.TreeItemCollapsibleState.Expanded);
+  item.id = `group:${g.name}`;
+  const running = g.tools.filter((t) => t.status === 'running').length;
+  const state = local ? '' : g.destination ? describeDestination(g.destination) : 'not a destination of this server now';
+  item.description = [state, running > 0 ? `${running} running` : ''].filter(Boolean).join(' · ');
+  const d = g.destination;
+  item.tooltip = new vscode.MarkdownString(
+    (local
+      ? [`**${THIS_MACHINE_LABEL}**`, 'the server itself']
+      : [
+          `**${g.name}**`,
+          d ? `state: ${d.state}` : '',
+          d ? `command: \`${d.command.join(' ')}\`` : '',
+          d?.root ? `root: \`${d.root}\`` : '',
+          d?.serverInfo ? `server: ${d.serverInfo.name} ${d.serverInfo.version}` : '',
+          d?.reason ? `reason: ${d.reason}` : '',
+        ]
+    )
+      .filter(Boolean)
+      .join('  \n'),
+  );
+  item.iconPath = new vscode.ThemeIcon(local ? 'vm' : d?.state === 'lost' ? 'debug-disconnect' : 'remote');
+  item.contextValue = 'toolhost.group';
+  return item;
+}
+
+function portItem(t: ToolView, p: Port): vscode.TreeItem {
+  const item = new vscode.TreeItem(`Port ${p.port}`, vscode.TreeItemCollapsibleState.None);
+  item.id = `${t.handleId}/port/${p.address}/${p.port}`;
+  item.description = describePort(p);
+  item.tooltip = `${portUrl(p)} (pid ${p.pid}): click to open it in a browser`;
+  item.iconPath = new vscode.ThemeIcon('plug');
+  item.contextValue = 'toolhost.port';
+  item.command = { command: 'toolhost.openPort', title: 'Open in Browser', arguments: [{ kind: 'port', tool: t, port: p } satisfies Node] };
+  return item;
+}
+
+function progressFileItem(t: ToolView, path: string): vscode.TreeItem {
+  const item = new vscode.TreeItem('progress file', vscode.TreeItemCollapsibleState.None);
+  item.id = `${t.handleId}/progressFile`;
+  item.description = path;
+  item.tooltip = `${path}: rewritten at every step; click to open it`;
+  item.iconPath = new vscode.ThemeIcon('file');
+  item.contextValue = 'toolhost.progressFile';
+  item.command = { command: 'toolhost.openProgressFile', title: 'Open Progress File', arguments: [{ kind: 'progressFile', tool: t, path } satisfies Node] };
+  return item;
 }
 
 function statusIcon(t: ToolView): vscode.ThemeIcon {
