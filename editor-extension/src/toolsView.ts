@@ -72,11 +72,9 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
   }
 
   private toolItem(t: ToolView): vscode.TreeItem {
-    const item = new vscode.TreeItem(
-      t.label,
-      toolChildren(t).length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
-    );
-    item.id = t.handleId;
+    const parent = toolChildren(t).length > 0;
+    const item = new vscode.TreeItem(t.label, parent ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    item.id = leafAware(t.handleId, parent);
     // The icon keeps saying the status (a spinner while running); the lock of
     // a confined handle leads the description, since a tree item has one icon
     // and renders no $(codicon) in its label or description.
@@ -104,6 +102,17 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
   }
 }
 
+/**
+ * leafAware is the id of an item that may get its first children later (a
+ * handle its first port, a group its first handle): VS Code applies an
+ * item's collapsibleState only the first time it sees its id, and keeps an
+ * item first shown without children collapsed once it has some. A new id
+ * then shows it expanded.
+ */
+function leafAware(id: string, hasChildren: boolean): string {
+  return hasChildren ? id : `${id}#leaf`;
+}
+
 /** toolChildren are a handle's rows: its progress file, the ports it listens on, then its steps. */
 function toolChildren(tool: ToolView): Node[] {
   const nodes: Node[] = [];
@@ -116,7 +125,7 @@ function toolChildren(tool: ToolView): Node[] {
 function groupItem(g: Group<ToolView>): vscode.TreeItem {
   const local = g.name === THIS_MACHINE;
   const item = new vscode.TreeItem(local ? THIS_MACHINE_LABEL : g.name, vscode.TreeItemCollapsibleState.Expanded);
-  item.id = `group:${g.name}`;
+  item.id = leafAware(`group:${g.name}`, g.tools.length > 0);
   const running = g.tools.filter((t) => t.status === 'running').length;
   const state = local ? '' : g.destination ? describeDestination(g.destination) : 'not a destination of this server now';
   item.description = [state, running > 0 ? `${running} running` : ''].filter(Boolean).join(' · ');
