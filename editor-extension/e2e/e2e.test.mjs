@@ -299,6 +299,16 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await until('the progress notification to close', async () => (await notification(`Toolhost: ${RECIPE_LABEL}`).count()) === 0);
     await until('the status bar to say 0 running', async () => /0 running/.test(await page.locator('.statusbar-item', { hasText: /running/ }).first().innerText()));
     await screenshot('recipe-completed');
+
+    // The progress file's row opens the file: the server's last snapshot, in amplihack's names.
+    await treeRow('progress file').first().click();
+    await page.locator('.tabs-container .tab', { hasText: path.basename(PROGRESS_FILE) }).first().waitFor({ timeout: 30_000 });
+    await until('the progress file to say the recipe completed', async () => {
+      const text = editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts());
+      return text.includes(`"recipe_name":"${RECIPE_LABEL}"`) && text.includes('"status":"completed"');
+    });
+    await screenshot('progress-file');
+    await runPalette('View: Close All Editors');
   });
 
   test('the result is in the Toolhost output channel and Open Output shows the whole output', async () => {
@@ -600,7 +610,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
 
   test('Run Command offers the destination; a command run there shows under its group', async () => {
     const id = `far${Math.floor(Math.random() * 1e9)}`;
-    const line = `sh -c "echo here > ran-${id}; until [ -e .gates/${id} ]; do sleep 0.05; done"`;
+    const line = `sh -c "echo here > ran-${id}; until [ -e .gates/${id} ]; do sleep 0.05; done; echo out-${id}"`;
     await runPalette('Toolhost: Run Command');
     const input = page.locator('.quick-input-widget .quick-input-box input');
     await input.waitFor({ state: 'visible' });
@@ -624,11 +634,24 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     assert.ok(group >= 0 && mine > group && rows[mine].level === 2, `under the ${DESTINATION} group: ${JSON.stringify(rows)}`);
     assert.ok(rows.slice(group + 1, mine).every((r) => r.level > 1), `no other group between: ${JSON.stringify(rows)}`);
     assert.ok(rows.some((r) => r.level === 1 && r.text.startsWith('This machine')));
+    // Its elapsed time ticks (the view refreshes the rows of running handles alone).
+    const shown = await treeRow(line).first().innerText();
+    await until('the running handle\'s elapsed time to tick', async () => (await treeRow(line).first().innerText()) !== shown, 10_000);
     await screenshot('destination-running');
 
     writeFileSync(path.join(FAR, '.gates', id), '');
     await rowShows(line, 'completed');
     await screenshot('destination-completed');
+
+    // Its output.log is on the destination ("local//…/output.log"): Open Output reads it there.
+    const row = treeRow(line).first();
+    await row.hover();
+    await row.locator('.action-label[aria-label="Open Output"]').click();
+    await until('the destination\'s output to open', async () =>
+      editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts()).includes(`out-${id}`),
+    );
+    await screenshot('destination-output');
+    await runPalette('View: Close All Editors');
   });
 
   test('a crashing server is restarted a bounded number of times, then the user is told', async () => {

@@ -22,10 +22,18 @@ export type Node =
  * of running handles ticks once a second.
  */
 export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<Node | undefined>();
+  private readonly changed = new vscode.EventEmitter<Node | Node[] | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subscription: { dispose(): void };
   private timer: NodeJS.Timeout | undefined;
+  /**
+   * Nodes are the node objects handed to VS Code, by row: the same object
+   * for the same row from one getChildren to the next, so that the ticking
+   * of elapsed times refreshes those rows alone. A refresh of the whole tree
+   * makes VS Code forget every row until it asks again, and an inline
+   * action clicked meanwhile would reach its command without its row.
+   */
+  private readonly nodes = new Map<string, Node>();
 
   constructor(private readonly model: ToolsModel) {
     this.subscription = model.onDidChange(() => this.refresh());
@@ -35,14 +43,24 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
     this.changed.fire(undefined);
     const running = this.model.running().length > 0;
     if (running && !this.timer) {
-      this.timer = setInterval(() => this.refresh(), 1000);
+      this.timer = setInterval(() => this.tick(), 1000);
     } else if (!running && this.timer) {
       clearInterval(this.timer);
       this.timer = undefined;
     }
   }
 
+  /** tick refreshes the rows of running handles: their elapsed time. */
+  private tick(): void {
+    const rows = this.model.running().flatMap((t) => this.nodes.get(nodeKey({ kind: 'tool', tool: t })) ?? []);
+    if (rows.length > 0) this.changed.fire(rows);
+  }
+
   getChildren(node?: Node): Node[] {
+    return this.children(node).map((n) => this.keep(n));
+  }
+
+  private children(node?: Node): Node[] {
     if (!node) {
       if (!this.model.grouped()) return this.model.list().map((tool) => ({ kind: 'tool', tool }));
       return this.model.groups().map((group) => ({ kind: 'group', group }));
@@ -54,6 +72,15 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
     }
     if (node.kind === 'tool') return toolChildren(node.tool);
     return [];
+  }
+
+  /** keep returns the node object already handed out for n's row, brought up to date, or n. */
+  private keep(n: Node): Node {
+    const key = nodeKey(n);
+    const old = this.nodes.get(key);
+    if (old?.kind === n.kind) return Object.assign(old, n);
+    this.nodes.set(key, n);
+    return n;
   }
 
   getTreeItem(node: Node): vscode.TreeItem {
@@ -99,6 +126,22 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
     if (this.timer) clearInterval(this.timer);
     this.subscription.dispose();
     this.changed.dispose();
+  }
+}
+
+/** nodeKey names a node's row, whatever object holds it. */
+function nodeKey(n: Node): string {
+  switch (n.kind) {
+    case 'group':
+      return `group:${n.group.name}`;
+    case 'tool':
+      return `tool:${n.tool.handleId}`;
+    case 'step':
+      return `step:${n.tool.handleId}:${n.index}`;
+    case 'port':
+      return `port:${n.tool.handleId}:${n.port.address}:${n.port.port}`;
+    case 'progressFile':
+      return `progressFile:${n.tool.handleId}`;
   }
 }
 
