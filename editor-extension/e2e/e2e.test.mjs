@@ -6,7 +6,12 @@
 // then runs a long command, cancels it from the view and checks its processes
 // are gone, and runs `sh` in a terminal (Run in Terminal…): typed keys, a
 // resized panel seen by `stty size`, a second terminal attached from the
-// Tools view, and closing the terminal ending the shell.
+// Tools view, and closing the terminal ending the shell. The server runs with
+// a destination (`toolhost.serverArgs`: `--destination local=<the shipped
+// toolhost> --root <another dir>`), so every Run… asks where: a command run
+// on `local` runs in that root and shows under its group. A command that
+// listens on a port raises "Port N opened by …", whose Open in Browser opens
+// the page it serves, and the port shows under its handle.
 //
 //   scripts/install-e2e.sh && npm run package && node --test e2e/
 //
@@ -31,6 +36,11 @@ const RUN_DIR = path.join(EXT_DIR, '.e2e/run');
 const SHOTS = process.env.TOOLHOST_E2E_SCREENSHOTS ?? path.join(EXT_DIR, '.e2e/screenshots');
 const WS = path.join(RUN_DIR, 'workspace');
 const GATES = path.join(WS, '.gates');
+// The root of the server's destination "local": another toolhost on this
+// machine, reached through its stdio as ssh would reach one elsewhere.
+const FAR = path.join(RUN_DIR, 'far');
+const DESTINATION = 'local';
+const PROGRESS_FILE = '.toolhost/e2e-progress.json';
 
 const STEPS = ['prepare', 'compile', 'check'];
 const RECIPE_LABEL = 'E2E Build';
@@ -132,6 +142,27 @@ function serverLog() {
     .join('');
 }
 
+/**
+ * pickWhere answers the destination picker that Run Command…, Run Recipe…
+ * and Run in Terminal… show (the server has a destination): the row whose
+ * label is `label`. It returns the rows the picker offered, as shown.
+ */
+async function pickWhere(label = 'This machine') {
+  const rows = page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
+  const row = rows.filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first();
+  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  const offered = await rows.allInnerTexts();
+  await row.click();
+  return offered.map((t) => t.replace(/\u00a0/g, ' '));
+}
+
+/** The Tools view's rows in order, with their tree level (1: top). */
+async function treeRows() {
+  return page.locator('.pane-body .monaco-list-row').evaluateAll((rows) =>
+    rows.map((r) => ({ level: Number(r.getAttribute('aria-level')), text: r.innerText.replace(/\u00a0/g, ' ') })),
+  );
+}
+
 function notification(text) {
   return page.locator('.notifications-toasts .notification-toast', { hasText: text });
 }
@@ -151,11 +182,18 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       name,
       argv: ['sh', '-c', `echo "${name} running"; while [ ! -e .gates/${name} ]; do sleep 0.05; done; echo "${name} ok"`],
     }));
-    writeFileSync(path.join(WS, '.toolhost/recipes/build.json'), JSON.stringify({ label: RECIPE_LABEL, steps }, null, 2));
+    writeFileSync(path.join(WS, '.toolhost/recipes/build.json'), JSON.stringify({ label: RECIPE_LABEL, progressFile: PROGRESS_FILE, steps }, null, 2));
+    mkdirSync(path.join(FAR, '.gates'), { recursive: true });
     writeFileSync(path.join(WS, 'README.txt'), 'toolhost e2e workspace\n');
 
     const userData = path.join(RUN_DIR, 'user-data');
     const extensions = path.join(RUN_DIR, 'extensions');
+    const dirs = ['--user-data-dir', userData, '--extensions-dir', extensions];
+    execFileSync(NODE24, [CODE_SERVER, ...dirs, '--install-extension', VSIX], { stdio: 'pipe' });
+    const installed = readdirSync(extensions).find((d) => d.startsWith('toolhost.toolhost-'));
+    assert.ok(installed, 'the .vsix is installed');
+    // The destination runs the server the extension ships, rooted elsewhere.
+    const farCommand = `'${path.join(extensions, installed, 'bin/toolhost')}' --root '${FAR}'`;
     mkdirSync(path.join(userData, 'User'), { recursive: true });
     writeFileSync(
       path.join(userData, 'User/settings.json'),
@@ -171,11 +209,9 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
         'toolhost.trace.server': 'messages',
         // xterm's DOM renderer: the terminal's text is in the DOM to read.
         'terminal.integrated.gpuAcceleration': 'off',
+        'toolhost.serverArgs': ['--destination', `${DESTINATION}=${farCommand}`],
       }),
     );
-    const dirs = ['--user-data-dir', userData, '--extensions-dir', extensions];
-    execFileSync(NODE24, [CODE_SERVER, ...dirs, '--install-extension', VSIX], { stdio: 'pipe' });
-    assert.ok(readdirSync(extensions).some((d) => d.startsWith('toolhost.toolhost-')), 'the .vsix is installed');
 
     const port = await freePort();
     codeServer = spawn(
@@ -244,12 +280,15 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await pick.first().waitFor({ timeout: 30_000 });
     await screenshot('recipe-picker');
     await pick.first().click();
+    await pickWhere();
 
     for (const [i, name] of STEPS.entries()) {
       const msg = `step ${i + 1}/${STEPS.length}: ${name}`;
       await notification(`Toolhost: ${RECIPE_LABEL}`).filter({ hasText: msg }).first().waitFor({ timeout: 30_000 });
       await rowShows(RECIPE_LABEL, msg);
       await rowShows(name, 'running');
+      // The recipe asks for a progress file: the view shows it under the recipe.
+      if (i === 0) await rowShows('progress file', PROGRESS_FILE);
       await until('the status bar to say 1 running', async () => /1 running/.test(await page.locator('.statusbar-item', { hasText: /running/ }).first().innerText()));
       await screenshot(`recipe-step-${i + 1}-${name}`);
       writeFileSync(path.join(GATES, name), '');
@@ -260,6 +299,16 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await until('the progress notification to close', async () => (await notification(`Toolhost: ${RECIPE_LABEL}`).count()) === 0);
     await until('the status bar to say 0 running', async () => /0 running/.test(await page.locator('.statusbar-item', { hasText: /running/ }).first().innerText()));
     await screenshot('recipe-completed');
+
+    // The progress file's row opens the file: the server's last snapshot, in amplihack's names.
+    await treeRow('progress file').first().click();
+    await page.locator('.tabs-container .tab', { hasText: path.basename(PROGRESS_FILE) }).first().waitFor({ timeout: 30_000 });
+    await until('the progress file to say the recipe completed', async () => {
+      const text = editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts());
+      return text.includes(`"recipe_name":"${RECIPE_LABEL}"`) && text.includes('"status":"completed"');
+    });
+    await screenshot('progress-file');
+    await runPalette('View: Close All Editors');
   });
 
   test('the result is in the Toolhost output channel and Open Output shows the whole output', async () => {
@@ -289,6 +338,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await input.waitFor({ state: 'visible' });
     await input.fill(line);
     await input.press('Enter');
+    await pickWhere();
     await rowShows(line, 'running');
 
     const row = treeRow(line).first();
@@ -338,6 +388,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await input.waitFor({ state: 'visible' });
     await input.fill(line);
     await input.press('Enter');
+    await pickWhere();
 
     await rowShows(line, 'running');
     await until('the command\'s processes', () => pidsWithArg(marker).length >= 3, 30_000);
@@ -370,6 +421,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await input.waitFor({ state: 'visible' });
     await input.fill(line);
     await input.press('Enter');
+    await pickWhere();
     await notification('failed (exit code 3)').first().waitFor({ timeout: 30_000 });
     await rowShows(line, 'failed (exit 3)');
     await until('the progress notification to close', async () => (await notification(`Toolhost: ${line}`).filter({ hasText: 'running' }).count()) === 0);
@@ -384,6 +436,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await input.waitFor({ state: 'visible' });
     await input.fill(line);
     await input.press('Enter');
+    await pickWhere();
     await rowShows('TOOLHOST_E2E_TERM', 'running');
 
     const term = page.locator('.part.panel .terminal-wrapper.active');
@@ -478,6 +531,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       await input.waitFor({ state: 'visible' });
       await input.fill(line);
       await input.press('Enter');
+      await pickWhere();
       const term = page.locator(`.part.panel .terminal-wrapper.active:not([data-e2e])`);
       await term.waitFor({ timeout: 30_000 });
       await term.evaluate((el, t) => el.setAttribute('data-e2e', t), tag);
@@ -504,6 +558,100 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await bad.locator('.xterm-helper-textarea').focus();
     await page.keyboard.press('x');
     await bad.waitFor({ state: 'detached', timeout: 30_000 });
+  });
+
+  test('a command that listens on a port: "Port N opened" with its port, Open in Browser, the port in the Tools view until cancelled', async () => {
+    await runPalette('Notifications: Clear All Notifications');
+    const id = `port${Math.floor(Math.random() * 1e9)}`;
+    const portFile = path.join(GATES, id);
+    // An HTTP server on a free port of 127.0.0.1, which writes its port to a file once it listens.
+    const line = `python3 -c "import http.server as h,sys; s=h.HTTPServer(('127.0.0.1',0),h.SimpleHTTPRequestHandler); open(sys.argv[1],'w').write(str(s.server_port)); s.serve_forever()" .gates/${id}`;
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(line);
+    await input.press('Enter');
+    await pickWhere();
+    let port = 0;
+    await until('the listener\'s port file', () => {
+      const t = existsSync(portFile) ? readFileSync(portFile, 'utf8') : '';
+      if (/^\d+$/.test(t)) port = Number(t);
+      return port > 0;
+    });
+    const toast = notification(`Port ${port} opened by ${line}`);
+    await toast.first().waitFor({ timeout: 30_000 });
+    assert.equal(await notification('opened by').count(), 1, 'one notification, for the one port');
+    await screenshot('port-opened');
+
+    // The port under its handle in the Tools view.
+    await rowShows(`Port ${port}`, `127.0.0.1 · pid`);
+    const rows = await treeRows();
+    const handleAt = rows.findIndex((r) => r.text.includes(line));
+    const portAt = rows.findIndex((r) => r.text.includes(`Port ${port}`));
+    assert.ok(handleAt >= 0 && portAt === handleAt + 1 && rows[portAt].level === rows[handleAt].level + 1, `the port is the handle's child: ${JSON.stringify(rows)}`);
+
+    // Open in Browser: asExternalUri, then openExternal, opens a page that the listener serves.
+    const opened = browser.waitForEvent('page', { timeout: 30_000 });
+    await toast.first().locator('.monaco-button', { hasText: 'Open in Browser' }).click();
+    const dialog = page.locator('.monaco-dialog-box .monaco-button', { hasText: /^Open$/ });
+    const popup = await Promise.race([opened, dialog.waitFor({ timeout: 30_000 }).then(async () => (await dialog.click(), opened))]);
+    await popup.waitForLoadState('domcontentloaded').catch(() => undefined);
+    assert.match(popup.url(), new RegExp(`[:/]${port}(/|$)`), `the page opened is the port's: ${popup.url()}`);
+    await until('the page to show what the listener serves', async () => (await popup.content()).includes('Directory listing'));
+    await popup.close();
+    await screenshot('port-tools-view');
+
+    const row = treeRow(line).first();
+    await row.hover();
+    await row.locator('.action-label[aria-label="Cancel"]').click();
+    await rowShows(line, 'cancelled');
+    await until('the port row to go once it closed', async () => (await treeRow(`Port ${port}`).count()) === 0);
+  });
+
+  test('Run Command offers the destination; a command run there shows under its group', async () => {
+    const id = `far${Math.floor(Math.random() * 1e9)}`;
+    const line = `sh -c "echo here > ran-${id}; until [ -e .gates/${id} ]; do sleep 0.05; done; echo out-${id}"`;
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(line);
+    await input.press('Enter');
+    await page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: DESTINATION }).first().waitFor({ timeout: 30_000 });
+    await screenshot('destination-picker');
+    const offered = await pickWhere(DESTINATION);
+    assert.equal(offered.length, 2, `this machine and one destination: ${JSON.stringify(offered)}`);
+    assert.match(offered[0], /This machine/);
+    assert.match(offered[1], new RegExp(`^${DESTINATION}\\s*(idle|ready)[\\s\\S]*bin/toolhost --root ${FAR}`), `with its state and command: ${JSON.stringify(offered)}`);
+
+    // It ran at the destination's root, not in the workspace.
+    await until('the command to run at the destination', () => existsSync(path.join(FAR, `ran-${id}`)));
+    assert.ok(!existsSync(path.join(WS, `ran-${id}`)));
+    await rowShows(line, 'running');
+    await rowShows(DESTINATION, 'ready');
+    const rows = await treeRows();
+    const group = rows.findIndex((r) => r.level === 1 && r.text.startsWith(DESTINATION));
+    const mine = rows.findIndex((r) => r.text.includes(line));
+    assert.ok(group >= 0 && mine > group && rows[mine].level === 2, `under the ${DESTINATION} group: ${JSON.stringify(rows)}`);
+    assert.ok(rows.slice(group + 1, mine).every((r) => r.level > 1), `no other group between: ${JSON.stringify(rows)}`);
+    assert.ok(rows.some((r) => r.level === 1 && r.text.startsWith('This machine')));
+    // Its elapsed time ticks (the view refreshes the rows of running handles alone).
+    const shown = await treeRow(line).first().innerText();
+    await until('the running handle\'s elapsed time to tick', async () => (await treeRow(line).first().innerText()) !== shown, 10_000);
+    await screenshot('destination-running');
+
+    writeFileSync(path.join(FAR, '.gates', id), '');
+    await rowShows(line, 'completed');
+    await screenshot('destination-completed');
+
+    // Its output.log is on the destination ("local//…/output.log"): Open Output reads it there.
+    const row = treeRow(line).first();
+    await row.hover();
+    await row.locator('.action-label[aria-label="Open Output"]').click();
+    await until('the destination\'s output to open', async () =>
+      editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts()).includes(`out-${id}`),
+    );
+    await screenshot('destination-output');
+    await runPalette('View: Close All Editors');
   });
 
   test('a crashing server is restarted a bounded number of times, then the user is told', async () => {
@@ -533,6 +681,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await input.waitFor({ state: 'visible' });
     await input.fill('echo back');
     await input.press('Enter');
+    await pickWhere();
     await rowShows('echo back', 'completed');
     await screenshot('server-restarted');
   });

@@ -15,7 +15,8 @@
 #  5. node --test e2e/           code-server + headless Chromium: recipe,
 #                                Tools view, progress, live output, cancel,
 #                                sh in a terminal (keys, resize, attach, close),
-#                                crash restarts
+#                                a port opened (notification, browser, view),
+#                                a destination (picker, group), crash restarts
 set -uo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -15,6 +15,7 @@ import {
 } from 'vscode-languageclient/node';
 import { progressHandles, sandboxOf, workspaceOf } from './answers';
 import { splitArgv } from './argv';
+import { destinationOf, destinationPicks, destinationsOf, isLocalPath, qualifiedPath, THIS_MACHINE } from './destinations';
 import type { ReadOutput } from './follow';
 import { LiveOutput } from './liveOutput';
 import { describeStep, summarizeResult, ToolsModel, ToolView } from './model';
@@ -22,11 +23,15 @@ import {
   type CancelParams,
   type InitializationOptions,
   CancelRequest,
+  DestinationsRequest,
   HeartbeatNotification,
   type LongRunningParams,
   LongRunningRequest,
   type LongRunningResult,
   OutputNotification,
+  type Port,
+  PortClosedNotification,
+  PortOpenedNotification,
   ProgressRequest,
   ReadFileRequest,
   ReadOutputRequest,
@@ -36,11 +41,12 @@ import {
   ToolResultNotification,
   WriteInputRequest,
 } from './protocol';
+import { portMessage, portUrl } from './ports';
 import { PtyOutputs } from './ptyStream';
 import { parseRecipe, Recipe, recipeParams, usesPty } from './recipes';
 import { RestartPolicy } from './restartPolicy';
 import { resolveServerPath } from './serverPath';
-import { initializationOptions, initializeFailure, refusedSetting } from './settings';
+import { initializationOptions, initializeFailure, readServerArgs, refusedSetting } from './settings';
 import { HandleTerminal, type TerminalServer, type TerminalTarget } from './terminal';
 import { Node, ToolsView } from './toolsView';
 
@@ -108,14 +114,16 @@ class Toolhost implements vscode.Disposable {
       cmd('toolhost.runCommand', () => this.runCommand()),
       cmd('toolhost.runRecipe', () => this.runRecipe()),
       cmd('toolhost.runInTerminal', () => this.runInTerminal()),
-      cmd('toolhost.openTerminal', (node?: Node) => this.openTerminal(node?.tool)),
-      cmd('toolhost.cancel', (node?: Node) => this.cancel(node?.tool)),
-      cmd('toolhost.openOutput', (node?: Node) => this.openOutput(node?.tool)),
+      cmd('toolhost.openTerminal', (node?: Node) => this.openTerminal(toolOf(node))),
+      cmd('toolhost.cancel', (node?: Node) => this.cancel(toolOf(node))),
+      cmd('toolhost.openOutput', (node?: Node) => this.openOutput(toolOf(node))),
+      cmd('toolhost.openPort', (node?: Node) => node?.kind === 'port' && this.openPort(node.port)),
+      cmd('toolhost.openProgressFile', (node?: Node) => node?.kind === 'progressFile' && this.openFile(node.tool.handleId, node.path, 'json')),
       cmd('toolhost.refresh', () => this.refresh()),
       cmd('toolhost.restartServer', () => this.restartServer()),
       cmd('toolhost.showResults', () => this.results.show(true)),
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (['serverPath', 'readRoots', 'sandbox'].some((s) => e.affectsConfiguration(`toolhost.${s}`))) {
+        if (['serverPath', 'serverArgs', 'readRoots', 'sandbox'].some((s) => e.affectsConfiguration(`toolhost.${s}`))) {
           void vscode.window
             .showInformationMessage('Toolhost: restart the server to use the new settings?', 'Restart Server')
             .then((a) => a && this.restartServer());
@@ -147,10 +155,19 @@ class Toolhost implements vscode.Disposable {
       this.settingError(`Toolhost: the server is not started: ${errorText(e)}`, 'toolhost.sandbox');
       return;
     }
+    let extraArgs: string[];
+    try {
+      extraArgs = readServerArgs(config.get<unknown>('serverArgs'));
+    } catch (e) {
+      this.serverLog.appendLine(`Not started: ${errorText(e)}`);
+      this.settingError(`Toolhost: the server is not started: ${errorText(e)}`, 'toolhost.serverArgs');
+      return;
+    }
+    const args = ['--root', root, '--framing', 'header', ...extraArgs];
     const serverOptions: ServerOptions = {
       // No transport: stdio, without the --stdio argument the client would add.
-      run: { command, args: ['--root', root, '--framing', 'header'], options: { cwd: root } },
-      debug: { command, args: ['--root', root, '--framing', 'header'], options: { cwd: root } },
+      run: { command, args, options: { cwd: root } },
+      debug: { command, args, options: { cwd: root } },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [],
@@ -181,6 +198,15 @@ class Toolhost implements vscode.Disposable {
       if (p.handleId && this.ptyRecipes.has(p.handleId)) void this.refreshHandle(client, p.handleId);
     });
     client.onNotification(HeartbeatNotification, (p) => this.model.heartbeat(p));
+    client.onNotification(PortOpenedNotification, (p) => {
+      const seen = this.model.portOpened(p);
+      if (!seen?.fresh) return;
+      const port: Port = { port: p.port, address: p.address, pid: p.pid };
+      void vscode.window.showInformationMessage(portMessage(port, seen.tool.label, destinationOf(p.handleId)), 'Open in Browser').then((a) => {
+        if (a) this.openPort(port).catch((e: unknown) => void vscode.window.showErrorMessage(`Toolhost: ${errorText(e)}`));
+      });
+    });
+    client.onNotification(PortClosedNotification, (p) => this.model.portClosed(p));
     client.onDidChangeState((e) => {
       if (e.newState !== State.Running) {
         this.live.stopAll('the server stopped');
@@ -190,11 +216,12 @@ class Toolhost implements vscode.Disposable {
       if (e.newState === State.Running) {
         this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';
         this.model.serverStarted(sandboxOf(client.initializeResult));
+        this.model.setDestinations(destinationsOf(client.initializeResult));
         void this.refresh().catch(() => undefined);
       }
       this.updateStatus();
     });
-    this.serverLog.appendLine(`Starting ${command} --root ${root}`);
+    this.serverLog.appendLine(`Starting ${command} ${args.join(' ')}`);
     try {
       await client.start();
     } catch (e) {
@@ -261,8 +288,35 @@ class Toolhost implements vscode.Disposable {
       },
     });
     if (line === undefined) return;
-    const params: LongRunningParams = { argv: splitArgv(line), label: line.trim() };
+    const destination = await this.pickDestination(client, `Toolhost: Run Command: ${line.trim()}`);
+    if (destination === undefined) return;
+    const params: LongRunningParams = { argv: splitArgv(line), label: line.trim(), ...(destination && { destination }) };
     await this.launch(client, params);
+  }
+
+  /**
+   * pickDestination asks where to run, when the server has destinations:
+   * this machine or one of them, each with its state (as `destinations`
+   * says now). It answers the destination's name, THIS_MACHINE (""), at
+   * once when there are none, or undefined when the user dismissed it.
+   */
+  private async pickDestination(client: LanguageClient, title: string): Promise<string | undefined> {
+    if (this.model.destinations().length === 0) return THIS_MACHINE;
+    await this.refreshDestinations(client);
+    const picks = destinationPicks(this.folder?.uri.fsPath ?? '', this.model.destinations());
+    if (picks.length === 0) return THIS_MACHINE;
+    const pick = await vscode.window.showQuickPick(picks, { title, placeHolder: 'Where to run it', matchOnDescription: true, ignoreFocusOut: true });
+    return pick?.name;
+  }
+
+  /** refreshDestinations asks the server for its destinations' states; a failure keeps what was known. */
+  private async refreshDestinations(client: LanguageClient): Promise<void> {
+    if (this.model.destinations().length === 0) return;
+    try {
+      this.model.setDestinations(destinationsOf(await client.sendRequest(DestinationsRequest, {})));
+    } catch (e) {
+      this.serverLog.info(`destinations: ${errorText(e)}`);
+    }
   }
 
   private async runRecipe(): Promise<void> {
@@ -285,7 +339,9 @@ class Toolhost implements vscode.Disposable {
     }
     const pick = await vscode.window.showQuickPick(picks, { title: 'Toolhost: Run Recipe', placeHolder: 'Pick a recipe', matchOnDetail: true });
     if (!pick) return;
-    await this.launch(client, recipeParams(pick.recipe));
+    const destination = await this.pickDestination(client, `Toolhost: Run Recipe: ${pick.recipe.label}`);
+    if (destination === undefined) return;
+    await this.launch(client, { ...recipeParams(pick.recipe), ...(destination && { destination }) });
   }
 
   /**
@@ -293,7 +349,7 @@ class Toolhost implements vscode.Disposable {
    * of the server's, shown in a VS Code terminal of its own.
    */
   private async runInTerminal(): Promise<void> {
-    this.ready();
+    const client = this.ready();
     const line = await vscode.window.showInputBox({
       title: 'Toolhost: Run in Terminal',
       prompt: 'A command line, run in a terminal: split like a shell would, run without one (type "sh" for a shell)',
@@ -310,11 +366,13 @@ class Toolhost implements vscode.Disposable {
     if (line === undefined) return;
     const argv = splitArgv(line);
     const label = line.trim();
+    const destination = await this.pickDestination(client, `Toolhost: Run in Terminal: ${label}`);
+    if (destination === undefined) return;
     this.openHandleTerminal(label, {
       kind: 'start',
       start: async (size) => {
         const client = this.ready();
-        const params: LongRunningParams = { argv, label, pty: size, streamOutput: true };
+        const params: LongRunningParams = { argv, label, pty: size, streamOutput: true, ...(destination && { destination }) };
         const r = await client.sendRequest(LongRunningRequest, params);
         this.outputs.expect(r.handleId);
         this.model.started(r, label, undefined, params.pty);
@@ -383,6 +441,10 @@ class Toolhost implements vscode.Disposable {
     }
     const tool = this.model.started(started, label, params.sandbox, (params.argv?.length ?? 0) > 0 ? params.pty : undefined);
     if (usesPty(params) && (params.argv?.length ?? 0) === 0) this.ptyRecipes.add(started.handleId);
+    // The answer names no progress file: progress does, for the Tools view.
+    if (params.progressFile !== undefined && params.progressFile !== false) void this.refreshHandle(client, started.handleId);
+    // Its first use connected the destination: the view shows it ready.
+    if (params.destination) void this.refreshDestinations(client);
     void vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Toolhost: ${tool.label}`, cancellable: true },
       (progress, token) =>
@@ -455,7 +517,7 @@ class Toolhost implements vscode.Disposable {
       return;
     }
     if (tool.result) {
-      await vscode.window.showTextDocument(vscode.Uri.file(tool.result.artifacts.outputPath), { preview: true });
+      await this.openFile(tool.handleId, tool.result.artifacts.outputPath, 'log');
       return;
     }
     const file = path.join(this.artifactsDir, tool.commandId, 'output.log');
@@ -470,11 +532,51 @@ class Toolhost implements vscode.Disposable {
     }
   }
 
+  /**
+   * openFile opens a file of a handle: one of this machine in an editor
+   * (which follows it as it is rewritten), a destination's as read with
+   * readFile, which routes its "NAME//path" there.
+   */
+  private async openFile(handleId: string, file: string, language: string): Promise<void> {
+    const qualified = qualifiedPath(handleId, file);
+    if (isLocalPath(handleId, qualified)) {
+      await vscode.window.showTextDocument(vscode.Uri.file(qualified), { preview: true });
+      return;
+    }
+    const r = await this.ready().sendRequest(ReadFileRequest, { path: qualified });
+    const content = r.encoding === 'base64' ? Buffer.from(r.content, 'base64').toString('utf8') : r.content;
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language }), { preview: true });
+  }
+
+  /**
+   * openPort opens a port a command listens on in the browser: localhost
+   * for a wildcard listener, else its address, through asExternalUri, which
+   * forwards it when VS Code runs elsewhere (Remote, Codespaces,
+   * code-server).
+   */
+  private async openPort(port: Port): Promise<void> {
+    const uri = await vscode.env.asExternalUri(vscode.Uri.parse(portUrl(port)));
+    if (!(await vscode.env.openExternal(uri))) throw new Error(`could not open ${uri.toString(true)}`);
+  }
+
+  /**
+   * refresh merges a `progress` snapshot of every handle: this server's, and
+   * those of each destination that is connected (one that is not has none,
+   * and asking would connect it).
+   */
   private async refresh(): Promise<void> {
     const client = this.client;
     if (client?.state === State.Running) {
       const answer = await client.sendRequest(ProgressRequest, {});
       for (const p of progressHandles(answer)) this.model.progress(p);
+      await this.refreshDestinations(client);
+      for (const d of this.model.destinations().filter((d) => d.state === 'ready')) {
+        try {
+          for (const p of progressHandles(await client.sendRequest(ProgressRequest, { destination: d.name }))) this.model.progress(p);
+        } catch (e) {
+          this.serverLog.info(`progress of destination ${d.name}: ${errorText(e)}`);
+        }
+      }
     }
     this.view.refresh();
   }
@@ -483,6 +585,8 @@ class Toolhost implements vscode.Disposable {
 
   private toolResult(r: ToolResult): void {
     const tool = this.model.toolResult(r);
+    // A destination's transport died: the view shows it lost, with why.
+    if (r.status === 'lost' && this.client) void this.refreshDestinations(this.client);
     this.ptyRecipes.delete(r.handleId ?? '');
     for (const t of this.terminals) if (t.handleId === r.handleId) t.ended(r);
     if (!r.handleId || this.reported.has(r.handleId)) return;
@@ -527,6 +631,11 @@ class ToolhostClient extends LanguageClient {
   override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
     super.error(message, data, this.failureShown ? false : showNotification);
   }
+}
+
+/** toolOf is the handle a Tools view node is about: its own, a step's, a port's; none for a group. */
+function toolOf(node: Node | undefined): ToolView | undefined {
+  return node && node.kind !== 'group' ? node.tool : undefined;
 }
 
 function errorText(e: unknown): string {

@@ -1,6 +1,11 @@
+import { destinationOf, groupByDestination, type Group } from './destinations';
+import { Ports } from './ports';
 import type {
+  DestinationInfo,
   HeartbeatParams,
   LongRunningResult,
+  PortClosedParams,
+  PortOpenedParams,
   Progress,
   PtySize,
   Sandbox,
@@ -50,6 +55,14 @@ export interface ToolView {
    * offers Open Terminal. Cleared once it ended.
    */
   pty?: boolean;
+  /** Ports are the TCP ports the handle's process tree listens on now; none once it ended. */
+  ports: Ports;
+  /**
+   * ProgressPath is the handle's progress file (longRunning's
+   * progressFile), from `progress` while it runs, then from the result's
+   * artifacts; as the server names it (a destination's may be its far path).
+   */
+  progressPath?: string;
   result?: ToolResult;
 }
 
@@ -63,6 +76,8 @@ export class ToolsModel {
   private readonly listeners = new Set<(tool: ToolView | undefined) => void>();
   /** The confinement the running server offers: its handles' default. */
   private sandbox: SandboxCapability | undefined;
+  /** The destinations the server offers, as it last said. */
+  private dests: DestinationInfo[] = [];
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -82,6 +97,52 @@ export class ToolsModel {
 
   running(): ToolView[] {
     return this.list().filter((t) => t.status === 'running');
+  }
+
+  /** destinations are the destinations the server offers, as it last said (none: no picker, no groups). */
+  destinations(): DestinationInfo[] {
+    return this.dests;
+  }
+
+  /** setDestinations records what the server said of its destinations (initialize's, or a `destinations` answer). */
+  setDestinations(list: DestinationInfo[]): void {
+    if (JSON.stringify(list) === JSON.stringify(this.dests)) return;
+    this.dests = list;
+    this.fire(undefined);
+  }
+
+  /**
+   * groups are the handles grouped by the destination that runs them, as
+   * the Tools view shows them when the server has destinations (or a
+   * handle id names one): this machine, then each destination.
+   */
+  groups(): Group<ToolView>[] {
+    return groupByDestination(this.list(), this.dests);
+  }
+
+  /** grouped says the Tools view shows groups: the server has destinations, or a handle belongs to one. */
+  grouped(): boolean {
+    return this.dests.length > 0 || [...this.tools.keys()].some((id) => destinationOf(id) !== '');
+  }
+
+  /**
+   * portOpened records a port a handle's tree listens on; it says whether
+   * the port is new (a repeat, or a port of a handle that already ended, is
+   * not), so that it is announced once.
+   */
+  portOpened(p: PortOpenedParams): { tool: ToolView; fresh: boolean } | undefined {
+    if (!p.handleId) return undefined;
+    const t = this.ensure(p.handleId, '');
+    if (t.result) return { tool: t, fresh: false };
+    const fresh = t.ports.opened({ port: p.port, address: p.address, pid: p.pid });
+    if (fresh) this.fire(t);
+    return { tool: t, fresh };
+  }
+
+  /** portClosed records that a port no longer listens. */
+  portClosed(p: PortClosedParams): void {
+    const t = p.handleId ? this.tools.get(p.handleId) : undefined;
+    if (t?.ports.closed(p)) this.fire(t);
   }
 
   /** Records the confinement a newly started server offers (undefined: none). */
@@ -130,6 +191,8 @@ export class ToolsModel {
     t.result = r;
     t.status = r.status;
     t.pty = false;
+    t.ports.clear();
+    if (r.artifacts.progressPath) t.progressPath = r.artifacts.progressPath;
     t.elapsedMs = r.durationMs;
     t.elapsedAt = this.now();
     if (r.steps && r.steps.length > 0) {
@@ -150,6 +213,8 @@ export class ToolsModel {
     t.currentStep = p.currentStep;
     t.totalSteps = p.totalSteps;
     t.pty = p.status === 'running' && p.pty !== undefined && p.pty !== false;
+    t.ports.snapshot(p.status === 'running' ? p.ports : undefined);
+    if (p.progressPath) t.progressPath = p.progressPath;
     this.elapsed(t, p.elapsedMs);
     this.fire(t);
   }
@@ -162,6 +227,7 @@ export class ToolsModel {
         t.lost = true;
         t.pty = false;
       }
+      t.ports.clear();
     }
     this.fire(undefined);
   }
@@ -178,6 +244,7 @@ export class ToolsModel {
 
   private ensure(handleId: string, commandId: string): ToolView {
     let t = this.tools.get(handleId);
+    if (t && !t.commandId) t.commandId = commandId; // first seen in a notification that names no command
     if (!t) {
       const now = this.now();
       t = {
@@ -192,6 +259,7 @@ export class ToolsModel {
         currentStep: 0,
         totalSteps: 0,
         steps: [],
+        ports: new Ports(),
         asked: expectedSandbox(this.sandbox, undefined),
       };
       this.tools.set(handleId, t);
@@ -228,6 +296,7 @@ export function describeStatus(t: ToolView): string {
   if (!r) return t.status;
   if (r.success) return 'completed';
   if (r.status === 'completed') return r.exitCode !== null ? `failed (exit ${r.exitCode})` : `failed (${r.signal ?? 'signal'})`;
+  if (r.status === 'lost') return 'lost (destination unreachable)';
   return r.status === 'timedOut' ? 'timed out' : 'cancelled';
 }
 
@@ -325,6 +394,8 @@ export function toolTooltip(t: ToolView): string[] {
     `handle: \`${t.handleId}\``,
     `command: \`${t.commandId}\``,
     t.result && `output: \`${t.result.artifacts.outputPath}\``,
+    t.progressPath && `progress file: \`${t.progressPath}\``,
+    ...t.ports.list().map((p) => `listening: ${p.address || '*'}:${p.port} (pid ${p.pid})`),
     ...confinementOf(t).lines,
   ].filter((l): l is string => Boolean(l));
 }

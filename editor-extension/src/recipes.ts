@@ -1,9 +1,14 @@
-import type { LongRunningParams, StepSpec } from './protocol';
+import type { LongRunningParams, ProgressFileOption, StepSpec } from './protocol';
 
 /** A recipe file: .toolhost/recipes/<name>.json in the workspace. */
 export interface Recipe {
   label: string;
   steps: StepSpec[];
+  /**
+   * ProgressFile asks the server to keep a progress file for the recipe:
+   * a path in the root, or true for one beside its artifacts.
+   */
+  progressFile?: ProgressFileOption;
 }
 
 /**
@@ -55,7 +60,13 @@ export function parseRecipe(text: string, file: string): Recipe {
     }
     return step;
   });
-  return { label: raw.label as string, steps };
+  const recipe: Recipe = { label: raw.label as string, steps };
+  if (raw.progressFile !== undefined) {
+    const pf = raw.progressFile;
+    if (typeof pf !== 'boolean' && (typeof pf !== 'string' || pf === '')) fail('progressFile', 'true, false or a path in the workspace');
+    if (pf !== false) recipe.progressFile = pf as ProgressFileOption;
+  }
+  return recipe;
 }
 
 /** usesPty says a step of the recipe runs in a pseudo-terminal. */
@@ -69,7 +80,9 @@ export function usesPty(params: LongRunningParams): boolean {
  * (the server takes argv or steps, and an empty argv is none).
  */
 export function recipeParams(recipe: Recipe): LongRunningParams {
-  return { argv: [], label: recipe.label, steps: recipe.steps };
+  const params: LongRunningParams = { argv: [], label: recipe.label, steps: recipe.steps };
+  if (recipe.progressFile !== undefined) params.progressFile = recipe.progressFile;
+  return params;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -29,6 +29,31 @@ export function readSandboxSetting(v: unknown): Sandbox | undefined {
   return Object.keys(sandbox).length > 0 ? sandbox : undefined;
 }
 
+/** The flags the extension gives the server itself: toolhost.serverArgs may not. */
+const ownFlags = ['root', 'framing'];
+
+/**
+ * readServerArgs checks the `toolhost.serverArgs` setting and returns the
+ * arguments to put after the extension's own (`--root <folder> --framing
+ * header`). It must be an array of non-empty strings, and may not give
+ * `--root` or `--framing`, in any spelling (`-root`, `--root=x`): the
+ * extension owns them. The server refuses anything else it does not know,
+ * so a mistake there stops it from starting with its own message. A value
+ * it cannot take throws an error naming the setting.
+ */
+export function readServerArgs(v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new Error('toolhost.serverArgs must be an array of strings such as ["--destination", "build=ssh -T build1 toolhost --root /srv/ws"]');
+  return v.map((a, i) => {
+    if (typeof a !== 'string' || a === '') throw new Error(`toolhost.serverArgs[${i}] must be a non-empty string, not ${JSON.stringify(a)}`);
+    const flag = /^--?([^=]+)/.exec(a)?.[1];
+    if (flag !== undefined && ownFlags.includes(flag)) {
+      throw new Error(`toolhost.serverArgs[${i}] gives ${a.split('=')[0]}, which the extension sets itself (the first workspace folder, header framing)`);
+    }
+    return a;
+  });
+}
+
 /** The settings initializationOptions are made of, as `getConfiguration('toolhost')` gives them. */
 export interface Settings {
   readRoots: readonly unknown[];

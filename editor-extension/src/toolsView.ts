@@ -1,8 +1,20 @@
 import * as vscode from 'vscode';
+import { describeDestination, type Group, THIS_MACHINE, THIS_MACHINE_LABEL } from './destinations';
 import { appliedConfinement, contextValue, describeStepView, describeTool, StepView, toolTooltip, ToolsModel, ToolView } from './model';
+import { describePort, portUrl } from './ports';
+import type { Port } from './protocol';
 
-/** A node of the Tools view: a handle, or one of its steps. */
-export type Node = { kind: 'tool'; tool: ToolView } | { kind: 'step'; tool: ToolView; step: StepView; index: number };
+/**
+ * A node of the Tools view: a destination's group (when the server has
+ * destinations), a handle, one of its steps, one of the ports it listens
+ * on, or its progress file.
+ */
+export type Node =
+  | { kind: 'group'; group: Group<ToolView> }
+  | { kind: 'tool'; tool: ToolView }
+  | { kind: 'step'; tool: ToolView; step: StepView; index: number }
+  | { kind: 'port'; tool: ToolView; port: Port }
+  | { kind: 'progressFile'; tool: ToolView; path: string };
 
 /**
  * ToolsView shows every handle of the session with its label, status,
@@ -10,10 +22,18 @@ export type Node = { kind: 'tool'; tool: ToolView } | { kind: 'step'; tool: Tool
  * of running handles ticks once a second.
  */
 export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<Node | undefined>();
+  private readonly changed = new vscode.EventEmitter<Node | Node[] | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subscription: { dispose(): void };
   private timer: NodeJS.Timeout | undefined;
+  /**
+   * Nodes are the node objects handed to VS Code, by row: the same object
+   * for the same row from one getChildren to the next, so that the ticking
+   * of elapsed times refreshes those rows alone. A refresh of the whole tree
+   * makes VS Code forget every row until it asks again, and an inline
+   * action clicked meanwhile would reach its command without its row.
+   */
+  private readonly nodes = new Map<string, Node>();
 
   constructor(private readonly model: ToolsModel) {
     this.subscription = model.onDidChange(() => this.refresh());
@@ -23,27 +43,65 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
     this.changed.fire(undefined);
     const running = this.model.running().length > 0;
     if (running && !this.timer) {
-      this.timer = setInterval(() => this.refresh(), 1000);
+      this.timer = setInterval(() => this.tick(), 1000);
     } else if (!running && this.timer) {
       clearInterval(this.timer);
       this.timer = undefined;
     }
   }
 
+  /** tick refreshes the rows of running handles: their elapsed time. */
+  private tick(): void {
+    const rows = this.model.running().flatMap((t) => this.nodes.get(nodeKey({ kind: 'tool', tool: t })) ?? []);
+    if (rows.length > 0) this.changed.fire(rows);
+  }
+
   getChildren(node?: Node): Node[] {
-    if (!node) return this.model.list().map((tool) => ({ kind: 'tool', tool }));
-    if (node.kind === 'tool') return node.tool.steps.map((step, index) => ({ kind: 'step', tool: node.tool, step, index }));
+    return this.children(node).map((n) => this.keep(n));
+  }
+
+  private children(node?: Node): Node[] {
+    if (!node) {
+      if (!this.model.grouped()) return this.model.list().map((tool) => ({ kind: 'tool', tool }));
+      return this.model.groups().map((group) => ({ kind: 'group', group }));
+    }
+    if (node.kind === 'group') {
+      // The group's handles as the model has them now (the node may be older).
+      const now = this.model.groups().find((g) => g.name === node.group.name);
+      return (now?.tools ?? []).map((tool) => ({ kind: 'tool', tool }));
+    }
+    if (node.kind === 'tool') return toolChildren(node.tool);
     return [];
   }
 
+  /** keep returns the node object already handed out for n's row, brought up to date, or n. */
+  private keep(n: Node): Node {
+    const key = nodeKey(n);
+    const old = this.nodes.get(key);
+    if (old?.kind === n.kind) return Object.assign(old, n);
+    this.nodes.set(key, n);
+    return n;
+  }
+
   getTreeItem(node: Node): vscode.TreeItem {
-    if (node.kind === 'step') return this.stepItem(node.tool, node.step, node.index);
-    const t = node.tool;
-    const item = new vscode.TreeItem(
-      t.label,
-      t.steps.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
-    );
-    item.id = t.handleId;
+    switch (node.kind) {
+      case 'group':
+        return groupItem(node.group);
+      case 'step':
+        return this.stepItem(node.tool, node.step, node.index);
+      case 'port':
+        return portItem(node.tool, node.port);
+      case 'progressFile':
+        return progressFileItem(node.tool, node.path);
+      case 'tool':
+        return this.toolItem(node.tool);
+    }
+  }
+
+  private toolItem(t: ToolView): vscode.TreeItem {
+    const parent = toolChildren(t).length > 0;
+    const item = new vscode.TreeItem(t.label, parent ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    item.id = leafAware(t.handleId, parent);
     // The icon keeps saying the status (a spinner while running); the lock of
     // a confined handle leads the description, since a tree item has one icon
     // and renders no $(codicon) in its label or description.
@@ -69,6 +127,92 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
     this.subscription.dispose();
     this.changed.dispose();
   }
+}
+
+/** nodeKey names a node's row, whatever object holds it. */
+function nodeKey(n: Node): string {
+  switch (n.kind) {
+    case 'group':
+      return `group:${n.group.name}`;
+    case 'tool':
+      return `tool:${n.tool.handleId}`;
+    case 'step':
+      return `step:${n.tool.handleId}:${n.index}`;
+    case 'port':
+      return `port:${n.tool.handleId}:${n.port.address}:${n.port.port}`;
+    case 'progressFile':
+      return `progressFile:${n.tool.handleId}`;
+  }
+}
+
+/**
+ * leafAware is the id of an item that may get its first children later (a
+ * handle its first port, a group its first handle): VS Code applies an
+ * item's collapsibleState only the first time it sees its id, and keeps an
+ * item first shown without children collapsed once it has some. A new id
+ * then shows it expanded.
+ */
+function leafAware(id: string, hasChildren: boolean): string {
+  return hasChildren ? id : `${id}#leaf`;
+}
+
+/** toolChildren are a handle's rows: its progress file, the ports it listens on, then its steps. */
+function toolChildren(tool: ToolView): Node[] {
+  const nodes: Node[] = [];
+  if (tool.progressPath) nodes.push({ kind: 'progressFile', tool, path: tool.progressPath });
+  for (const port of tool.ports.list()) nodes.push({ kind: 'port', tool, port });
+  tool.steps.forEach((step, index) => nodes.push({ kind: 'step', tool, step, index }));
+  return nodes;
+}
+
+function groupItem(g: Group<ToolView>): vscode.TreeItem {
+  const local = g.name === THIS_MACHINE;
+  const item = new vscode.TreeItem(local ? THIS_MACHINE_LABEL : g.name, vscode.TreeItemCollapsibleState.Expanded);
+  item.id = leafAware(`group:${g.name}`, g.tools.length > 0);
+  const running = g.tools.filter((t) => t.status === 'running').length;
+  const state = local ? '' : g.destination ? describeDestination(g.destination) : 'not a destination of this server now';
+  item.description = [state, running > 0 ? `${running} running` : ''].filter(Boolean).join(' · ');
+  const d = g.destination;
+  item.tooltip = new vscode.MarkdownString(
+    (local
+      ? [`**${THIS_MACHINE_LABEL}**`, 'the server itself']
+      : [
+          `**${g.name}**`,
+          d ? `state: ${d.state}` : '',
+          d ? `command: \`${d.command.join(' ')}\`` : '',
+          d?.root ? `root: \`${d.root}\`` : '',
+          d?.serverInfo ? `server: ${d.serverInfo.name} ${d.serverInfo.version}` : '',
+          d?.reason ? `reason: ${d.reason}` : '',
+        ]
+    )
+      .filter(Boolean)
+      .join('  \n'),
+  );
+  item.iconPath = new vscode.ThemeIcon(local ? 'vm' : d?.state === 'lost' ? 'debug-disconnect' : 'remote');
+  item.contextValue = 'toolhost.group';
+  return item;
+}
+
+function portItem(t: ToolView, p: Port): vscode.TreeItem {
+  const item = new vscode.TreeItem(`Port ${p.port}`, vscode.TreeItemCollapsibleState.None);
+  item.id = `${t.handleId}/port/${p.address}/${p.port}`;
+  item.description = describePort(p);
+  item.tooltip = `${portUrl(p)} (pid ${p.pid}): click to open it in a browser`;
+  item.iconPath = new vscode.ThemeIcon('plug');
+  item.contextValue = 'toolhost.port';
+  item.command = { command: 'toolhost.openPort', title: 'Open in Browser', arguments: [{ kind: 'port', tool: t, port: p } satisfies Node] };
+  return item;
+}
+
+function progressFileItem(t: ToolView, path: string): vscode.TreeItem {
+  const item = new vscode.TreeItem('progress file', vscode.TreeItemCollapsibleState.None);
+  item.id = `${t.handleId}/progressFile`;
+  item.description = path;
+  item.tooltip = `${path}: rewritten at every step; click to open it`;
+  item.iconPath = new vscode.ThemeIcon('file');
+  item.contextValue = 'toolhost.progressFile';
+  item.command = { command: 'toolhost.openProgressFile', title: 'Open Progress File', arguments: [{ kind: 'progressFile', tool: t, path } satisfies Node] };
+  return item;
 }
 
 function statusIcon(t: ToolView): vscode.ThemeIcon {
