@@ -57,13 +57,13 @@ func TestRemoteProgram(t *testing.T) {
 
 func TestPrefixIDs(t *testing.T) {
 	in := `{"handleId":"h-1","commandId":"cmd-1","seq":9007199254740993,"artifacts":{"stdoutPath":"/a/stdout.log","outputPath":"","byteCount":3},` +
-		`"steps":[{"name":"x"}],"data":{"partial":{"handleId":"h-2","artifacts":{"stderrPath":"/b"}}},"path":"/not/an/artifact","handles":[{"handleId":"h-3"}]}`
+		`"steps":[{"name":"x"}],"data":{"partial":{"handleId":"h-2","artifacts":{"stderrPath":"/b"}}},"path":"/not/an/artifact","handles":[{"handleId":"h-3","progressPath":"/p.json"}]}`
 	var got, want map[string]any
 	if err := json.Unmarshal(prefixIDs(json.RawMessage(in), "far/"), &got); err != nil {
 		t.Fatal(err)
 	}
 	wantJSON := `{"handleId":"far/h-1","commandId":"far/cmd-1","seq":9007199254740993,"artifacts":{"stdoutPath":"far//a/stdout.log","outputPath":"","byteCount":3},` +
-		`"steps":[{"name":"x"}],"data":{"partial":{"handleId":"far/h-2","artifacts":{"stderrPath":"far//b"}}},"path":"/not/an/artifact","handles":[{"handleId":"far/h-3"}]}`
+		`"steps":[{"name":"x"}],"data":{"partial":{"handleId":"far/h-2","artifacts":{"stderrPath":"far//b"}}},"path":"/not/an/artifact","handles":[{"handleId":"far/h-3","progressPath":"far//p.json"}]}`
 	if err := json.Unmarshal([]byte(wantJSON), &want); err != nil {
 		t.Fatal(err)
 	}
