@@ -130,4 +130,3 @@ sys.stdin.read()
 	b.note("Ports: %d Python listeners on an ephemeral loopback port, each timed from the listen() it printed to the portOpened the bench received.", n)
 	return nil
 }
-
