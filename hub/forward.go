@@ -266,26 +266,29 @@ func (d *Destination) Call(ctx context.Context, epoch int, method string, params
 	if err != nil {
 		return nil, c.callError(err)
 	}
-	var named struct {
-		HandleID  string    `json:"handleId"`
-		CommandID string    `json:"commandId"`
-		StartedAt time.Time `json:"startedAt"`
-		Status    string    `json:"status"`
-	}
-	_ = json.Unmarshal(raw, &named)
-	if named.HandleID != "" && (method == rpc.MethodLongRunning || (method == rpc.MethodRunCommand && named.Status == string(rpc.StatusRunning))) {
-		c.track(named.HandleID, named.CommandID, named.StartedAt)
-		if onHandle != nil {
-			onHandle(func() { c.announce(named.HandleID) })
-		} else {
-			c.announce(named.HandleID)
+	switch method {
+	case rpc.MethodReadFile, rpc.MethodWriteFile:
+		// No ids, and content that may be large: only the file's path,
+		// the destination's, is named as its artifacts are.
+		return prefixPath(raw, c.prefix()), nil
+	case rpc.MethodLongRunning, rpc.MethodRunCommand:
+		var named struct {
+			HandleID  string    `json:"handleId"`
+			CommandID string    `json:"commandId"`
+			StartedAt time.Time `json:"startedAt"`
+			Status    string    `json:"status"`
+		}
+		_ = json.Unmarshal(raw, &named)
+		if named.HandleID != "" && (method == rpc.MethodLongRunning || named.Status == string(rpc.StatusRunning)) {
+			c.track(named.HandleID, named.CommandID, named.StartedAt)
+			if onHandle != nil {
+				onHandle(func() { c.announce(named.HandleID) })
+			} else {
+				c.announce(named.HandleID)
+			}
 		}
 	}
 	raw = prefixIDs(raw, c.prefix())
-	if method == rpc.MethodReadFile || method == rpc.MethodWriteFile {
-		// The file's path is the destination's: named as its artifacts are.
-		raw = prefixPath(raw, c.prefix())
-	}
 	return raw, nil
 }
 

@@ -274,19 +274,7 @@ class Toolhost implements vscode.Disposable {
 
   private async runCommand(): Promise<void> {
     const client = this.ready();
-    const line = await vscode.window.showInputBox({
-      title: 'Toolhost: Run Command',
-      prompt: 'A command line: split like a shell would, run without one',
-      placeHolder: 'go test ./...',
-      ignoreFocusOut: true,
-      validateInput: (v) => {
-        try {
-          return splitArgv(v).length > 0 ? undefined : 'Type a command';
-        } catch (e) {
-          return errorText(e);
-        }
-      },
-    });
+    const line = await askCommandLine('Toolhost: Run Command', 'A command line: split like a shell would, run without one', 'go test ./...');
     if (line === undefined) return;
     const destination = await this.pickDestination(client, `Toolhost: Run Command: ${line.trim()}`);
     if (destination === undefined) return;
@@ -350,19 +338,11 @@ class Toolhost implements vscode.Disposable {
    */
   private async runInTerminal(): Promise<void> {
     const client = this.ready();
-    const line = await vscode.window.showInputBox({
-      title: 'Toolhost: Run in Terminal',
-      prompt: 'A command line, run in a terminal: split like a shell would, run without one (type "sh" for a shell)',
-      placeHolder: 'sh',
-      ignoreFocusOut: true,
-      validateInput: (v) => {
-        try {
-          return splitArgv(v).length > 0 ? undefined : 'Type a command';
-        } catch (e) {
-          return errorText(e);
-        }
-      },
-    });
+    const line = await askCommandLine(
+      'Toolhost: Run in Terminal',
+      'A command line, run in a terminal: split like a shell would, run without one (type "sh" for a shell)',
+      'sh',
+    );
     if (line === undefined) return;
     const argv = splitArgv(line);
     const label = line.trim();
@@ -645,4 +625,21 @@ function errorText(e: unknown): string {
     return extra && !e.message.includes(extra) ? `${e.message} (${extra})` : e.message;
   }
   return e instanceof Error ? e.message : String(e);
+}
+
+/** askCommandLine asks for a command line, refusing one that does not split into words; undefined when dismissed. */
+function askCommandLine(title: string, prompt: string, placeHolder: string): Thenable<string | undefined> {
+  return vscode.window.showInputBox({
+    title,
+    prompt,
+    placeHolder,
+    ignoreFocusOut: true,
+    validateInput: (v) => {
+      try {
+        return splitArgv(v).length > 0 ? undefined : 'Type a command';
+      } catch (e) {
+        return errorText(e);
+      }
+    },
+  });
 }

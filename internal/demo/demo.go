@@ -165,6 +165,12 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	if err := c.Exit(ctx); err != nil {
 		return err
 	}
+	return awaitExit(p, exit)
+}
+
+// awaitExit waits for the server's exit code and says it; anything but 0,
+// or no exit within 30 seconds, is an error.
+func awaitExit(p *printer, exit <-chan int) error {
 	select {
 	case code := <-exit:
 		p.say(fmt.Sprintf("server exited with code %d", code))

@@ -124,16 +124,7 @@ func RunMCP(w io.Writer, cfg tools.Config, opts rpc.Options, version string) err
 	if err := cs.Close(); err != nil {
 		return err
 	}
-	select {
-	case code := <-exit:
-		p.say(fmt.Sprintf("server exited with code %d", code))
-		if code != 0 {
-			return fmt.Errorf("server exited with code %d", code)
-		}
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("server did not exit")
-	}
-	return nil
+	return awaitExit(p, exit)
 }
 
 // tracing is a transport that prints every message, a write before it is
