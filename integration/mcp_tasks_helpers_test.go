@@ -62,8 +62,8 @@ type taskSession struct {
 	lastID atomic.Int64 // the id of the last request sent
 
 	mu      sync.Mutex
-	pending map[jsonrpc.ID]chan *jsonrpc.Response // calls awaiting their answer, by id; guarded by mu
-	notes   []taskNote                            // every notification received, in order; guarded by mu
+	pending map[jsonrpc.ID]chan taskAnswer // calls awaiting their answer, by id; guarded by mu
+	notes   []taskNote                     // every notification received, in order; guarded by mu
 	// noted is signalled (without blocking) at each notification.
 	noted chan struct{}
 	// readDone is closed when the reader goroutine has ended: the
@@ -76,6 +76,15 @@ type taskSession struct {
 type taskNote struct {
 	Method string
 	Params json.RawMessage
+	// Seq is the message's place in the server's output (1 is the first).
+	Seq int
+}
+
+// taskAnswer is an answer from the server, with its place in the
+// server's output.
+type taskAnswer struct {
+	resp *jsonrpc.Response
+	seq  int
 }
 
 // decode decodes the notification's params into out, failing the test
@@ -104,7 +113,7 @@ func startTaskSession(t *testing.T, args ...string) *taskSession {
 	if err != nil {
 		t.Fatalf("starting toolhost mcp: %v", err)
 	}
-	s := &taskSession{t: t, conn: conn, root: root, pending: map[jsonrpc.ID]chan *jsonrpc.Response{},
+	s := &taskSession{t: t, conn: conn, root: root, pending: map[jsonrpc.ID]chan taskAnswer{},
 		noted: make(chan struct{}, 1), readDone: make(chan struct{})}
 	go s.read() // owned by the session: the cleanup below waits on readDone
 	t.Cleanup(func() {
@@ -121,12 +130,14 @@ func startTaskSession(t *testing.T, args ...string) *taskSession {
 // gets method-not-found (these tests declare no client feature).
 func (s *taskSession) read() {
 	defer close(s.readDone)
+	seq := 0 // the place of the message in the server's output
 	for {
 		m, err := s.conn.Read(context.Background())
 		if err != nil {
 			s.readErr = err
 			return
 		}
+		seq++
 		switch m := m.(type) {
 		case *jsonrpc.Response:
 			s.mu.Lock()
@@ -137,7 +148,7 @@ func (s *taskSession) read() {
 				s.t.Errorf("an answer to id %v, which no call awaits", m.ID.Raw())
 				continue
 			}
-			ch <- m
+			ch <- taskAnswer{resp: m, seq: seq}
 		case *jsonrpc.Request:
 			if m.IsCall() {
 				_ = s.conn.Write(context.Background(), &jsonrpc.Response{ID: m.ID,
@@ -145,7 +156,7 @@ func (s *taskSession) read() {
 				continue
 			}
 			s.mu.Lock()
-			s.notes = append(s.notes, taskNote{Method: m.Method, Params: m.Params})
+			s.notes = append(s.notes, taskNote{Method: m.Method, Params: m.Params, Seq: seq})
 			s.mu.Unlock()
 			select {
 			case s.noted <- struct{}{}:
@@ -160,7 +171,10 @@ type taskCall struct {
 	s      *taskSession
 	id     jsonrpc.ID
 	method string
-	done   chan *jsonrpc.Response // receives the answer once
+	done   chan taskAnswer // receives the answer once
+	// seq is the answer's place in the server's output, set by await
+	// once the answer came.
+	seq int
 }
 
 // IDValue is the request's id as it is on the wire, decoded as JSON
@@ -199,7 +213,7 @@ func (s *taskSession) sendMeta(method string, params map[string]any, meta map[st
 		s.t.Errorf("%s params: %v", method, err)
 	}
 	id, _ := jsonrpc.MakeID(float64(s.lastID.Add(1)))
-	c := &taskCall{s: s, id: id, method: method, done: make(chan *jsonrpc.Response, 1)}
+	c := &taskCall{s: s, id: id, method: method, done: make(chan taskAnswer, 1)}
 	s.mu.Lock()
 	s.pending[id] = c.done
 	s.mu.Unlock()
@@ -219,7 +233,9 @@ func (c *taskCall) await() (json.RawMessage, *jsonrpc.Error, error) {
 	timer := time.NewTimer(waitLimit)
 	defer timer.Stop()
 	select {
-	case r := <-c.done:
+	case a := <-c.done:
+		c.seq = a.seq
+		r := a.resp
 		if r.Error != nil {
 			var we *jsonrpc.Error
 			if !errors.As(r.Error, &we) {

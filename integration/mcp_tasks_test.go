@@ -138,8 +138,8 @@ func TestMCPTasksListen(t *testing.T) {
 		t.Errorf("a notifications/tasks of the subscription came before its acknowledgement")
 	}
 	select {
-	case r := <-listen.done:
-		t.Errorf("subscriptions/listen answered %s %v while still subscribed, want it open", r.Result, r.Error)
+	case a := <-listen.done:
+		t.Errorf("subscriptions/listen answered %s %v while still subscribed, want it open", a.resp.Result, a.resp.Error)
 	default:
 	}
 
@@ -400,10 +400,11 @@ func TestMCPTasksLegacyNegotiation(t *testing.T) {
 func TestMCPTasksLegacyRun(t *testing.T) {
 	s, _ := startTasks2025(t)
 	g := newGate(t, s.root, "gate")
-	script := `echo '[STEP 1/2] one' >&2; read x < gate; echo '[STEP 2/2] two' >&2; echo out`
+	script := `echo '[STEP 0/2] one' >&2; read x < gate; echo '[STEP 1/2] two' >&2; echo out`
 	var created createTask2025
-	s.send("tools/call", map[string]any{"name": "run_command", "arguments": map[string]any{"argv": []string{"sh", "-c", script}, "yieldMs": 10},
-		"task": map[string]any{}, "_meta": map[string]any{"progressToken": "tok"}}).result(&created)
+	create := s.send("tools/call", map[string]any{"name": "run_command", "arguments": map[string]any{"argv": []string{"sh", "-c", script}, "yieldMs": 10},
+		"task": map[string]any{}, "_meta": map[string]any{"progressToken": "tok"}})
+	create.result(&created)
 	task := created.Task
 	if task == nil || !isHandleTaskID(task.TaskID) || task.Status != "working" {
 		t.Fatalf("CreateTaskResult %+v, want a working task h-N", created)
@@ -466,10 +467,15 @@ func TestMCPTasksLegacyRun(t *testing.T) {
 			}
 		case "notifications/tasks/status":
 			ended = true
+			if n.Seq < create.seq {
+				t.Errorf("the status notification came before the CreateTaskResult")
+			}
 		}
 	}
-	if !slices.Contains(steps, "step 2/2: two") {
-		t.Errorf("progress messages %q lack the second step", steps)
+	steps = slices.DeleteFunc(steps, func(m string) bool { return strings.Contains(m, "alive") }) // heartbeats: their number depends on timing
+	wantSteps := []string{"step 1/2: one", "step 1/2: one (done)", "step 2/2: two", "step 2/2: two (done)"}
+	if diff := cmp.Diff(wantSteps, steps); diff != "" {
+		t.Errorf("progress messages mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -607,6 +613,7 @@ func TestMCPTasksExactlyOnce(t *testing.T) {
 
 	final := map[string]task2025{}
 	count := map[string]int{}
+	noteSeq := map[string]int{}
 	for _, nt := range all {
 		if nt.Method != "notifications/tasks/status" {
 			continue
@@ -615,6 +622,7 @@ func TestMCPTasksExactlyOnce(t *testing.T) {
 		nt.decode(t, &tk)
 		count[tk.TaskID]++
 		final[tk.TaskID] = tk
+		noteSeq[tk.TaskID] = nt.Seq
 	}
 	won, lost := 0, 0
 	for i, o := range outs {
@@ -623,6 +631,9 @@ func TestMCPTasksExactlyOnce(t *testing.T) {
 		if count[id] != 1 || (st != "completed" && st != "cancelled") {
 			t.Errorf("task %s: %d status notifications, the last %q; want exactly one, terminal", id, count[id], st)
 			continue
+		}
+		if noteSeq[id] < creates[i].seq {
+			t.Errorf("task %s: its status notification came before its CreateTaskResult", id)
 		}
 		if got := o.result.StructuredContent; got == nil || got.Status != st {
 			t.Errorf("task %s: tasks/result %+v, want the status of its notification, %s", id, got, st)
@@ -660,7 +671,7 @@ func TestMCPTasksExactlyOnce(t *testing.T) {
 	if len(listed) != n {
 		t.Errorf("tasks/list listed %d tasks in %d pages, want %d", len(listed), pages, n)
 	}
-	prev := ""
+	var prev time.Time
 	for _, tk := range listed {
 		if _, ok := ids[tk.TaskID]; !ok {
 			t.Errorf("tasks/list lists %s, which no call created", tk.TaskID)
@@ -668,10 +679,11 @@ func TestMCPTasksExactlyOnce(t *testing.T) {
 		if want := final[tk.TaskID].Status; tk.Status != want || tk.PollInterval != nil {
 			t.Errorf("tasks/list: %s %s (pollInterval %v), want %s without pollInterval", tk.TaskID, tk.Status, tk.PollInterval, want)
 		}
-		if tk.CreatedAt < prev {
-			t.Errorf("tasks/list: %s created %s after one created %s: want oldest first", tk.TaskID, tk.CreatedAt, prev)
+		created, err := time.Parse(time.RFC3339Nano, tk.CreatedAt)
+		if err != nil || created.Before(prev) {
+			t.Errorf("tasks/list: %s created %q, listed after one created %v (%v): want oldest first", tk.TaskID, tk.CreatedAt, prev, err)
 		}
-		prev = tk.CreatedAt
+		prev = created
 	}
 	assertNoneLeft(t, mk, "", "once every task has ended")
 	t.Logf("%d tasks, %d cancels won, %d lost to the natural end: every task terminal in %v; tasks/list in %d pages",
@@ -1025,4 +1037,45 @@ func awaitFIFO(t *testing.T, path string) {
 		<-got
 		t.Fatalf("the command never wrote to %s", path)
 	}
+}
+
+// TestMCPTasksTimeout maps a command's timeout in each form: a completed
+// 2026-07-28 task (a timeout is a tool result) and a failed 2025-11-25
+// one, both saying "timed out".
+func TestMCPTasksTimeout(t *testing.T) {
+	mk := newMarker()
+	args := map[string]any{"argv": []string{"sleep", mk.Sleep}, "env": mk.env(), "timeoutMs": 200, "yieldMs": 50}
+
+	s26, _ := startTasks2026(t)
+	var created task2026
+	s26.toolCall("run_command", args, nil).result(&created)
+	if created.ResultType != "task" {
+		t.Fatalf("run_command past its yieldMs answered resultType %q, want task", created.ResultType)
+	}
+	listen := s26.listen(created.TaskID)
+	var tk task2026
+	s26.awaitTaskNote(listen, created.TaskID).decode(t, &tk)
+	s26.cancelRequest(listen)
+	if tk.Status != "completed" || !strings.Contains(tk.StatusMessage, "timed out") || tk.Error != nil ||
+		tk.Result == nil || tk.Result.StructuredContent == nil || tk.Result.StructuredContent.Status != "timedOut" {
+		t.Errorf("2026-07-28 task of a command that timed out: status %q statusMessage %q error %v result %+v; want completed, \"timed out\", the timedOut result",
+			tk.Status, tk.StatusMessage, tk.Error, tk.Result)
+	}
+
+	s25, _ := startTasks2025(t)
+	var legacy createTask2025
+	s25.toolCall("run_command", args, map[string]any{}).result(&legacy)
+	if legacy.Task == nil {
+		t.Fatalf("CreateTaskResult %+v, want a task", legacy)
+	}
+	var res callResult
+	s25.call("tasks/result", map[string]any{"taskId": legacy.Task.TaskID}, &res)
+	if res.StructuredContent == nil || res.StructuredContent.Status != "timedOut" {
+		t.Errorf("tasks/result of a command that timed out: %+v, want its timedOut result", res.StructuredContent)
+	}
+	notes := s25.awaitNotes("the status notification", func(ns []taskNote) bool { return len(statusNotes(t, ns, legacy.Task.TaskID)) > 0 })
+	if st := statusNotes(t, notes, legacy.Task.TaskID); st[0].Status != "failed" || !strings.Contains(st[0].StatusMessage, "timed out") {
+		t.Errorf("2025-11-25 status notification of a command that timed out: %+v, want failed, \"timed out\"", st[0])
+	}
+	assertNoneLeft(t, mk, "", "once both timed out")
 }
