@@ -177,9 +177,9 @@ type taskCall struct {
 	seq int
 }
 
-// IDValue is the request's id as it is on the wire, decoded as JSON
+// wireID is the request's id as it is on the wire, decoded as JSON
 // numbers are: for comparing with ids the server echoes in params.
-func (c *taskCall) IDValue() float64 { return float64(c.id.Raw().(int64)) }
+func (c *taskCall) wireID() float64 { return float64(c.id.Raw().(int64)) }
 
 // send sends a request with the session's _meta triple and returns it in
 // flight.

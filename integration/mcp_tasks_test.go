@@ -950,7 +950,7 @@ func (s *taskSession) awaitAck(listen *taskCall) ackParams {
 			}
 			var p ackParams
 			n.decode(s.t, &p)
-			if p.Meta[metaSubscription] == listen.IDValue() {
+			if p.Meta[metaSubscription] == listen.wireID() {
 				ack = p
 				return true
 			}
@@ -971,7 +971,7 @@ func (s *taskSession) taskNotes(listen *taskCall, id string) []taskNote {
 			Meta   map[string]any `json:"_meta"`
 		}
 		n.decode(s.t, &p)
-		if p.TaskID == id && p.Meta[metaSubscription] == listen.IDValue() {
+		if p.TaskID == id && p.Meta[metaSubscription] == listen.wireID() {
 			out = append(out, n)
 		}
 	}
@@ -1000,7 +1000,7 @@ func (s *taskSession) ackedFirst(listen *taskCall) bool {
 			Meta map[string]any `json:"_meta"`
 		}
 		_ = json.Unmarshal(n.Params, &p)
-		if p.Meta[metaSubscription] != listen.IDValue() {
+		if p.Meta[metaSubscription] != listen.wireID() {
 			continue
 		}
 		switch n.Method {
