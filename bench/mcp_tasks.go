@@ -51,20 +51,22 @@ func (b *bench) startTaskMCP(name string) (*rawMCP, error) {
 		return nil, err
 	}
 	var ir struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Capabilities    struct {
-			Tasks *struct {
-				Requests struct {
-					Tools struct {
-						Call *struct{} `json:"call"`
-					} `json:"tools"`
-				} `json:"requests"`
-			} `json:"tasks"`
-		} `json:"capabilities"`
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
 	}
-	if err := json.Unmarshal(ini, &ir); err != nil || ir.ProtocolVersion != taskProtocol || ir.Capabilities.Tasks == nil || ir.Capabilities.Tasks.Requests.Tools.Call == nil {
+	var caps struct {
+		Tasks *struct {
+			Requests struct {
+				Tools struct {
+					Call *struct{} `json:"call"`
+				} `json:"tools"`
+			} `json:"requests"`
+		} `json:"tasks"`
+	}
+	if json.Unmarshal(ini, &ir) != nil || json.Unmarshal(ir.Capabilities, &caps) != nil || ir.ProtocolVersion != taskProtocol ||
+		caps.Tasks == nil || caps.Tasks.Requests.Tools.Call == nil {
 		s.end()
-		return nil, fmt.Errorf("initialize at %s declared no tasks for tools/call: %s", taskProtocol, ini)
+		return nil, fmt.Errorf("initialize at %s declared no tasks for tools/call: protocolVersion %q, capabilities %s", taskProtocol, ir.ProtocolVersion, ir.Capabilities)
 	}
 	if _, err := s.stdin.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
 		s.end()
