@@ -142,7 +142,7 @@ const taskProtocol = "2025-11-25"
 func runTasks(ctx context.Context, p *printer, cfg tools.Config, opts rpc.Options, version string) error {
 	cin, sout := io.Pipe()
 	sin, cout := io.Pipe()
-	srv := mcp.New(cfg, opts, version)
+	srv := mcp.New(cfg, opts, mcp.Options{Version: version})
 	exit := make(chan int, 1)
 	go func() { // owned by runTasks: it waits on exit
 		exit <- srv.Serve(sin, sout)
