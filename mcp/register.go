@@ -52,6 +52,16 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 	if err != nil {
 		panic(fmt.Sprintf("mcp: error schema: %v", err))
 	}
+	outSchemas := []*jsonschema.Schema{outSchema, errSchema}
+	if taskTools[name] && reflect.TypeFor[Out]() != reflect.TypeFor[rpc.ToolResult]() {
+		// As a task, the tool's result (tasks/result, a task's result) is
+		// the command's, as run_command answers it.
+		resultSchema, err := jsonschema.For[rpc.ToolResult](nil)
+		if err != nil {
+			panic(fmt.Sprintf("mcp: result schema of %s: %v", name, err))
+		}
+		outSchemas = append(outSchemas, resultSchema)
+	}
 	required := requiredFields(reflect.TypeFor[In]())
 	if annotations == nil {
 		annotations = &sdk.ToolAnnotations{}
@@ -65,7 +75,7 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 		Title:        title,
 		Description:  description,
 		InputSchema:  inSchema,
-		OutputSchema: &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{outSchema, errSchema}},
+		OutputSchema: &jsonschema.Schema{Type: "object", AnyOf: outSchemas},
 		Annotations:  annotations,
 	}
 	s.mcp.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -24,6 +25,21 @@ type reqInfoKey struct{}
 // infoOf reads a request's protocol version and capabilities: from its
 // _meta (2026-07-28), else from the session's initialize.
 func infoOf(req sdk.Request) reqInfo {
+	if p := req.GetParams(); p == nil || reflect.ValueOf(p).IsNil() {
+		// A request without params (tasks/list, say): the SDK's accessors
+		// would reach through the nil params of a custom method; the
+		// session's initialize is all there is to read.
+		ss, _ := req.GetSession().(*sdk.ServerSession)
+		if ss == nil || ss.InitializeParams() == nil {
+			return reqInfo{}
+		}
+		ip := ss.InitializeParams()
+		info := reqInfo{version: ip.ProtocolVersion}
+		if ip.Capabilities != nil && info.version >= version20260728 {
+			_, info.ext = ip.Capabilities.Extensions[tasksExtension]
+		}
+		return info
+	}
 	r, ok := req.(interface {
 		ProtocolVersion() string
 		ClientCapabilities() *sdk.ClientCapabilities
@@ -391,7 +407,9 @@ func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskID
 	s.tasks.mu.Lock()
 	status := t.status
 	s.tasks.mu.Unlock()
-	if status != taskCancelled {
+	if ended || status != taskCancelled {
+		// The task had ended before this cancel, or its command ended
+		// before the cancel took effect: the state it ended in stands.
 		return nil, wireErr(errTaskInvalidArgs, map[string]string{"taskId": t.id, "status": string(status)},
 			"cannot cancel task %s: already in terminal status '%s'", t.id, status)
 	}
