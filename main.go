@@ -66,6 +66,8 @@ type flags struct {
 	destinations         []hub.Spec
 	connectDestinations  bool
 	destinationBootstrap bool
+	// taskTTL and taskTTLMax bound how long MCP tasks are kept.
+	taskTTL, taskTTLMax time.Duration
 }
 
 // byteSize is a flag of bytes: a number with an optional K, M or G suffix
@@ -140,6 +142,8 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	})
 	fs.BoolVar(&f.connectDestinations, "connect-destinations", false, "connect every destination at initialize, not at its first use")
 	fs.BoolVar(&f.destinationBootstrap, "destination-bootstrap", false, "when a destination has no toolhost (its command exits 127) or another version, install this binary there over the same transport, into ~/.cache/toolhost/VERSION/, and start that; the destination's command must name the far program toolhost")
+	fs.DurationVar(&f.taskTTL, "task-ttl", mcp.DefaultTaskTTL, "MCP: how long a task (a command an MCP client follows as a task) and its result are kept after its creation when the client asks for no ttl; never while its command runs")
+	fs.DurationVar(&f.taskTTLMax, "task-ttl-max", mcp.DefaultTaskTTLMax, "MCP: the longest ttl a client may ask a task to be kept for")
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
@@ -262,7 +266,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// buffer; anything else is toolhost's own protocol, as it always was.
 	in := bufio.NewReaderSize(stdin, mcp.SniffSize)
 	if isMCP || (f.framing != rpc.FramingHeader && mcp.IsMCP(in)) {
-		ms := mcp.New(cfg, opts, version)
+		ms := mcp.New(cfg, opts, mcp.Options{Version: version, TaskTTL: f.taskTTL, TaskTTLMax: f.taskTTLMax})
 		ender.set(ms.End)
 		return ms.Serve(in, stdout)
 	}

@@ -40,11 +40,23 @@ type router struct {
 	// finishedCap of them (order lists them oldest first). Guarded by mu.
 	finished map[string]bool
 	order    []string
+	// ended is told of every toolResult, after the handle is marked
+	// finished and its last event was sent. Set by init.
+	ended func(*rpc.ToolResult)
 }
 
-func (r *router) init() {
+func (r *router) init(ended func(*rpc.ToolResult)) {
 	r.sinks = make(map[string]*sink)
 	r.finished = make(map[string]bool)
+	r.ended = ended
+}
+
+// isFinished reports whether the toolResult of handle handleID has been
+// routed (among the latest finishedCap).
+func (r *router) isFinished(handleID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finished[handleID]
 }
 
 // toolResult records the end of a handle: its toolResult is the last
@@ -54,7 +66,6 @@ func (r *router) toolResult(p *rpc.ToolResult) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if !r.finished[p.HandleID] {
 		if len(r.order) == finishedCap {
 			delete(r.finished, r.order[0])
@@ -65,6 +76,10 @@ func (r *router) toolResult(p *rpc.ToolResult) {
 	}
 	if k := r.sinks[p.HandleID]; k != nil {
 		k.endOnce.Do(func() { close(k.ended) })
+	}
+	r.mu.Unlock()
+	if r.ended != nil {
+		r.ended(p)
 	}
 }
 func (r *router) step(p *rpc.StepTransitionParams) {

@@ -42,6 +42,10 @@ type Server struct {
 	ws     workspace
 	events router
 	splice *splicer
+	// tasks are the session's MCP tasks; out writes the notifications
+	// about them, which the SDK has no method for.
+	tasks *taskTable
+	out   *outlet
 
 	// mu guards session.
 	mu sync.Mutex
@@ -49,9 +53,20 @@ type Server struct {
 	session *sdk.ServerSession
 }
 
+// Options are the MCP server's own settings.
+type Options struct {
+	// Version is the server's version.
+	Version string
+	// TaskTTL is how long a task is kept when the client asks for no ttl
+	// (0: DefaultTaskTTL); TaskTTLMax caps what a client may ask for (0:
+	// DefaultTaskTTLMax).
+	TaskTTL, TaskTTLMax time.Duration
+}
+
 // New returns the MCP server of one session: cfg and opts are toolhost's,
-// as for tools.NewServer, and version is the server's version.
-func New(cfg tools.Config, opts rpc.Options, version string) *Server {
+// as for tools.NewServer.
+func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
+	version := mo.Version
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -60,9 +75,10 @@ func New(cfg tools.Config, opts rpc.Options, version string) *Server {
 	// framing reads a large answer in one piece, where go.lsp.dev/jsonrpc2's
 	// NDJSON reader grows the line by doubling.
 	opts.Framing = rpc.FramingHeader
-	s := &Server{cfg: cfg, opts: opts, version: version, log: log, innerExit: make(chan int, 1), splice: newSplicer()}
+	s := &Server{cfg: cfg, opts: opts, version: version, log: log, innerExit: make(chan int, 1), splice: newSplicer(), out: &outlet{}}
 	s.ws.s = s
-	s.events.init()
+	s.tasks = newTaskTable(s, mo.TaskTTL, mo.TaskTTLMax)
+	s.events.init(s.tasks.routed)
 	s.inner = tools.NewServer(cfg, opts)
 
 	cin, sout := io.Pipe()
@@ -88,6 +104,8 @@ func New(cfg tools.Config, opts rpc.Options, version string) *Server {
 	})
 	s.addTools()
 	s.addResources()
+	s.addTaskMethods()
+	s.mcp.AddReceivingMiddleware(s.tasksMiddleware)
 	return s
 }
 
@@ -105,7 +123,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 	if maxLine <= 0 {
 		maxLine = 16 << 20
 	}
-	ss, err := s.mcp.Connect(ctx, &stdioTransport{in: in, out: out, max: maxLine, log: s.log, splice: s.splice}, nil)
+	ss, err := s.mcp.Connect(ctx, &stdioTransport{in: in, out: out, max: maxLine, log: s.log, splice: s.splice, outlet: s.out}, nil)
 	if err != nil {
 		s.log.Error("cannot serve MCP", "err", err)
 		s.inner.End("mcp: " + err.Error())

@@ -22,27 +22,42 @@ type splicer struct {
 
 	mu sync.Mutex
 	// next numbers placeholders; pending maps each placeholder's JSON
-	// encoding to the JSON string that replaces it. Guarded by mu. An entry
-	// is removed when written, or by its drop when the answer is not sent.
+	// encoding to what replaces it. Guarded by mu. An entry is removed
+	// when written, or by its drop when the answer is not sent.
 	next    int
-	pending map[string]json.RawMessage
+	pending map[string]splice
+}
+
+// splice is one held string: its JSON encoding, and what to call once the
+// answer holding it has been written (nil: nothing).
+type splice struct {
+	str     json.RawMessage
+	written func()
 }
 
 func newSplicer() *splicer {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
-	return &splicer{nonce: hex.EncodeToString(b[:]), pending: make(map[string]json.RawMessage)}
+	return &splicer{nonce: hex.EncodeToString(b[:]), pending: make(map[string]splice)}
 }
 
 // hold keeps str, a JSON string, and returns the text to put in its place,
 // and a drop that forgets it (for an answer that is never written).
 func (sp *splicer) hold(str json.RawMessage) (placeholder string, drop func()) {
+	return sp.holdThen(str, nil)
+}
+
+// holdThen is hold, and written is called once the answer holding the
+// placeholder is on the wire: after its last byte was written, and before
+// any message written after it. It is how a task's notifications wait for
+// the answer that names the task.
+func (sp *splicer) holdThen(str json.RawMessage, written func()) (placeholder string, drop func()) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.next++
 	placeholder = fmt.Sprintf("\x00toolhost-splice:%s:%d\x00", sp.nonce, sp.next)
 	key, _ := json.Marshal(placeholder)
-	sp.pending[string(key)] = str
+	sp.pending[string(key)] = splice{str: str, written: written}
 	return placeholder, func() {
 		sp.mu.Lock()
 		delete(sp.pending, string(key))
@@ -51,19 +66,23 @@ func (sp *splicer) hold(str json.RawMessage) (placeholder string, drop func()) {
 }
 
 // apply returns b with every pending placeholder it holds replaced by its
-// string, and forgets those.
-func (sp *splicer) apply(b []byte) []byte {
+// string, and forgets those; written lists what to call once b has been
+// written.
+func (sp *splicer) apply(b []byte) (out []byte, written []func()) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	for key, str := range sp.pending {
+	for key, sl := range sp.pending {
 		if i := bytes.Index(b, []byte(key)); i >= 0 {
-			out := make([]byte, 0, len(b)-len(key)+len(str))
-			out = append(append(append(out, b[:i]...), str...), b[i+len(key):]...)
+			out := make([]byte, 0, len(b)-len(key)+len(sl.str))
+			out = append(append(append(out, b[:i]...), sl.str...), b[i+len(key):]...)
 			b = out
 			delete(sp.pending, key)
+			if sl.written != nil {
+				written = append(written, sl.written)
+			}
 		}
 	}
-	return b
+	return b, written
 }
 
 // cutString takes the member key, whose value must be a string, out of the

@@ -191,11 +191,29 @@ func (s *Server) addTools() {
 func ptr[T any](v T) *T { return &v }
 
 // runCommand runs run_command: toolhost's runCommand, or, with a progress
-// token, a longRunning waited for, whose handle names its steps.
+// token or as a task, a longRunning waited for, whose handle names its
+// steps. A 2025-11-25 client that asks for a task gets one at once; a
+// 2026-07-28 client that declared the extension gets one when yieldMs
+// passes with the command still running.
 func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *RunCommandInput) (*sdk.CallToolResult, error) {
 	p := in.params()
 	token := req.Params.GetProgressToken()
-	if token == nil {
+	tc := taskCallFrom(ctx)
+	if tc != nil && tc.form == formLegacy {
+		// The client asked for a task: the command runs behind a handle
+		// from the start, and yieldMs has nothing to do.
+		p.YieldMs = nil
+		started, err := s.th.LongRunning(ctx, &rpc.LongRunningParams{RunCommandParams: p})
+		if err != nil {
+			return s.toolError(err)
+		}
+		s.startTask(ctx, req, tc, started.HandleID, "running "+started.Command)
+		return startedContent(started), nil
+	}
+	if tc != nil && p.YieldMs == nil {
+		tc = nil // 2026-07-28: only a yield that passes makes a task
+	}
+	if token == nil && tc == nil {
 		res, err := s.th.RunCommand(ctx, &p)
 		if err != nil {
 			return s.toolError(err)
@@ -211,13 +229,24 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 	if err != nil {
 		return s.toolError(err)
 	}
-	k, stop := s.events.watch(ctx, req.Session, token, started.HandleID, true)
-	defer stop()
+	var k *sink
+	if token != nil {
+		var stop func()
+		k, stop = s.events.watch(ctx, req.Session, token, started.HandleID, true)
+		defer stop()
+	}
 	res, err := s.waitHandle(ctx, started.HandleID, yield, true)
 	if err != nil {
 		return s.toolError(err)
 	}
-	if res.Status != rpc.StatusRunning {
+	if res.Status == rpc.StatusRunning && tc != nil {
+		// 2026-07-28: the yield passed with the command running, the
+		// moment toolhost's runCommand answers running: it goes on as a
+		// task.
+		s.startTask(ctx, req, tc, started.HandleID, statusLine(res))
+		return toolResultContent(res), nil
+	}
+	if k != nil && res.Status != rpc.StatusRunning {
 		k.drain(ctx)
 	}
 	return toolResultContent(res), nil
@@ -257,6 +286,10 @@ func (s *Server) startCommand(ctx context.Context, req *sdk.CallToolRequest, in 
 	res, err := s.th.LongRunning(ctx, in.params())
 	if err != nil {
 		return s.toolError(err)
+	}
+	if tc := taskCallFrom(ctx); tc != nil {
+		// The middleware answers with the task instead.
+		s.startTask(ctx, req, tc, res.HandleID, fmt.Sprintf("started %s (pid %d)", res.Command, res.PID))
 	}
 	return startedContent(res), nil
 }

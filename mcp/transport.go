@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,11 +31,17 @@ type stdioTransport struct {
 	log *slog.Logger
 	// splice puts the strings of large results in place.
 	splice *splicer
+	// outlet is given the connection, for the notifications the SDK has
+	// no method to send.
+	outlet *outlet
 }
 
 // Connect starts reading the input.
 func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 	c := &lineConn{out: t.out, log: t.log, splice: t.splice, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	if t.outlet != nil {
+		t.outlet.conn.Store(c)
+	}
 	// The reader ends at the end of the input. Close cannot interrupt a
 	// read of a real stdin: the reader is then left blocked in it for the
 	// process's exit to end, as toolhost's own read loop is.
@@ -110,6 +117,9 @@ func (c *lineConn) decode(line []byte) jsonrpc.Message {
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err == nil {
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			lift(req)
+		}
 		return msg
 	}
 	if !json.Valid(line) {
@@ -200,16 +210,51 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if err != nil {
 			return err
 		}
-		result := c.splice.apply(r.Result)
+		result, written := c.splice.apply(r.Result)
 		b := make([]byte, 0, len(result)+len(id)+40)
 		b = append(append(append(append(b, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...), result...)
-		return c.writeLine(append(b, '}'))
+		err = c.writeLine(append(b, '}'))
+		for _, f := range written {
+			f()
+		}
+		return err
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
 	return c.writeLine(b)
+}
+
+// notify writes a notification the SDK has no method for.
+func (c *lineConn) notify(method string, params any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: raw})
+	if err != nil {
+		return err
+	}
+	return c.writeLine(b)
+}
+
+// outlet is the way out for the notifications the SDK cannot send
+// (notifications/tasks/status, notifications/tasks, a subscription's
+// acknowledgment with task ids): they are written on the transport's
+// connection, in the order of the calls.
+type outlet struct {
+	conn atomic.Pointer[lineConn]
+}
+
+// notify sends one notification; it fails before the session is
+// connected and once the connection is closed.
+func (o *outlet) notify(method string, params any) error {
+	c := o.conn.Load()
+	if c == nil {
+		return io.ErrClosedPipe
+	}
+	return c.notify(method, params)
 }
 
 // writeLine writes b and a newline, whole.

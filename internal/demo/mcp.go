@@ -31,7 +31,7 @@ func RunMCP(w io.Writer, cfg tools.Config, opts rpc.Options, version string) err
 
 	cin, sout := io.Pipe()
 	sin, cout := io.Pipe()
-	srv := mcp.New(cfg, opts, version)
+	srv := mcp.New(cfg, opts, mcp.Options{Version: version})
 	exit := make(chan int, 1)
 	go func() { // owned by RunMCP: it waits on exit
 		exit <- srv.Serve(sin, sout)

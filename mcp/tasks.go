@@ -1,0 +1,519 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// Bounds of what the task table keeps.
+const (
+	// DefaultTaskTTL is how long a task is kept when the client asks for
+	// no ttl (and, in 2026-07-28, always), unless --task-ttl says.
+	DefaultTaskTTL = time.Hour
+	// DefaultTaskTTLMax caps the ttl a client may ask for, unless
+	// --task-ttl-max says.
+	DefaultTaskTTLMax = 24 * time.Hour
+	// taskResultBudget bounds the bytes of the results kept; beyond it the
+	// oldest ended tasks are let go first.
+	taskResultBudget = 64 << 20
+	// goneCap bounds the ids remembered as expired or evicted, so that
+	// asking for one says why it is gone.
+	goneCap = 4096
+	// taskPage is how many tasks one tasks/list answer holds.
+	taskPage = 100
+	// Poll intervals suggested while a task works.
+	pollMin = 250 * time.Millisecond
+	pollMax = 5 * time.Second
+)
+
+// taskForm is the protocol a task was created in: it decides how the
+// command's end maps onto the task's states.
+type taskForm int
+
+const (
+	formLegacy taskForm = iota // 2025-11-25, a task member on tools/call
+	formExt                    // 2026-07-28, the extension, the server's choice
+)
+
+// task is one MCP task. Its id is its command's handle id; a 2025-11-25
+// task whose tool failed before a command existed has an id "t-N" and no
+// handle.
+type task struct {
+	id       string
+	handleID string
+	form     taskForm
+	seq      int // creation order, for tasks/list
+	created  time.Time
+	ttl      time.Duration
+	// token is the progress token of the tools/call, kept for a 2025-11-25
+	// task's life; stopProgress ends its notifications/progress.
+	stopProgress func()
+
+	// The fields below are guarded by the table's mu.
+
+	status  taskStatus
+	message string
+	updated time.Time
+	// result is what tools/call would have answered, once terminal (for a
+	// failed 2026-07-28 task, rpcErr instead); artifact is the file whose
+	// eviction ends the task's life early; size is what the result holds.
+	result   *sdk.CallToolResult
+	rpcErr   *wireError
+	artifact string
+	size     int
+	// done is closed when the task reaches its terminal state: the one
+	// place that closes it is end, under mu, once.
+	done chan struct{}
+	// cancelAsked says a tasks/cancel is under way.
+	cancelAsked bool
+	// announced says the answer naming the task has been written; routed
+	// that the command's toolResult has been through the router, so that
+	// every notifications/progress of it has been sent; notified that its
+	// terminal notification was sent. The terminal notification goes out
+	// once, when the first three hold (invariant: notified is set in one
+	// place, maybeNotifyLocked).
+	announced, routed, notified bool
+	// Activity, for the poll interval: the output size and step last seen,
+	// and when either last changed.
+	lastOutput   int64
+	lastStep     int
+	lastActivity time.Time
+}
+
+// taskTable holds the tasks of one MCP session.
+type taskTable struct {
+	s          *Server
+	defaultTTL time.Duration
+	maxTTL     time.Duration
+
+	mu sync.Mutex
+	// tasks maps ids to the tasks kept; order lists them by creation.
+	// gone maps ids let go of to the reason, the latest goneCap of them
+	// (goneOrder oldest first). next numbers "t-N" ids and seqs. bytes is
+	// the sum of the kept results' sizes. listeners are the 2026-07-28
+	// subscriptions that name tasks. Guarded by mu.
+	tasks     map[string]*task
+	order     []*task
+	gone      map[string]string
+	goneOrder []string
+	next      int
+	bytes     int
+	listeners map[*listener]bool
+	// statted is when the artifacts of ended tasks were last looked at.
+	// Guarded by mu.
+	statted time.Time
+}
+
+func newTaskTable(s *Server, defaultTTL, maxTTL time.Duration) *taskTable {
+	if maxTTL <= 0 {
+		maxTTL = DefaultTaskTTLMax
+	}
+	if defaultTTL <= 0 {
+		defaultTTL = DefaultTaskTTL
+	}
+	return &taskTable{s: s, defaultTTL: min(defaultTTL, maxTTL), maxTTL: maxTTL,
+		tasks: make(map[string]*task), gone: make(map[string]string), listeners: make(map[*listener]bool)}
+}
+
+// grant returns the ttl a task gets for a request of ms milliseconds
+// (nil: none asked).
+func (tt *taskTable) grant(ms *int64) time.Duration {
+	if ms == nil {
+		return tt.defaultTTL
+	}
+	return min(time.Duration(*ms)*time.Millisecond, tt.maxTTL)
+}
+
+// create adds a working task for handle handleID (or, with handleID "", a
+// "t-N" task with no command) and returns it. The caller announces it
+// (announce) once the answer naming it is written.
+func (tt *taskTable) create(handleID string, form taskForm, ttl time.Duration, message string) *task {
+	now := time.Now()
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	tt.sweepLocked(now)
+	tt.next++
+	t := &task{id: handleID, handleID: handleID, form: form, seq: tt.next, created: now, ttl: ttl,
+		status: taskWorking, message: message, updated: now, done: make(chan struct{}), lastActivity: now}
+	if handleID == "" {
+		t.id = fmt.Sprintf("t-%d", tt.next)
+	}
+	tt.tasks[t.id] = t
+	tt.order = append(tt.order, t)
+	return t
+}
+
+// bind ties a task to its command's end: the router's toolResult ends
+// it. When the toolResult came before the task existed (a command that
+// ended at once), the result is fetched now.
+func (tt *taskTable) bind(ctx context.Context, t *task) {
+	// The task is in the table before the router is asked, and the router
+	// marks a handle finished before it calls routed: one of the two sees
+	// the other.
+	if !tt.s.events.isFinished(t.handleID) {
+		return
+	}
+	res, err := tt.s.th.Wait(context.WithoutCancel(ctx), &rpc.WaitParams{HandleID: t.handleID, TimeoutMs: ptr(int64(maxWaitMs))})
+	if err != nil {
+		tt.fail(t, err)
+		return
+	}
+	tt.end(t, res, true)
+}
+
+// routed is called by the router with every toolResult, after the
+// handle's last event was routed.
+func (tt *taskTable) routed(res *rpc.ToolResult) {
+	tt.mu.Lock()
+	t := tt.tasks[res.HandleID]
+	tt.mu.Unlock()
+	if t != nil {
+		tt.end(t, res, true)
+	}
+}
+
+// end moves t to the terminal state its command's result decides, once:
+// whoever comes first (the router, a tasks/cancel, bind) decides, and the
+// others find it decided. routed says every notification of the command
+// has been sent.
+func (tt *taskTable) end(t *task, res *rpc.ToolResult, routed bool) {
+	content := toolResultContent(res)
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if routed {
+		t.routed = true
+	}
+	if !t.status.terminal() {
+		status, msg := taskState(t.form, res)
+		if t.form == formExt && res.Status == rpc.StatusLost {
+			// A lost destination: the request failed with a JSON-RPC error.
+			data, _ := json.Marshal(res)
+			t.rpcErr = &wireError{Code: rpc.CodeDestinationUnavailable, Message: msg, Data: data}
+		} else {
+			t.result = content
+		}
+		if t.cancelAsked && status == taskCancelled {
+			msg = "cancelled by tasks/cancel: " + msg
+		}
+		t.artifact = res.Artifacts.OutputPath
+		t.size = len(res.Stdout) + len(res.Stderr) + 2048
+		tt.bytes += t.size
+		tt.finishLocked(t, status, msg)
+	}
+	tt.maybeNotifyLocked(t)
+}
+
+// fail ends t as failed without a command result: toolhost could not be
+// asked (its session ended).
+func (tt *taskTable) fail(t *task, err error) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	t.routed = true
+	if !t.status.terminal() {
+		t.rpcErr = &wireError{Code: rpc.CodeInternalError, Message: err.Error()}
+		t.result = errorResult(ErrorInfo{Code: rpc.CodeInternalError, Message: err.Error()})
+		tt.finishLocked(t, taskFailed, "toolhost could not be asked for the command's result: "+err.Error())
+	}
+	tt.maybeNotifyLocked(t)
+}
+
+// failWith ends a "t-N" task, created for a 2025-11-25 call whose tool
+// failed before any command started, with that tool's isError result.
+func (tt *taskTable) failWith(t *task, res *sdk.CallToolResult) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	t.routed = true
+	t.result = res
+	msg := "the tool failed"
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+			msg = tc.Text
+		}
+	}
+	tt.finishLocked(t, taskFailed, msg)
+}
+
+// finishLocked makes t terminal; tt.mu is held. It is the one place done
+// is closed.
+func (tt *taskTable) finishLocked(t *task, status taskStatus, msg string) {
+	t.status, t.message, t.updated = status, msg, time.Now()
+	close(t.done)
+	if t.stopProgress != nil {
+		t.stopProgress()
+	}
+	// Keep the memory held by results bounded: the oldest ended tasks go
+	// first, never the one ending now.
+	for _, old := range tt.order {
+		if tt.bytes <= taskResultBudget {
+			break
+		}
+		if old != t && old.status.terminal() && old.notified {
+			tt.dropLocked(old, fmt.Sprintf("evicted: the results of older tasks are let go to keep under %d MiB", taskResultBudget>>20))
+		}
+	}
+}
+
+// taskState maps a command's result onto a task's state and status
+// message, as the task's protocol defines them (docs/mcp.md, "Tasks").
+func taskState(form taskForm, res *rpc.ToolResult) (taskStatus, string) {
+	line := statusLine(res)
+	switch res.Status {
+	case rpc.StatusCompleted:
+		return taskCompleted, line
+	case rpc.StatusCancelled:
+		return taskCancelled, line
+	case rpc.StatusTimedOut:
+		if form == formExt {
+			// A timeout is a tool result, not a JSON-RPC error: the
+			// extension keeps failed for the latter.
+			return taskCompleted, line
+		}
+		return taskFailed, line
+	}
+	return taskFailed, line // lost
+}
+
+// announce records that the answer naming t has been written, so that
+// its terminal notification may follow.
+func (tt *taskTable) announce(t *task) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	t.announced = true
+	tt.maybeNotifyLocked(t)
+}
+
+// maybeNotifyLocked sends t's terminal notification once it is terminal,
+// routed and announced, and only once; tt.mu is held, which keeps the
+// notifications of one task in order with its state.
+func (tt *taskTable) maybeNotifyLocked(t *task) {
+	if t.notified || !t.status.terminal() || !t.routed || !t.announced {
+		return
+	}
+	t.notified = true
+	switch t.form {
+	case formLegacy:
+		if err := tt.s.out.notify(methodTaskStatus, t.legacyLocked(time.Now())); err != nil {
+			tt.s.log.Debug("task status not sent", "task", t.id, "err", err)
+		}
+	case formExt:
+		for l := range tt.listeners {
+			l.sendLocked(t)
+		}
+	}
+	if time.Since(t.created) >= t.ttl {
+		tt.dropLocked(t, t.expiredReason())
+	}
+}
+
+// lookup returns the task id names, or the -32602 that says it is
+// unknown, expired or evicted. It lets go of the tasks whose time has
+// come.
+func (tt *taskTable) lookup(id *string) (*task, error) {
+	if id == nil {
+		return nil, wireErr(errTaskInvalidArgs, nil, "invalid params: taskId is required")
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	tt.sweepLocked(time.Now())
+	if t := tt.tasks[*id]; t != nil {
+		return t, nil
+	}
+	if why, ok := tt.gone[*id]; ok {
+		return nil, wireErr(errTaskNotFound, map[string]string{"taskId": *id, "reason": why}, "failed to retrieve task %s: %s", *id, why)
+	}
+	return nil, wireErr(errTaskNotFound, map[string]string{"taskId": *id}, "failed to retrieve task %s: task not found in this session", *id)
+}
+
+// sweepLocked lets go of the tasks past their ttl (never one that works:
+// that one goes when it ends, after its terminal notification) and of the
+// ended tasks whose output artifacts were evicted; tt.mu is held.
+func (tt *taskTable) sweepLocked(now time.Time) {
+	// Artifacts are looked at once a second at most: a tasks/get costs
+	// no file system call per task kept.
+	stat := now.Sub(tt.statted) >= time.Second
+	if stat {
+		tt.statted = now
+	}
+	for _, t := range tt.order {
+		if !t.status.terminal() || !t.notified {
+			continue
+		}
+		if now.Sub(t.created) >= t.ttl {
+			tt.dropLocked(t, t.expiredReason())
+		} else if stat && t.artifact != "" {
+			if _, err := os.Lstat(t.artifact); errors.Is(err, fs.ErrNotExist) {
+				tt.dropLocked(t, "expired: its command's artifacts were evicted (--artifacts-cap-bytes), and its result links to them")
+			}
+		}
+	}
+}
+
+// expiredReason says why an expired task is gone.
+func (t *task) expiredReason() string {
+	return fmt.Sprintf("task has expired: its ttl of %d ms from %s has passed", t.ttl.Milliseconds(), t.created.UTC().Format(time.RFC3339Nano))
+}
+
+// dropLocked lets go of t, remembering why; tt.mu is held.
+func (tt *taskTable) dropLocked(t *task, why string) {
+	if tt.tasks[t.id] != t {
+		return
+	}
+	delete(tt.tasks, t.id)
+	for i, o := range tt.order {
+		if o == t {
+			tt.order = append(tt.order[:i:i], tt.order[i+1:]...)
+			break
+		}
+	}
+	if t.status.terminal() {
+		tt.bytes -= t.size
+	}
+	if len(tt.goneOrder) == goneCap {
+		delete(tt.gone, tt.goneOrder[0])
+		tt.goneOrder = tt.goneOrder[1:]
+	}
+	tt.gone[t.id] = why
+	tt.goneOrder = append(tt.goneOrder, t.id)
+}
+
+// refresh updates a working task's message and activity from its
+// handle's snapshot, for tasks/get.
+func (tt *taskTable) refresh(ctx context.Context, t *task) {
+	if t.handleID == "" {
+		return
+	}
+	tt.mu.Lock()
+	working := !t.status.terminal()
+	tt.mu.Unlock()
+	if !working {
+		return
+	}
+	res, err := tt.s.th.Progress(ctx, &rpc.ProgressParams{HandleID: t.handleID})
+	if err != nil || res.One == nil {
+		return
+	}
+	p := res.One
+	now := time.Now()
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if t.status.terminal() {
+		return
+	}
+	if p.OutputBytes != t.lastOutput || p.CurrentStep != t.lastStep {
+		t.lastOutput, t.lastStep, t.lastActivity = p.OutputBytes, p.CurrentStep, now
+	}
+	msg := fmt.Sprintf("running for %.1f s, %d bytes of output", float64(p.ElapsedMs)/1000, p.OutputBytes)
+	if p.StepName != "" && p.TotalSteps > 0 {
+		msg = fmt.Sprintf("step %d/%d %s; %s", p.CurrentStep, p.TotalSteps, p.StepName, msg)
+	}
+	if msg != t.message {
+		t.message = msg
+	}
+}
+
+// pollLocked is the poll interval suggested for a working task: half the
+// time since its command last showed activity (its start, a step, output
+// growth seen by a tasks/get), within [pollMin, pollMax]; tt.mu is held.
+func (t *task) pollLocked(now time.Time) *int64 {
+	if t.status.terminal() {
+		return nil
+	}
+	d := min(max(now.Sub(t.lastActivity)/2, pollMin), pollMax)
+	return ptr(d.Milliseconds())
+}
+
+// legacyLocked is t as a 2025-11-25 Task; the table's mu is held.
+func (t *task) legacyLocked(now time.Time) legacyTask {
+	return legacyTask{
+		TaskID: t.id, Status: t.status, StatusMessage: t.message,
+		CreatedAt: stamp(t.created), LastUpdatedAt: stamp(t.updated),
+		TTL: ptr(t.ttl.Milliseconds()), PollInterval: t.pollLocked(now),
+	}
+}
+
+// extLocked is t as a 2026-07-28 DetailedTask; the table's mu is held.
+func (t *task) extLocked(now time.Time) *extTask {
+	x := &extTask{
+		TaskID: t.id, Status: t.status, StatusMessage: t.message,
+		CreatedAt: stamp(t.created), LastUpdatedAt: stamp(t.updated),
+		TTLMs: ptr(t.ttl.Milliseconds()), PollIntervalMs: t.pollLocked(now),
+	}
+	switch t.status {
+	case taskCompleted:
+		x.Result = t.result
+	case taskFailed:
+		x.Error = t.rpcErr
+		if x.Error == nil {
+			data, _ := json.Marshal(t.result)
+			x.Error = &wireError{Code: rpc.CodeInternalError, Message: t.message, Data: data}
+		}
+	}
+	return x
+}
+
+// stamp formats a time as the spec's ISO 8601.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// listener is a 2026-07-28 subscriptions/listen that names tasks.
+type listener struct {
+	id  json.RawMessage // the listen request's JSON-RPC id
+	ids map[string]bool // the tasks it follows
+	out *outlet
+	// acked says the acknowledgment was written: nothing goes out on the
+	// subscription before it. Guarded by the table's mu.
+	acked bool
+}
+
+// sendLocked sends a terminal task's state to l if l follows it; the
+// table's mu is held.
+func (l *listener) sendLocked(t *task) {
+	if !l.acked || !l.ids[t.id] {
+		return
+	}
+	x := t.extLocked(time.Now())
+	x.Meta = sdk.Meta{subscriptionIDKey: l.id}
+	_ = l.out.notify(methodTasks, x)
+}
+
+// listen starts l: it acknowledges the ids of tasks kept (the others are
+// left out), then sends the state of those already ended. From then on
+// each follows its task's end.
+func (tt *taskTable) listen(l *listener, asked []string) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	tt.sweepLocked(time.Now())
+	ack := taskAck{Meta: map[string]any{subscriptionIDKey: l.id}}
+	ack.Notifications.TaskIDs = []string{}
+	l.ids = make(map[string]bool)
+	for _, id := range asked {
+		if tt.tasks[id] != nil && !l.ids[id] {
+			l.ids[id] = true
+			ack.Notifications.TaskIDs = append(ack.Notifications.TaskIDs, id)
+		}
+	}
+	_ = l.out.notify(methodSubscribed, ack)
+	l.acked = true
+	tt.listeners[l] = true
+	for _, id := range ack.Notifications.TaskIDs {
+		if t := tt.tasks[id]; t.notified {
+			l.sendLocked(t)
+		}
+	}
+}
+
+// unlisten ends l.
+func (tt *taskTable) unlisten(l *listener) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	delete(tt.listeners, l)
+}
