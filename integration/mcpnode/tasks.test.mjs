@@ -179,6 +179,12 @@ async function expectMcpError(promise, code, message) {
   });
 }
 
+// shown renders stream messages for a failure message, errors with their
+// code and message (which JSON.stringify leaves out).
+function shown(messages) {
+  return JSON.stringify(messages.map((m) => (m.type === 'error' ? { type: 'error', code: m.error.code, message: m.error.message } : m)));
+}
+
 // checkTask checks the fields every Task has.
 function checkTask(task, status) {
   assert.equal(task.status, status, JSON.stringify(task));
@@ -226,7 +232,8 @@ test('start_command as a task: created working, polled to completed, then its re
   const req = await sent.when((m) => m.method === 'tools/call' && m.params.arguments?.argv?.[2]?.includes(gate));
   assert.deepEqual(req.params.task, {}, 'the SDK asked for a task');
 
-  assert.deepEqual(messages.map((m) => m.type).filter((t, i, a) => t !== a[i - 1]), ['taskCreated', 'taskStatus', 'result'], JSON.stringify(messages));
+  const types = messages.map((m) => m.type).filter((t, i, a) => t !== a[i - 1]);
+  assert.deepEqual(types.slice(0, 2), ['taskCreated', 'taskStatus'], shown(messages));
   const created = messages[0].task;
   assert.match(created.taskId, /^h-\d+$/);
   checkTask(created, 'working');
@@ -240,22 +247,26 @@ test('start_command as a task: created working, polled to completed, then its re
   assert.equal(typeof raw.result._meta?.[immediate], 'string', `model-immediate-response in ${JSON.stringify(raw.result)}`);
   assert.ok(raw.result._meta[immediate].length > 0);
 
-  const { result } = messages.at(-1);
-  assert.equal(result.isError, undefined);
-  assert.equal(result.structuredContent.status, 'completed');
-  assert.equal(result.structuredContent.exitCode, 0);
-  assert.equal(result.structuredContent.handleId, created.taskId);
-  assert.match(result.structuredContent.stdout, /hi\n/);
-  assert.match(result.structuredContent.stdout, /done\n/);
-  assert.ok(result.content.some((c) => c.type === 'resource_link' && c.uri.endsWith('/output')), 'a resource_link to the output');
-  assert.deepEqual(result._meta?.[relatedTask], { taskId: created.taskId });
-
   // Exactly one status notification, the terminal one, after the CreateTaskResult.
   const note = await statusNote(created.taskId);
   checkTask(note, 'completed');
   assert.ok(wire.indexOf(await wireStatusNote(created.taskId)) > wire.indexOf(raw), 'the status notification follows the CreateTaskResult');
   await roundTrip();
   assert.equal(statusNotes.items.filter((p) => p.taskId === created.taskId).length, 1);
+
+  // The result as tasks/result gives it...
+  const result = await client.experimental.tasks.getTaskResult(created.taskId, CallToolResultSchema);
+  assert.equal(result.isError, undefined);
+  assert.equal(result.structuredContent.status, 'completed');
+  assert.equal(result.structuredContent.exitCode, 0);
+  assert.equal(result.structuredContent.handleId, created.taskId);
+  assert.equal(result.structuredContent.stdout, 'hi\ndone\n');
+  assert.ok(result.content.some((c) => c.type === 'resource_link' && c.uri.endsWith('/output')), 'a resource_link to the output');
+  assert.deepEqual(result._meta?.[relatedTask], { taskId: created.taskId });
+  // ...is what the stream ended with: the SDK found it valid for the
+  // tool's outputSchema.
+  assert.equal(messages.at(-1).type, 'result', shown(messages.slice(-1)));
+  assert.deepEqual(messages.at(-1).result, result);
 });
 
 test('getTask and listTasks show a running task working, then completed; list_commands has its handle', bounded, async () => {
@@ -366,7 +377,18 @@ test('cancelTask mid-command kills the whole tree and the task ends cancelled', 
   assert.equal(result.structuredContent.handleId, id);
   assert.deepEqual(result._meta?.[relatedTask], { taskId: id });
   checkTask(await statusNote(id), 'cancelled');
+  await roundTrip();
+  assert.equal(statusNotes.items.filter((p) => p.taskId === id).length, 1, 'one status notification');
+});
 
+test('cancelling a task already cancelled names the status it ended in', bounded, async () => {
+  const created = await client.request(
+    { method: 'tools/call', params: { name: 'start_command', arguments: { argv: ['sleep', '300'] }, task: {} } },
+    CreateTaskResultSchema,
+  );
+  const id = created.task.taskId;
+  checkTask(await client.experimental.tasks.cancelTask(id), 'cancelled');
+  checkTask(await statusNote(id), 'cancelled');
   await assert.rejects(client.experimental.tasks.cancelTask(id), (e) => {
     assert.ok(e instanceof McpError, String(e));
     assert.equal(e.code, -32602);
@@ -374,13 +396,12 @@ test('cancelTask mid-command kills the whole tree and the task ends cancelled', 
     assert.deepEqual(e.data, { taskId: id, status: 'cancelled' });
     return true;
   });
-  await roundTrip();
-  assert.equal(statusNotes.items.filter((p) => p.taskId === id).length, 1, 'one status notification');
+  checkTask(await client.experimental.tasks.getTask(id), 'cancelled');
 });
 
 test('cancelling a task that completed names the status it ended in', bounded, async () => {
   const messages = await collect(
-    client.experimental.tasks.callToolStream({ name: 'start_command', arguments: { argv: ['true'] } }, undefined, { task: {} }),
+    client.experimental.tasks.callToolStream({ name: 'run_command', arguments: { argv: ['true'] } }, undefined, { task: {} }),
   );
   const id = messages[0].task.taskId;
   assert.equal(messages.at(-1).type, 'result');
@@ -401,13 +422,13 @@ test('run_command with yieldMs as a task runs to its end, with the ttl asked for
       { task: { ttl: 60_000 } },
     ),
   );
-  assert.equal(messages[0].type, 'taskCreated', JSON.stringify(messages));
+  assert.equal(messages[0].type, 'taskCreated', shown(messages));
   const created = messages[0].task;
   assert.match(created.taskId, /^h-\d+$/);
   checkTask(created, 'working');
   assert.equal(created.ttl, 60_000);
   const last = messages.at(-1);
-  assert.equal(last.type, 'result', JSON.stringify(last));
+  assert.equal(last.type, 'result', shown([last]));
   // yieldMs is ignored: the task's result is the command's end, not a handle.
   assert.equal(last.result.structuredContent.status, 'completed');
   assert.equal(last.result.structuredContent.exitCode, 0);
@@ -486,27 +507,25 @@ test('a run_command task that times out fails, and its result still says timedOu
   const id = messages[0].task.taskId;
   assert.match(id, /^h-\d+$/);
   const last = messages.at(-1);
-  assert.equal(last.type, 'error', JSON.stringify(last));
+  assert.equal(last.type, 'error', shown([last]));
   const final = messages.filter((m) => m.type === 'taskStatus').at(-1).task;
   checkTask(final, 'failed');
-  assert.match(final.statusMessage, /timed out/);
   const got = await client.experimental.tasks.getTask(id);
   checkTask(got, 'failed');
-  assert.match(got.statusMessage, /timed out/);
   const result = await client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
   assert.equal(result.structuredContent.status, 'timedOut');
   assert.equal(result.structuredContent.timeoutReason, 'deadline');
   assert.deepEqual(result._meta?.[relatedTask], { taskId: id });
   const note = await statusNote(id);
   checkTask(note, 'failed');
-  assert.match(note.statusMessage, /timed out/);
+  for (const t of [final, got, note]) assert.match(t.statusMessage, /timed out/);
 });
 
 test('a task whose command cannot start is a t- task that fails with the tool error', bounded, async () => {
   const messages = await collect(
     client.experimental.tasks.callToolStream({ name: 'start_command', arguments: { argv: ['/no/such/program'] } }, undefined, { task: {} }),
   );
-  assert.equal(messages[0].type, 'taskCreated', JSON.stringify(messages));
+  assert.equal(messages[0].type, 'taskCreated', shown(messages));
   const id = messages[0].task.taskId;
   assert.match(id, /^t-\d+$/);
   assert.equal(messages.at(-1).type, 'error');
@@ -527,25 +546,26 @@ test('tasks/update is not a 2025-11-25 method', bounded, async () => {
 test('a progress token on a task recipe gets its steps until the terminal status, none after', bounded, async () => {
   const gate = 'gate-progress';
   const seen = [];
-  const messages = await collect(
-    client.experimental.tasks.callToolStream(
-      { name: 'start_command', arguments: { steps: [{ name: 'one', argv: ['sh', '-c', gateScript(gate)] }, { name: 'two', argv: ['true'] }] } },
-      undefined,
-      {
-        task: {},
-        onprogress: (p) => {
-          // The first step ends only once its progress was seen.
-          seen.push(p);
-          openGate(gate);
-        },
+  const steps = [{ name: 'one', argv: ['sh', '-c', gateScript(gate)] }, { name: 'two', argv: ['true'] }];
+  // The SDK keeps onprogress for a request answered with a CreateTaskResult.
+  const created = await client.request(
+    { method: 'tools/call', params: { name: 'start_command', arguments: { steps } } },
+    CreateTaskResultSchema,
+    {
+      task: {},
+      onprogress: (p) => {
+        // The first step ends only once its progress was seen.
+        seen.push(p);
+        openGate(gate);
       },
-    ),
+    },
   );
-  const id = messages[0].task.taskId;
-  assert.equal(messages.at(-1).type, 'result', JSON.stringify(messages.at(-1)));
-  assert.equal(messages.at(-1).result.structuredContent.status, 'completed');
+  const id = created.task.taskId;
   const note = await wireStatusNote(id);
   assert.equal(note.params.status, 'completed');
+  const result = await client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+  assert.equal(result.structuredContent.status, 'completed');
+  assert.equal(result.structuredContent.exitCode, 0);
   await roundTrip();
 
   // The client may lose progress read in the same chunk as an answer
@@ -556,8 +576,8 @@ test('a progress token on a task recipe gets its steps until the terminal status
   assert.deepEqual(req.params.task, {});
   const token = req.params._meta.progressToken;
   const progress = wire.items.filter((m) => m.method === 'notifications/progress' && m.params.progressToken === token);
-  const steps = progress.map((m) => m.params.message).filter((msg) => !/alive after/.test(msg));
-  assert.deepEqual(steps, ['step 1/2: one', 'step 1/2: one (done)', 'step 2/2: two', 'step 2/2: two (done)']);
+  const stepMessages = progress.map((m) => m.params.message).filter((msg) => !/alive after/.test(msg));
+  assert.deepEqual(stepMessages, ['step 1/2: one', 'step 1/2: one (done)', 'step 2/2: two', 'step 2/2: two (done)']);
   for (const m of progress) assert.ok(wire.indexOf(m) < wire.indexOf(note), `progress after the terminal status: ${JSON.stringify(m)}`);
   // What reached onprogress came from the wire, in its order.
   let at = 0;
