@@ -615,3 +615,11 @@ test('every task of the session got exactly one status notification, its termina
     assert.equal(wire.items.filter((m) => m.method === 'notifications/tasks/status' && m.params.taskId === t.taskId).length, 1, t.taskId);
   }
 });
+
+// Last, because a server that breaks on it ends the session.
+test('tasks requests without params: an error for those that need a taskId, and the session goes on', bounded, async () => {
+  for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+    await expectMcpError(client.request({ method }, ResultSchema), -32602);
+  }
+  await roundTrip();
+});
