@@ -44,6 +44,8 @@ var figures = []figure{
 	{"pty-echo", (*bench).ptyEcho},
 	{"pty-output", (*bench).ptyOutput},
 	{"mcp", (*bench).mcpVsOwn},
+	{"mcp-task-call", (*bench).mcpTaskVsCall},
+	{"mcp-task-wake", (*bench).mcpTaskWake},
 }
 
 // server is a toolhost session the bench drives.

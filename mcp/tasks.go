@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -138,9 +139,9 @@ func (tt *taskTable) grant(ms *int64) time.Duration {
 // "t-N" task with no command) and returns it. The caller announces it
 // (announce) once the answer naming it is written.
 func (tt *taskTable) create(handleID string, form taskForm, ttl time.Duration, message string) *task {
-	now := time.Now()
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
+	now := time.Now() // under mu: creation order and createdAt agree
 	tt.sweepLocked(now)
 	tt.next++
 	t := &task{id: handleID, handleID: handleID, form: form, seq: tt.next, created: now, ttl: ttl,
@@ -273,6 +274,7 @@ func taskState(form taskForm, res *rpc.ToolResult) (taskStatus, string) {
 	case rpc.StatusCancelled:
 		return taskCancelled, line
 	case rpc.StatusTimedOut:
+		line = "timed out" + strings.TrimPrefix(line, string(rpc.StatusTimedOut))
 		if form == formExt {
 			// A timeout is a tool result, not a JSON-RPC error: the
 			// extension keeps failed for the latter.
@@ -293,8 +295,10 @@ func (tt *taskTable) announce(t *task) {
 }
 
 // maybeNotifyLocked sends t's terminal notification once it is terminal,
-// routed and announced, and only once; tt.mu is held, which keeps the
-// notifications of one task in order with its state.
+// routed and announced, and only once; tt.mu is held. The notification is
+// written under mu, which keeps a subscription's acknowledgment before its
+// notifications and every notification in order with the state it shows;
+// a client that stops reading stalls the server's writes in any case.
 func (tt *taskTable) maybeNotifyLocked(t *task) {
 	if t.notified || !t.status.terminal() || !t.routed || !t.announced {
 		return

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,7 +125,185 @@ func RunMCP(w io.Writer, cfg tools.Config, opts rpc.Options, version string) err
 	if err := cs.Close(); err != nil {
 		return err
 	}
+	if err := awaitExit(p, exit); err != nil {
+		return err
+	}
+	return runTasks(ctx, p, cfg, opts, version)
+}
+
+// taskProtocol is the MCP version whose experimental tasks the demo shows.
+const taskProtocol = "2025-11-25"
+
+// runTasks plays MCP tasks on a second session over the same workspace, at
+// MCP 2025-11-25: a command started as a task, the task listed, and its
+// result fetched with tasks/result. The Go SDK's client has no task
+// support, so this client writes its JSON-RPC requests itself, over the
+// SDK's connection (traced as the first session is).
+func runTasks(ctx context.Context, p *printer, cfg tools.Config, opts rpc.Options, version string) error {
+	cin, sout := io.Pipe()
+	sin, cout := io.Pipe()
+	srv := mcp.New(cfg, opts, mcp.Options{Version: version})
+	exit := make(chan int, 1)
+	go func() { // owned by runTasks: it waits on exit
+		exit <- srv.Serve(sin, sout)
+		sout.Close()
+	}()
+
+	p.say("\nTasks (MCP " + taskProtocol + "): a second session on the same workspace. The Go SDK's client has no task support,")
+	p.say("so this client writes its requests itself. The client negotiates " + taskProtocol + "; the server declares capabilities.tasks:")
+	conn, err := tracing{t: &sdk.IOTransport{Reader: cin, Writer: cout}, p: traceWriter{p}}.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	c := &rawClient{conn: conn}
+	defer c.conn.Close()
+	var ini struct {
+		Capabilities struct {
+			Tasks json.RawMessage `json:"tasks"`
+		} `json:"capabilities"`
+	}
+	if err := c.call(ctx, "initialize", map[string]any{"protocolVersion": taskProtocol, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "toolhost-demo", "version": version}}, &ini); err != nil {
+		return err
+	}
+	if ini.Capabilities.Tasks == nil {
+		return fmt.Errorf("initialize at %s declared no tasks capability", taskProtocol)
+	}
+	if err := c.notify(ctx, "notifications/initialized", map[string]any{}); err != nil {
+		return err
+	}
+
+	p.say("\nStart a command as a task (params.task): the server answers at once with the task, working; the command runs on:")
+	var created struct {
+		Task taskRef `json:"task"`
+	}
+	if err := c.call(ctx, "tools/call", map[string]any{"name": "start_command",
+		"arguments": map[string]any{"argv": []string{"sh", "-c", "echo compiling; sleep 0.5; echo built"}, "label": "build"},
+		"task":      map[string]any{"ttl": 600000}}, &created); err != nil {
+		return err
+	}
+	id := created.Task.TaskID
+	if id == "" {
+		return fmt.Errorf("start_command as a task gave no taskId")
+	}
+
+	p.say("\nList the session's tasks:")
+	var list struct {
+		Tasks []taskRef `json:"tasks"`
+	}
+	if err := c.call(ctx, "tasks/list", map[string]any{}, &list); err != nil {
+		return err
+	}
+	if !slices.Contains(list.Tasks, taskRef{TaskID: id}) {
+		return fmt.Errorf("tasks/list does not list task %s", id)
+	}
+
+	p.say("\nFetch its result: tasks/result waits for the command's end and answers what run_command would have;")
+	p.say("notifications/tasks/status tells the task's terminal state:")
+	var result struct {
+		Meta struct {
+			RelatedTask taskRef `json:"io.modelcontextprotocol/related-task"`
+		} `json:"_meta"`
+	}
+	if err := c.call(ctx, "tasks/result", map[string]any{"taskId": id}, &result); err != nil {
+		return err
+	}
+	if result.Meta.RelatedTask.TaskID != id {
+		return fmt.Errorf("tasks/result of %s names task %q", id, result.Meta.RelatedTask.TaskID)
+	}
+	if err := c.awaitNotification(ctx, "notifications/tasks/status"); err != nil {
+		return err
+	}
+
+	p.say("\nThe client closes stdin: the server exits.")
+	if err := c.conn.Close(); err != nil {
+		return err
+	}
 	return awaitExit(p, exit)
+}
+
+// taskRef is the part of a task the demo reads: its id.
+type taskRef struct {
+	TaskID string `json:"taskId"`
+}
+
+// rawClient writes JSON-RPC requests on an MCP connection and reads until
+// their answers, one request at a time; it is used by one goroutine.
+type rawClient struct {
+	conn   sdk.Connection
+	nextID int
+	// seen counts the notifications read, by method.
+	seen map[string]int
+}
+
+// call sends a request and decodes its result into result.
+func (c *rawClient) call(ctx context.Context, method string, params, result any) error {
+	c.nextID++
+	id, err := jsonrpc.MakeID(float64(c.nextID))
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	if err := c.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: b}); err != nil {
+		return err
+	}
+	for {
+		m, err := c.read(ctx)
+		if err != nil {
+			return err
+		}
+		r, ok := m.(*jsonrpc.Response)
+		if !ok || r.ID != id {
+			continue
+		}
+		if r.Error != nil {
+			return fmt.Errorf("%s: %w", method, r.Error)
+		}
+		return json.Unmarshal(r.Result, result)
+	}
+}
+
+// notify sends a notification.
+func (c *rawClient) notify(ctx context.Context, method string, params any) error {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	return c.conn.Write(ctx, &jsonrpc.Request{Method: method, Params: b})
+}
+
+// awaitNotification reads until a notification of method has been read,
+// now or before.
+func (c *rawClient) awaitNotification(ctx context.Context, method string) error {
+	for c.seen[method] == 0 {
+		if _, err := c.read(ctx); err != nil {
+			return fmt.Errorf("waiting for %s: %w", method, err)
+		}
+	}
+	return nil
+}
+
+// read reads one message and counts it if it is a notification; a request
+// from the server is an error, since this client declares no capability
+// the server could ask it about.
+func (c *rawClient) read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.conn.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := m.(*jsonrpc.Request); ok {
+		if r.IsCall() {
+			return nil, fmt.Errorf("unexpected request from the server: %s", r.Method)
+		}
+		if c.seen == nil {
+			c.seen = map[string]int{}
+		}
+		c.seen[r.Method]++
+	}
+	return m, nil
 }
 
 // tracing is a transport that prints every message, a write before it is
@@ -208,9 +387,16 @@ func (t traceWriter) line(line string) {
 	t.p.show(arrow, name, b)
 }
 
+// keptMeta are the protocol's _meta keys the trace keeps: they tie a
+// result to its task, and say what a task's creation tells the model.
+var keptMeta = map[string]bool{
+	"io.modelcontextprotocol/related-task":             true,
+	"io.modelcontextprotocol/model-immediate-response": true,
+}
+
 // trimMeta drops the protocol's own _meta keys (protocol version, client
-// and server info on every message of MCP 2026-07-28), to keep the trace
-// readable.
+// and server info on every message of MCP 2026-07-28) but those of
+// keptMeta, to keep the trace readable.
 func trimMeta(v any) any {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -218,7 +404,7 @@ func trimMeta(v any) any {
 	}
 	if meta, ok := m["_meta"].(map[string]any); ok {
 		for k := range meta {
-			if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			if strings.HasPrefix(k, "io.modelcontextprotocol/") && !keptMeta[k] {
 				delete(meta, k)
 			}
 		}

@@ -1,0 +1,214 @@
+package mcp
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolhost/toolhost/rpc"
+)
+
+// newTestTable returns a task table whose notifications arrive on the
+// returned channel, a line each. The reader goroutine is owned by the
+// test's cleanup, which waits for it.
+func newTestTable(t *testing.T) (*taskTable, <-chan string) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	s := &Server{log: slog.New(slog.DiscardHandler), out: &outlet{}}
+	s.out.conn.Store(&lineConn{out: pw, log: s.log, closed: make(chan struct{})})
+	lines := make(chan string, 1024)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() { pw.Close(); <-done })
+	return newTaskTable(s, time.Hour, 24*time.Hour), lines
+}
+
+// next returns the next notification line, failing the test if none
+// comes within waitLimit.
+func next(t *testing.T, lines <-chan string) string {
+	t.Helper()
+	select {
+	case l := <-lines:
+		return l
+	case <-time.After(waitLimit):
+		t.Fatalf("no notification within %v", waitLimit)
+		return ""
+	}
+}
+
+// waitLimit bounds a wait for something that should come at once.
+const waitLimit = 10 * time.Second
+
+// TestTaskState maps each way a command ends onto the task states of both
+// forms.
+func TestTaskState(t *testing.T) {
+	type row struct {
+		status      rpc.Status
+		legacy, ext taskStatus
+	}
+	for _, r := range []row{
+		{rpc.StatusCompleted, taskCompleted, taskCompleted},
+		{rpc.StatusCancelled, taskCancelled, taskCancelled},
+		{rpc.StatusTimedOut, taskFailed, taskCompleted},
+		{rpc.StatusLost, taskFailed, taskFailed},
+	} {
+		res := &rpc.ToolResult{Status: r.status, TimeoutReason: rpc.TimeoutDeadline}
+		if got, _ := taskState(formLegacy, res); got != r.legacy {
+			t.Errorf("2025-11-25, command %s: task %s, want %s", r.status, got, r.legacy)
+		}
+		if got, _ := taskState(formExt, res); got != r.ext {
+			t.Errorf("2026-07-28, command %s: task %s, want %s", r.status, got, r.ext)
+		}
+	}
+	if _, msg := taskState(formExt, &rpc.ToolResult{Status: rpc.StatusTimedOut, TimeoutReason: rpc.TimeoutDeadline}); !strings.HasPrefix(msg, "timed out (deadline) after") {
+		t.Errorf("a timeout's status message %q does not say so", msg)
+	}
+}
+
+// TestTaskEndsOnce races many ends of one task, with different outcomes,
+// against its announcement: the first end decides, the state never
+// changes after, and exactly one terminal notification goes out, after
+// the announcement.
+func TestTaskEndsOnce(t *testing.T) {
+	tt, lines := newTestTable(t)
+	for round := range 20 {
+		task := tt.create("h-1", formLegacy, time.Hour, "started")
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := rpc.StatusCompleted
+				if i%2 == 1 {
+					st = rpc.StatusCancelled
+				}
+				tt.end(task, &rpc.ToolResult{HandleID: "h-1", Status: st, ExitCode: ptr(i)}, i%3 == 0)
+			}()
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); tt.announce(task) }()
+		wg.Wait()
+		<-task.done
+		var n struct {
+			Method string     `json:"method"`
+			Params legacyTask `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(next(t, lines)), &n); err != nil {
+			t.Fatal(err)
+		}
+		tt.mu.Lock()
+		want := task.legacyLocked(time.Now())
+		tt.mu.Unlock()
+		if diff := cmp.Diff(methodTaskStatus, n.Method); diff != "" {
+			t.Errorf("round %d: method mismatch (-want +got):\n%s", round, diff)
+		}
+		if diff := cmp.Diff(want, n.Params); diff != "" {
+			t.Errorf("round %d: notified state mismatch (-want +got):\n%s", round, diff)
+		}
+		// A late end changes nothing and sends nothing.
+		tt.end(task, &rpc.ToolResult{HandleID: "h-1", Status: rpc.StatusTimedOut}, true)
+		tt.mu.Lock()
+		if task.status != want.Status {
+			t.Errorf("round %d: a late end moved the task from %s to %s", round, want.Status, task.status)
+		}
+		delete(tt.tasks, "h-1")
+		tt.order = nil
+		tt.mu.Unlock()
+	}
+	select {
+	case l := <-lines:
+		t.Errorf("a second notification: %s", l)
+	default:
+	}
+}
+
+// TestTaskNotifiedAfterAnnounce holds a task's terminal notification until
+// the answer naming it is written, and until its command's notifications
+// have been through the router.
+func TestTaskNotifiedAfterAnnounce(t *testing.T) {
+	tt, lines := newTestTable(t)
+	task := tt.create("h-2", formLegacy, time.Hour, "started")
+	tt.end(task, &rpc.ToolResult{HandleID: "h-2", Status: rpc.StatusCancelled}, false) // a tasks/cancel decided
+	tt.announce(task)
+	tt.mu.Lock()
+	sent := task.notified
+	tt.mu.Unlock()
+	if sent {
+		t.Fatalf("notified before the command's toolResult was routed")
+	}
+	tt.routed(&rpc.ToolResult{HandleID: "h-2", Status: rpc.StatusCancelled})
+	if l := next(t, lines); !strings.Contains(l, `"status":"cancelled"`) {
+		t.Fatalf("notification %q, want the cancelled state", l)
+	}
+}
+
+// TestTaskExpiry lets go of an ended task once its ttl has passed, and
+// says so; a task that still works is kept past its ttl.
+func TestTaskExpiry(t *testing.T) {
+	tt, _ := newTestTable(t)
+	working := tt.create("h-1", formLegacy, 0, "started")
+	ended := tt.create("h-2", formLegacy, 0, "started")
+	tt.announce(ended)
+	tt.end(ended, &rpc.ToolResult{HandleID: "h-2", Status: rpc.StatusCompleted}, true)
+	if _, err := tt.lookup(&working.id); err != nil {
+		t.Errorf("a working task past its ttl was let go: %v", err)
+	}
+	_, err := tt.lookup(&ended.id)
+	if !errors.Is(err, errTaskNotFound) || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("lookup of an expired task: %v, want -32602 saying it expired", err)
+	}
+	tt.announce(working)
+	tt.end(working, &rpc.ToolResult{HandleID: "h-1", Status: rpc.StatusCompleted}, true)
+	if _, err := tt.lookup(&working.id); !strings.Contains(errString(err), "expired") {
+		t.Errorf("a task that ended past its ttl: %v, want expired", err)
+	}
+	unknown := "h-9"
+	if _, err := tt.lookup(&unknown); !errors.Is(err, errTaskNotFound) || strings.Contains(err.Error(), "expired") {
+		t.Errorf("an unknown id: %v, want -32602 not found", err)
+	}
+}
+
+// TestTaskTTL parses the 2025-11-25 task member.
+func TestTaskTTL(t *testing.T) {
+	tt, _ := newTestTable(t)
+	s := tt.s
+	s.tasks = tt
+	for raw, want := range map[string]time.Duration{
+		`{}`:                   time.Hour,
+		`{"ttl":null}`:         time.Hour,
+		`{"ttl":60000}`:        time.Minute,
+		`{"ttl":0}`:            0,
+		`{"ttl":999999999999}`: 24 * time.Hour,
+	} {
+		got, err := s.taskTTL(json.RawMessage(raw))
+		if err != nil || got != want {
+			t.Errorf("taskTTL(%s) = %v, %v; want %v", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{`3`, `"x"`, `[]`, `{"ttl":-5}`, `{"ttl":"x"}`, `{"ttl":1.5}`} {
+		if _, err := s.taskTTL(json.RawMessage(raw)); !errors.Is(err, errTaskInvalidArgs) {
+			t.Errorf("taskTTL(%s): %v, want -32602", raw, err)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
