@@ -54,6 +54,8 @@ type taskSession struct {
 	t    *testing.T
 	conn sdk.Connection
 	root string
+	// cmd is the server's process (started by the transport).
+	cmd *exec.Cmd
 	// meta is the _meta triple added to every request (2026-07-28), or nil
 	// (2025-11-25, negotiated by initialize). Set before the first request;
 	// read-only afterwards.
@@ -113,7 +115,7 @@ func startTaskSession(t *testing.T, args ...string) *taskSession {
 	if err != nil {
 		t.Fatalf("starting toolhost mcp: %v", err)
 	}
-	s := &taskSession{t: t, conn: conn, root: root, pending: map[jsonrpc.ID]chan taskAnswer{},
+	s := &taskSession{t: t, conn: conn, root: root, cmd: cmd, pending: map[jsonrpc.ID]chan taskAnswer{},
 		noted: make(chan struct{}, 1), readDone: make(chan struct{})}
 	go s.read() // owned by the session: the cleanup below waits on readDone
 	t.Cleanup(func() {

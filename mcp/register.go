@@ -40,6 +40,7 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 	if err != nil {
 		panic(fmt.Sprintf("mcp: input schema of %s: %v", name, err))
 	}
+	s.destinationField(inSchema)
 	resolved, err := inSchema.Resolve(nil)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: input schema of %s: %v", name, err))
@@ -107,6 +108,23 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 		}
 		return h(ctx, req, in)
 	})
+}
+
+// destinationField fits a tool's destination argument to the server's
+// command line: without --destination there is none; with it, its enum
+// names the destinations, so that a model knows which there are.
+func (s *Server) destinationField(in *jsonschema.Schema) {
+	prop := in.Properties["destination"]
+	if prop == nil {
+		return
+	}
+	if len(s.cfg.Destinations) == 0 {
+		delete(in.Properties, "destination")
+		return
+	}
+	for _, d := range s.cfg.Destinations {
+		prop.Enum = append(prop.Enum, d.Name)
+	}
 }
 
 // requiredFields returns the indexes of the fields of struct type t that

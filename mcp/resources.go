@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,8 +28,61 @@ const artifactTemplate = "toolhost://artifacts/{commandId}/{stream}{?line,limit,
 // artifacts directory.
 var artifactFiles = map[string]string{"output": "output.log", "stdout": "stdout.log", "stderr": "stderr.log"}
 
-// commandIDPattern is what a command id may look like in a URI.
-var commandIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// commandIDPattern is what a command id may look like in a URI: "cmd-3"
+// here, "build/cmd-3" or "build#2/cmd-3" on a destination.
+var commandIDPattern = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*(#[0-9]+)?/)?[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// farDirsCap bounds the artifacts directories of destination commands
+// remembered.
+const farDirsCap = 4096
+
+// farDirs remembers where the artifacts of destination commands are: on
+// the destination, under a directory toolhost names "NAME//abs/dir", which
+// only the command's results tell.
+type farDirs struct {
+	mu sync.Mutex
+	// dirs maps command ids ("build/cmd-3") to their artifacts directory;
+	// order lists them oldest first, at most farDirsCap. Guarded by mu.
+	dirs  map[string]string
+	order []string
+}
+
+// note remembers the artifacts directory of res's command, if it ran on
+// a destination.
+func (f *farDirs) note(res *rpc.ToolResult) {
+	if !strings.Contains(res.CommandID, "/") || res.Artifacts.OutputPath == "" {
+		return
+	}
+	dir := res.Artifacts.OutputPath[:strings.LastIndex(res.Artifacts.OutputPath, "/")]
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dirs == nil {
+		f.dirs = make(map[string]string)
+	}
+	if _, ok := f.dirs[res.CommandID]; !ok {
+		if len(f.order) == farDirsCap {
+			delete(f.dirs, f.order[0])
+			f.order = f.order[1:]
+		}
+		f.order = append(f.order, res.CommandID)
+	}
+	f.dirs[res.CommandID] = dir
+}
+
+// dir returns the artifacts directory of a destination command.
+func (f *farDirs) dir(commandID string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.dirs[commandID]
+	return d, ok
+}
+
+// commandResult is the MCP result of a command's ToolResult; the
+// artifacts of a destination command are remembered for resources/read.
+func (s *Server) commandResult(res *rpc.ToolResult) *sdk.CallToolResult {
+	s.far.note(res)
+	return toolResultContent(res)
+}
 
 // artifactURI returns the URI of a command's artifact.
 func artifactURI(commandID, stream string) string {
@@ -61,11 +115,16 @@ func parseArtifactURI(uri string) (page, error) {
 	if err != nil || u.Scheme != "toolhost" || u.Host != "artifacts" {
 		return p, fmt.Errorf("not an artifact URI (toolhost://artifacts/{commandId}/{stream}): %q", uri)
 	}
-	parts := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
-	if len(parts) != 2 || !commandIDPattern.MatchString(parts[0]) || artifactFiles[parts[1]] == "" {
+	// The command id is one segment, escaped: "build%2Fcmd-3".
+	parts := strings.Split(strings.TrimPrefix(u.EscapedPath(), "/"), "/")
+	var id string
+	if len(parts) == 2 {
+		id, err = url.PathUnescape(parts[0])
+	}
+	if len(parts) != 2 || err != nil || !commandIDPattern.MatchString(id) || artifactFiles[parts[1]] == "" {
 		return p, fmt.Errorf("an artifact URI is toolhost://artifacts/{commandId}/{output|stdout|stderr}, not %q", uri)
 	}
-	p.commandID, p.stream, p.line = parts[0], parts[1], 1
+	p.commandID, p.stream, p.line = id, parts[1], 1
 	q := u.Query()
 	for _, f := range []struct {
 		name string
@@ -107,6 +166,15 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 		limit = 1 << 30
 	}
 	path := filepath.Join(info.Workspace.ArtifactsDir, pg.commandID, artifactFiles[pg.stream])
+	if strings.Contains(pg.commandID, "/") {
+		// A destination's command: its files are there, read through the
+		// destination ("build//abs/path").
+		dir, ok := s.far.dir(pg.commandID)
+		if !ok {
+			return nil, sdk.ResourceNotFoundError(req.Params.URI)
+		}
+		path = dir + "/" + artifactFiles[pg.stream]
+	}
 	// The page's text stays encoded as toolhost sent it and is spliced
 	// into the answer by the transport, as read_file's is.
 	var raw json.RawMessage

@@ -46,6 +46,8 @@ type Server struct {
 	// about them, which the SDK has no method for.
 	tasks *taskTable
 	out   *outlet
+	// far knows where destination commands keep their artifacts.
+	far farDirs
 
 	// mu guards session.
 	mu sync.Mutex

@@ -188,7 +188,7 @@ func (tt *taskTable) routed(res *rpc.ToolResult) {
 // others find it decided. routed says every notification of the command
 // has been sent.
 func (tt *taskTable) end(t *task, res *rpc.ToolResult, routed bool) {
-	content := toolResultContent(res)
+	content := tt.s.commandResult(res)
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	if routed {

@@ -26,6 +26,7 @@ type RunCommandInput struct {
 	YieldMs             *int64             `json:"yieldMs,omitempty" jsonschema:"answer after at most this many milliseconds: a command still running then goes on behind a handleId (status running), to follow with wait_command, read_output or cancel_command"`
 	Sandbox             *rpc.Sandbox       `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement: filesystem \"read-only\" (writes only its TMPDIR) or \"workspace-write\" (the default: writes only in the workspace), network false to cut the network off"`
 	Limits              *rpc.Limits        `json:"limits,omitempty" jsonschema:"lower the resource limits of the command's whole process tree: memoryBytes, pids, cpuMs"`
+	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (another machine or container the server was started with), not here; see the enum for the names"`
 }
 
 // params returns the toolhost params of run_command.
@@ -33,7 +34,7 @@ func (in *RunCommandInput) params() rpc.RunCommandParams {
 	return rpc.RunCommandParams{
 		Argv: in.Argv, Cwd: in.Cwd, Env: in.Env, Stdin: in.Stdin, TimeoutMs: in.TimeoutMs,
 		InactivityTimeoutMs: in.InactivityTimeoutMs, YieldMs: in.YieldMs, OutputLimitBytes: in.OutputLimitBytes,
-		Sandbox: in.Sandbox, Limits: in.Limits,
+		Sandbox: in.Sandbox, Limits: in.Limits, Destination: in.Destination,
 	}
 }
 
@@ -65,6 +66,7 @@ type StartCommandInput struct {
 	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the inline output kept per stream, as in run_command"`
 	Sandbox             *rpc.Sandbox       `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement, as in run_command"`
 	Limits              *rpc.Limits        `json:"limits,omitempty" jsonschema:"lower the resource limits, as in run_command"`
+	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (another machine or container the server was started with), not here; see the enum for the names"`
 }
 
 // params returns the toolhost params of start_command.
@@ -73,6 +75,7 @@ func (in *StartCommandInput) params() *rpc.LongRunningParams {
 		RunCommandParams: rpc.RunCommandParams{
 			Argv: in.Argv, Cwd: in.Cwd, Env: in.Env, Stdin: in.Stdin, TimeoutMs: in.TimeoutMs,
 			InactivityTimeoutMs: in.InactivityTimeoutMs, OutputLimitBytes: in.OutputLimitBytes, Sandbox: in.Sandbox, Limits: in.Limits,
+			Destination: in.Destination,
 		},
 		Label:     in.Label,
 		OpenStdin: in.OpenStdin,
@@ -138,10 +141,11 @@ type ListCommandsInput struct{}
 
 // ReadFileInput are the arguments of read_file.
 type ReadFileInput struct {
-	Path     string `json:"path" jsonschema:"the file, relative to the workspace root, or absolute inside the root or a read-only root"`
-	Line     int    `json:"line,omitempty" jsonschema:"the first line to read, 1-based (default 1)"`
-	Limit    int    `json:"limit,omitempty" jsonschema:"how many lines to read (default: to the end)"`
-	MaxBytes int64  `json:"maxBytes,omitempty" jsonschema:"the most bytes returned (default 1048576, at most 67108864); a whole file larger than that is refused: page it with line and limit"`
+	Path        string `json:"path" jsonschema:"the file, relative to the workspace root, or absolute inside the root or a read-only root"`
+	Line        int    `json:"line,omitempty" jsonschema:"the first line to read, 1-based (default 1)"`
+	Limit       int    `json:"limit,omitempty" jsonschema:"how many lines to read (default: to the end)"`
+	MaxBytes    int64  `json:"maxBytes,omitempty" jsonschema:"the most bytes returned (default 1048576, at most 67108864); a whole file larger than that is refused: page it with line and limit"`
+	Destination string `json:"destination,omitempty" jsonschema:"the file is on this destination (another machine or container the server was started with), under its own root; see the enum for the names"`
 }
 
 // WriteFileInput are the arguments of write_file.
@@ -151,6 +155,7 @@ type WriteFileInput struct {
 	Encoding       string  `json:"encoding,omitempty" jsonschema:"\"utf-8\" (the default) or \"base64\" for bytes"`
 	CreateDirs     bool    `json:"createDirs,omitempty" jsonschema:"create missing parent directories"`
 	ExpectedSha256 *string `json:"expectedSha256,omitempty" jsonschema:"write only if the file's sha256 is this (from a previous write_file), else fail with Conflict; 64 zeros: only if it does not exist"`
+	Destination    string  `json:"destination,omitempty" jsonschema:"the file is on this destination (another machine or container the server was started with), under its own root; see the enum for the names"`
 }
 
 // addTools registers the nine tools.
@@ -218,7 +223,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		if err != nil {
 			return s.toolError(err)
 		}
-		return toolResultContent(res), nil
+		return s.commandResult(res), nil
 	}
 	// With a progress token the command runs behind a handle, whose step
 	// transitions and heartbeats name it; the call waits for it (up to
@@ -244,12 +249,12 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		// moment toolhost's runCommand answers running: it goes on as a
 		// task.
 		s.startTask(ctx, req, tc, started.HandleID, statusLine(res))
-		return toolResultContent(res), nil
+		return s.commandResult(res), nil
 	}
 	if k != nil && res.Status != rpc.StatusRunning {
 		k.drain(ctx)
 	}
-	return toolResultContent(res), nil
+	return s.commandResult(res), nil
 }
 
 // waitHandle waits for a handle to end, or for limitMs (nil: no limit).
@@ -310,7 +315,7 @@ func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *
 	if k != nil && res.Status != rpc.StatusRunning {
 		k.drain(ctx)
 	}
-	return toolResultContent(res), nil
+	return s.commandResult(res), nil
 }
 
 // readOutput runs read_output: toolhost's readOutput.
@@ -338,7 +343,7 @@ func (s *Server) cancelCommand(ctx context.Context, req *sdk.CallToolRequest, in
 	if err != nil {
 		return s.toolError(err)
 	}
-	return toolResultContent(res), nil
+	return s.commandResult(res), nil
 }
 
 // listCommands runs list_commands: toolhost's progress of every handle.
@@ -363,7 +368,7 @@ func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *Rea
 	// the answer by the transport: a large file is never decoded here nor
 	// encoded again.
 	var raw json.RawMessage
-	if err := s.th.Call(ctx, rpc.MethodReadFile, &rpc.ReadFileParams{Path: in.Path, Line: in.Line, Limit: in.Limit, MaxBytes: in.MaxBytes}, &raw); err != nil {
+	if err := s.th.Call(ctx, rpc.MethodReadFile, &rpc.ReadFileParams{Path: in.Path, Line: in.Line, Limit: in.Limit, MaxBytes: in.MaxBytes, Destination: in.Destination}, &raw); err != nil {
 		return s.toolError(err)
 	}
 	content, rest, err := cutString(raw, "content")
@@ -382,7 +387,7 @@ func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *Rea
 // writeFile runs write_file: toolhost's writeFile.
 func (s *Server) writeFile(ctx context.Context, req *sdk.CallToolRequest, in *WriteFileInput) (*sdk.CallToolResult, error) {
 	res, err := s.th.WriteFile(ctx, &rpc.WriteFileParams{Path: in.Path, Content: in.Content, Encoding: rpc.Encoding(in.Encoding),
-		CreateDirs: in.CreateDirs, ExpectedSha256: in.ExpectedSha256})
+		CreateDirs: in.CreateDirs, ExpectedSha256: in.ExpectedSha256, Destination: in.Destination})
 	if err != nil {
 		return s.toolError(err)
 	}
