@@ -251,39 +251,48 @@ type rawMCP struct {
 // startRawMCP starts toolhost mcp and opens the session with the
 // initialize handshake of MCP 2025-06-18 (no roots).
 func (b *bench) startRawMCP(name string) (*rawMCP, error) {
+	s, _, err := b.startRawMCPAt(name, "2025-06-18")
+	return s, err
+}
+
+// startRawMCPAt starts toolhost mcp and opens the session with the
+// initialize handshake of MCP version (no roots); it returns the session
+// and initialize's result.
+func (b *bench) startRawMCPAt(name, version string) (*rawMCP, json.RawMessage, error) {
 	b.nextID++
 	base := filepath.Join(b.work, fmt.Sprintf("%02d-%s", b.nextID, name))
 	s := &rawMCP{root: filepath.Join(base, "root")}
 	if err := os.MkdirAll(s.root, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ef, err := os.Create(filepath.Join(base, "stderr.log"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.cmd = exec.Command(b.bin, "mcp", "--root", s.root, "--artifacts-dir", filepath.Join(base, "artifacts"), "--log-level", "warn")
 	s.cmd.Dir, s.cmd.Stderr = s.root, ef
 	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.cmd.Start(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.out = bufio.NewReaderSize(stdout, 64<<10)
-	if _, err := s.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "toolhost-bench", "version": "1"}}); err != nil {
+	ini, err := s.request("initialize", map[string]any{"protocolVersion": version, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "toolhost-bench", "version": "1"}})
+	if err != nil {
 		s.end()
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := io.WriteString(s.stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
 		s.end()
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, ini, nil
 }
 
 // request sends a request and returns its result as raw JSON.

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -21,33 +18,8 @@ const taskProtocol = "2025-11-25"
 // the session with the initialize handshake of MCP 2025-11-25 (no roots):
 // the server must declare capabilities.tasks with tools/call requests.
 func (b *bench) startTaskMCP(name string) (*rawMCP, error) {
-	b.nextID++
-	base := filepath.Join(b.work, fmt.Sprintf("%02d-%s", b.nextID, name))
-	s := &rawMCP{root: filepath.Join(base, "root")}
-	if err := os.MkdirAll(s.root, 0o755); err != nil {
-		return nil, err
-	}
-	ef, err := os.Create(filepath.Join(base, "stderr.log"))
+	s, ini, err := b.startRawMCPAt(name, taskProtocol)
 	if err != nil {
-		return nil, err
-	}
-	s.cmd = exec.Command(b.bin, "mcp", "--root", s.root, "--artifacts-dir", filepath.Join(base, "artifacts"), "--log-level", "warn")
-	s.cmd.Dir, s.cmd.Stderr = s.root, ef
-	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := s.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := s.cmd.Start(); err != nil {
-		return nil, err
-	}
-	s.out = bufio.NewReaderSize(stdout, 64<<10)
-	ini, err := s.request("initialize", map[string]any{"protocolVersion": taskProtocol, "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "toolhost-bench", "version": "1"}})
-	if err != nil {
-		s.end()
 		return nil, err
 	}
 	var ir struct {
@@ -67,10 +39,6 @@ func (b *bench) startTaskMCP(name string) (*rawMCP, error) {
 		caps.Tasks == nil || caps.Tasks.Requests.Tools.Call == nil {
 		s.end()
 		return nil, fmt.Errorf("initialize at %s declared no tasks for tools/call: protocolVersion %q, capabilities %s", taskProtocol, ir.ProtocolVersion, ir.Capabilities)
-	}
-	if _, err := s.stdin.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
-		s.end()
-		return nil, err
 	}
 	return s, nil
 }

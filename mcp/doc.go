@@ -21,6 +21,16 @@
 //     so that the command's whole tree ends;
 //   - artifacts are resources, toolhost://artifacts/{commandId}/{stream},
 //     read in pages of lines (resources.go);
+//   - a start_command or run_command may become an MCP task (tasks.go,
+//     taskmethods.go, taskwire.go): the 2025-11-25 experimental tasks, or
+//     the 2026-07-28 extension io.modelcontextprotocol/tasks. A task is its
+//     command's handle: same id, states from the handle's one toolResult
+//     (decided once, under the task table's lock), and the result
+//     run_command would have answered. The SDK has no tasks: a receiving
+//     middleware and custom methods add them, and the stdio transport
+//     (transport.go, lift.go) carries what the SDK's types cannot;
+//   - a destination argument runs a command, or reads and writes a file, on
+//     a destination of --destination;
 //   - the end of stdin ends toolhost's session, which ends every process.
 //
 // [IsMCP] tells an MCP client's first message from one of toolhost's own

@@ -284,13 +284,20 @@ func checkForm(ctx context.Context, method string, legacy, ext bool) (reqInfo, e
 	return info, wireErr(errNoTasks, nil, "method not found: %s: MCP %q has no tasks (they came with 2025-11-25)", method, info.version)
 }
 
+// taskFor checks that method is served to the request in ctx (checkForm)
+// and returns the task id names.
+func (s *Server) taskFor(ctx context.Context, method string, legacy, ext bool, id *string) (reqInfo, *task, error) {
+	info, err := checkForm(ctx, method, legacy, ext)
+	if err != nil {
+		return info, nil, err
+	}
+	t, err := s.tasks.lookup(id)
+	return info, t, err
+}
+
 // getTask is tasks/get: the task's state, at once.
 func (s *Server) getTask(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
-	info, err := checkForm(ctx, "tasks/get", true, true)
-	if err != nil {
-		return nil, err
-	}
-	t, err := s.tasks.lookup(taskIDOf(p))
+	info, t, err := s.taskFor(ctx, "tasks/get", true, true, taskIDOf(p))
 	if err != nil {
 		return nil, err
 	}
@@ -314,10 +321,7 @@ func (s *Server) taskAnswer(t *task, info reqInfo) sdk.Result {
 // taskResult is tasks/result (2025-11-25): it waits for the task's end and
 // answers what tools/call would have. Cancelling it ends the wait only.
 func (s *Server) taskResult(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
-	if _, err := checkForm(ctx, "tasks/result", true, false); err != nil {
-		return nil, err
-	}
-	t, err := s.tasks.lookup(taskIDOf(p))
+	_, t, err := s.taskFor(ctx, "tasks/result", true, false, taskIDOf(p))
 	if err != nil {
 		return nil, err
 	}
@@ -377,11 +381,7 @@ func (s *Server) listTasks(ctx context.Context, _ *sdk.ServerSession, p *listTas
 // the task, cancelled, or -32602 naming the state the task ended in first;
 // in 2026-07-28 an acknowledgment.
 func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
-	info, err := checkForm(ctx, "tasks/cancel", true, true)
-	if err != nil {
-		return nil, err
-	}
-	t, err := s.tasks.lookup(taskIDOf(p))
+	info, t, err := s.taskFor(ctx, "tasks/cancel", true, true, taskIDOf(p))
 	if err != nil {
 		return nil, err
 	}
@@ -420,14 +420,11 @@ func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskID
 // for input, so every response is one for a key not outstanding, which
 // the spec says to ignore: it acknowledges.
 func (s *Server) updateTask(ctx context.Context, _ *sdk.ServerSession, p *updateTaskParams) (sdk.Result, error) {
-	if _, err := checkForm(ctx, "tasks/update", false, true); err != nil {
-		return nil, err
-	}
 	var id *string
 	if p != nil {
 		id = p.TaskID
 	}
-	if _, err := s.tasks.lookup(id); err != nil {
+	if _, _, err := s.taskFor(ctx, "tasks/update", false, true, id); err != nil {
 		return nil, err
 	}
 	return &ackResult{ResultType: resultTypeComplete}, nil

@@ -30,14 +30,7 @@ func RunMCP(w io.Writer, cfg tools.Config, opts rpc.Options, version string) err
 	defer os.RemoveAll(root)
 	cfg.Root = root
 
-	cin, sout := io.Pipe()
-	sin, cout := io.Pipe()
-	srv := mcp.New(cfg, opts, mcp.Options{Version: version})
-	exit := make(chan int, 1)
-	go func() { // owned by RunMCP: it waits on exit
-		exit <- srv.Serve(sin, sout)
-		sout.Close()
-	}()
+	cin, cout, exit := servePiped(cfg, opts, version)
 
 	p := &printer{w: w}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -140,14 +133,7 @@ const taskProtocol = "2025-11-25"
 // support, so this client writes its JSON-RPC requests itself, over the
 // SDK's connection (traced as the first session is).
 func runTasks(ctx context.Context, p *printer, cfg tools.Config, opts rpc.Options, version string) error {
-	cin, sout := io.Pipe()
-	sin, cout := io.Pipe()
-	srv := mcp.New(cfg, opts, mcp.Options{Version: version})
-	exit := make(chan int, 1)
-	go func() { // owned by runTasks: it waits on exit
-		exit <- srv.Serve(sin, sout)
-		sout.Close()
-	}()
+	cin, cout, exit := servePiped(cfg, opts, version)
 
 	p.say("\nTasks (MCP " + taskProtocol + "): a second session on the same workspace. The Go SDK's client has no task support,")
 	p.say("so this client writes its requests itself. The client negotiates " + taskProtocol + "; the server declares capabilities.tasks:")
@@ -304,6 +290,22 @@ func (c *rawClient) read(ctx context.Context) (jsonrpc.Message, error) {
 		c.seen[r.Method]++
 	}
 	return m, nil
+}
+
+// servePiped runs an MCP server in this process over a pair of pipes: the
+// client reads cin and writes cout, and exit receives the server's exit
+// code once it has served. The serving goroutine is owned by the caller,
+// which waits on exit.
+func servePiped(cfg tools.Config, opts rpc.Options, version string) (cin io.ReadCloser, cout io.WriteCloser, exit <-chan int) {
+	cr, sout := io.Pipe()
+	sin, cw := io.Pipe()
+	srv := mcp.New(cfg, opts, mcp.Options{Version: version})
+	done := make(chan int, 1)
+	go func() {
+		done <- srv.Serve(sin, sout)
+		sout.Close()
+	}()
+	return cr, cw, done
 }
 
 // tracing is a transport that prints every message, a write before it is
