@@ -1079,3 +1079,36 @@ func TestMCPTasksTimeout(t *testing.T) {
 	}
 	assertNoneLeft(t, mk, "", "once both timed out")
 }
+
+// TestMCPTasksEndWithStdin closes stdin while a task's command runs and a
+// tasks/result waits on it: the server exits 0, and the command's whole
+// tree is gone by then, as for any command of a session that ends.
+func TestMCPTasksEndWithStdin(t *testing.T) {
+	s, _ := startTasks2025(t)
+	mk := newMarker()
+	started := filepath.Join(s.root, "started")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "echo $$ > pids; sleep " + mk.Sleep + " & echo $! >> pids; echo started > started; wait"
+	var created createTask2025
+	s.toolCall("start_command", map[string]any{"argv": []string{"sh", "-c", script}, "env": mk.env()}, map[string]any{}).result(&created)
+	awaitFIFO(t, started)
+	pids := readLines(t, filepath.Join(s.root, "pids"))
+	waiting := s.send("tasks/result", map[string]any{"taskId": created.Task.TaskID})
+	if err := s.conn.Close(); err != nil { // stdin closed, then the exit awaited
+		t.Fatalf("the session's end: %v", err)
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the server exited %d, want 0", code)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("pid %s of the task's command outlived the session", pid)
+		}
+	}
+	assertNoneLeft(t, mk, "", "once the server exited")
+	if _, _, err := waiting.await(); err == nil {
+		t.Logf("the waiting tasks/result was answered before the end")
+	}
+}
