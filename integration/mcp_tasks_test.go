@@ -1112,3 +1112,32 @@ func TestMCPTasksEndWithStdin(t *testing.T) {
 		t.Logf("the waiting tasks/result was answered before the end")
 	}
 }
+
+// TestMCPTasksArtifactsEvicted lets go of an ended task once the
+// artifacts its result links to are evicted over --artifacts-cap-bytes,
+// and says so.
+func TestMCPTasksArtifactsEvicted(t *testing.T) {
+	s, _ := startTasks2025(t, "--artifacts-cap-bytes", "4096")
+	s.call("logging/setLevel", map[string]any{"level": "warning"}, nil)
+	fill := []string{"sh", "-c", "head -c 8000 /dev/zero | tr '\\0' x"}
+	var created createTask2025
+	s.toolCall("start_command", map[string]any{"argv": fill}, map[string]any{}).result(&created)
+	var res callResult
+	s.call("tasks/result", map[string]any{"taskId": created.Task.TaskID}, &res)
+	s.awaitNotes("the task's status", func(n []taskNote) bool { return hasNote(n, "notifications/tasks/status") })
+	var again callResult
+	s.toolCall("run_command", map[string]any{"argv": fill}, nil).result(&again)
+	// toolhost's warning of the eviction is the event.
+	s.awaitNotes("the eviction's warning", func(notes []taskNote) bool {
+		for _, n := range notes {
+			if n.Method == "notifications/message" && strings.Contains(string(n.Params), "evicted") {
+				return true
+			}
+		}
+		return false
+	})
+	e := s.callErr("tasks/get", map[string]any{"taskId": created.Task.TaskID}, jsonrpc.CodeInvalidParams)
+	if !strings.Contains(e.Message, "evicted") || !strings.Contains(e.Message, created.Task.TaskID) {
+		t.Errorf("tasks/get of a task whose artifacts were evicted: %q, want it named and the eviction said", e.Message)
+	}
+}

@@ -330,7 +330,10 @@ func (tt *taskTable) lookup(id *string) (*task, error) {
 	defer tt.mu.Unlock()
 	tt.sweepLocked(time.Now())
 	if t := tt.tasks[*id]; t != nil {
-		return t, nil
+		if !t.evictedLocked() {
+			return t, nil
+		}
+		tt.dropLocked(t, artifactsEvicted)
 	}
 	if why, ok := tt.gone[*id]; ok {
 		return nil, wireErr(errTaskNotFound, map[string]string{"taskId": *id, "reason": why}, "failed to retrieve task %s: %s", *id, why)
@@ -354,12 +357,23 @@ func (tt *taskTable) sweepLocked(now time.Time) {
 		}
 		if now.Sub(t.created) >= t.ttl {
 			tt.dropLocked(t, t.expiredReason())
-		} else if stat && t.artifact != "" {
-			if _, err := os.Lstat(t.artifact); errors.Is(err, fs.ErrNotExist) {
-				tt.dropLocked(t, "expired: its command's artifacts were evicted (--artifacts-cap-bytes), and its result links to them")
-			}
+		} else if stat && t.evictedLocked() {
+			tt.dropLocked(t, artifactsEvicted)
 		}
 	}
+}
+
+// artifactsEvicted says why a task whose artifacts went is gone.
+const artifactsEvicted = "task has expired: its command's artifacts were evicted (--artifacts-cap-bytes), and its result links to them"
+
+// evictedLocked reports whether t has ended and the artifacts its result
+// links to are gone; the table's mu is held.
+func (t *task) evictedLocked() bool {
+	if !t.status.terminal() || !t.notified || t.artifact == "" {
+		return false
+	}
+	_, err := os.Lstat(t.artifact)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // expiredReason says why an expired task is gone.
