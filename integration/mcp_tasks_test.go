@@ -1141,3 +1141,49 @@ func TestMCPTasksArtifactsEvicted(t *testing.T) {
 		t.Errorf("tasks/get of a task whose artifacts were evicted: %q, want it named and the eviction said", e.Message)
 	}
 }
+
+// TestMCPTasksProgressSharedWithWait follows a 2025-11-25 task's steps on
+// its own progress token after a wait_command with another token watched
+// the same handle and ended: the task's token keeps getting the steps.
+func TestMCPTasksProgressSharedWithWait(t *testing.T) {
+	s, _ := startTasks2025(t)
+	g1, g2 := newGate(t, s.root, "gate1"), newGate(t, s.root, "gate2")
+	script := `echo '[STEP 0/3] one' >&2; read x < gate1; echo '[STEP 1/3] two' >&2; read x < gate2; echo '[STEP 2/3] three' >&2`
+	var created createTask2025
+	s.send("tools/call", map[string]any{"name": "start_command", "arguments": map[string]any{"argv": []string{"sh", "-c", script}},
+		"task": map[string]any{}, "_meta": map[string]any{"progressToken": "task"}}).result(&created)
+	progressOf := func(notes []taskNote, token string) []string {
+		var msgs []string
+		for _, n := range notes {
+			var p struct {
+				ProgressToken any    `json:"progressToken"`
+				Message       string `json:"message"`
+			}
+			if n.Method == "notifications/progress" && json.Unmarshal(n.Params, &p) == nil && p.ProgressToken == token && !strings.Contains(p.Message, "alive") {
+				msgs = append(msgs, p.Message)
+			}
+		}
+		return msgs
+	}
+	s.awaitNotes("the first step on the task's token", func(n []taskNote) bool { return slices.Contains(progressOf(n, "task"), "step 1/3: one") })
+	// A wait with a token of its own watches the handle, and its answer
+	// (running, at its timeout) says it has stopped watching.
+	var waited callResult
+	s.send("tools/call", map[string]any{"name": "wait_command", "arguments": map[string]any{"handleId": created.Task.TaskID, "timeoutMs": 50},
+		"_meta": map[string]any{"progressToken": "wait"}}).result(&waited)
+	if waited.StructuredContent == nil || waited.StructuredContent.Status != "running" {
+		t.Fatalf("wait_command of the running task: %+v, want running at its timeout", waited.StructuredContent)
+	}
+	g1.release()
+	g2.release()
+	var res callResult
+	s.call("tasks/result", map[string]any{"taskId": created.Task.TaskID}, &res)
+	s.awaitNotes("the task's status", func(n []taskNote) bool { return hasNote(n, "notifications/tasks/status") })
+	want := []string{"step 1/3: one", "step 1/3: one (done)", "step 2/3: two", "step 2/3: two (done)", "step 3/3: three", "step 3/3: three (done)"}
+	if diff := cmp.Diff(want, progressOf(s.snapshot(), "task")); diff != "" {
+		t.Errorf("the task's progress around a wait_command's mismatch (-want +got):\n%s", diff)
+	}
+	if got := progressOf(s.snapshot(), "wait"); len(got) != 0 {
+		t.Errorf("the ended wait's token got steps after its answer: %q", got)
+	}
+}

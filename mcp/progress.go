@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,10 +32,10 @@ type event struct {
 // calls step and heartbeat, one at a time and in arrival order.
 type router struct {
 	mu sync.Mutex
-	// sinks are the watching calls by handle id; orphans the latest events
-	// of handles nobody watched, oldest first, at most orphanCap. Guarded
-	// by mu.
-	sinks   map[string]*sink
+	// sinks are the watching calls (and tasks) by handle id, in the order
+	// they began; orphans the latest events of handles nobody watched,
+	// oldest first, at most orphanCap. Guarded by mu.
+	sinks   map[string][]*sink
 	orphans []event
 	// finished holds the handles whose toolResult has come, the latest
 	// finishedCap of them (order lists them oldest first). Guarded by mu.
@@ -46,7 +47,7 @@ type router struct {
 }
 
 func (r *router) init(ended func(*rpc.ToolResult)) {
-	r.sinks = make(map[string]*sink)
+	r.sinks = make(map[string][]*sink)
 	r.finished = make(map[string]bool)
 	r.ended = ended
 }
@@ -74,7 +75,7 @@ func (r *router) toolResult(p *rpc.ToolResult) {
 		r.finished[p.HandleID] = true
 		r.order = append(r.order, p.HandleID)
 	}
-	if k := r.sinks[p.HandleID]; k != nil {
+	for _, k := range r.sinks[p.HandleID] {
 		k.endOnce.Do(func() { close(k.ended) })
 	}
 	r.mu.Unlock()
@@ -94,12 +95,12 @@ func (r *router) heartbeat(p *rpc.HeartbeatParams) {
 	}
 }
 
-// route sends an event to the sink of its handle, or keeps it as an
+// route sends an event to the sinks of its handle, or keeps it as an
 // orphan.
 func (r *router) route(ev event) {
 	r.mu.Lock()
-	k := r.sinks[ev.handleID]
-	if k == nil {
+	ks := slices.Clone(r.sinks[ev.handleID])
+	if len(ks) == 0 {
 		if len(r.orphans) == orphanCap {
 			r.orphans = append(r.orphans[:0], r.orphans[1:]...)
 		}
@@ -107,24 +108,30 @@ func (r *router) route(ev event) {
 		r.mu.Unlock()
 		return
 	}
-	// Lock the sink before letting go of the router: a subscription that
-	// is replaying orphans holds it, and this event comes after them.
-	k.mu.Lock()
+	// Lock the sinks before letting go of the router: a subscription that
+	// is replaying orphans holds its own, and this event comes after them.
+	// (A watch locks its new sink before the router, but the sink is in
+	// no list until then: no cycle.)
+	for _, k := range ks {
+		k.mu.Lock()
+	}
 	r.mu.Unlock()
-	defer k.mu.Unlock()
-	k.sendLocked(ev)
+	for _, k := range ks {
+		k.sendLocked(ev)
+		k.mu.Unlock()
+	}
 }
 
 // watch sends the events of handle handleID as notifications/progress on
 // token, until the returned stop is called. With replay, the events that
 // arrived for the handle before the call (its start) are sent first; else
-// they are dropped. One call watches a handle at a time: a second watch
-// replaces the first.
+// they are dropped. Several calls may watch one handle (a task's token and
+// a wait_command's): each gets every event from its start.
 func (r *router) watch(ctx context.Context, ss *sdk.ServerSession, token any, handleID string, replay bool) (k *sink, stop func()) {
 	k = &sink{ctx: ctx, ss: ss, token: token, ended: make(chan struct{})}
 	k.mu.Lock()
 	r.mu.Lock()
-	r.sinks[handleID] = k
+	r.sinks[handleID] = append(r.sinks[handleID], k)
 	if r.finished[handleID] {
 		k.endOnce.Do(func() { close(k.ended) })
 	}
@@ -148,7 +155,9 @@ func (r *router) watch(ctx context.Context, ss *sdk.ServerSession, token any, ha
 	k.mu.Unlock()
 	return k, func() {
 		r.mu.Lock()
-		if r.sinks[handleID] == k {
+		if ks := slices.DeleteFunc(r.sinks[handleID], func(o *sink) bool { return o == k }); len(ks) > 0 {
+			r.sinks[handleID] = ks
+		} else {
 			delete(r.sinks, handleID)
 		}
 		r.mu.Unlock()
