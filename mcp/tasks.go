@@ -56,11 +56,12 @@ type task struct {
 	seq      int // creation order, for tasks/list
 	created  time.Time
 	ttl      time.Duration
-	// token is the progress token of the tools/call, kept for a 2025-11-25
-	// task's life; stopProgress ends its notifications/progress.
-	stopProgress func()
 
 	// The fields below are guarded by the table's mu.
+
+	// stopProgress ends the notifications/progress of the call's progress
+	// token, which a 2025-11-25 task keeps for its life (nil: none).
+	stopProgress func()
 
 	status  taskStatus
 	message string
@@ -73,7 +74,7 @@ type task struct {
 	artifact string
 	size     int
 	// done is closed when the task reaches its terminal state: the one
-	// place that closes it is end, under mu, once.
+	// place that closes it is finishLocked, which runs once per task.
 	done chan struct{}
 	// cancelAsked says a tasks/cancel is under way.
 	cancelAsked bool
@@ -115,6 +116,8 @@ type taskTable struct {
 	statted time.Time
 }
 
+// newTaskTable returns the task table of s's session; a ttl of 0 or less
+// is the default.
 func newTaskTable(s *Server, defaultTTL, maxTTL time.Duration) *taskTable {
 	if maxTTL <= 0 {
 		maxTTL = DefaultTaskTTLMax
