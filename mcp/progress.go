@@ -38,9 +38,8 @@ type router struct {
 	sinks   map[string][]*sink
 	orphans []event
 	// finished holds the handles whose toolResult has come, the latest
-	// finishedCap of them (order lists them oldest first). Guarded by mu.
-	finished map[string]bool
-	order    []string
+	// finishedCap of them. Guarded by mu.
+	finished recent[bool]
 	// ended is told of every toolResult, after the handle is marked
 	// finished and its last event was sent. Set by init.
 	ended func(*rpc.ToolResult)
@@ -48,7 +47,7 @@ type router struct {
 
 func (r *router) init(ended func(*rpc.ToolResult)) {
 	r.sinks = make(map[string][]*sink)
-	r.finished = make(map[string]bool)
+	r.finished = newRecent[bool](finishedCap)
 	r.ended = ended
 }
 
@@ -57,7 +56,8 @@ func (r *router) init(ended func(*rpc.ToolResult)) {
 func (r *router) isFinished(handleID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.finished[handleID]
+	_, ok := r.finished.get(handleID)
+	return ok
 }
 
 // toolResult records the end of a handle: its toolResult is the last
@@ -67,14 +67,7 @@ func (r *router) toolResult(p *rpc.ToolResult) {
 		return
 	}
 	r.mu.Lock()
-	if !r.finished[p.HandleID] {
-		if len(r.order) == finishedCap {
-			delete(r.finished, r.order[0])
-			r.order = append(r.order[:0], r.order[1:]...)
-		}
-		r.finished[p.HandleID] = true
-		r.order = append(r.order, p.HandleID)
-	}
+	r.finished.put(p.HandleID, true)
 	for _, k := range r.sinks[p.HandleID] {
 		k.endOnce.Do(func() { close(k.ended) })
 	}
@@ -132,7 +125,7 @@ func (r *router) watch(ctx context.Context, ss *sdk.ServerSession, token any, ha
 	k.mu.Lock()
 	r.mu.Lock()
 	r.sinks[handleID] = append(r.sinks[handleID], k)
-	if r.finished[handleID] {
+	if _, ok := r.finished.get(handleID); ok {
 		k.endOnce.Do(func() { close(k.ended) })
 	}
 	var past []event

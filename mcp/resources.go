@@ -41,10 +41,9 @@ const farDirsCap = 4096
 // only the command's results tell.
 type farDirs struct {
 	mu sync.Mutex
-	// dirs maps command ids ("build/cmd-3") to their artifacts directory;
-	// order lists them oldest first, at most farDirsCap. Guarded by mu.
-	dirs  map[string]string
-	order []string
+	// dirs maps command ids ("build/cmd-3") to their artifacts directory,
+	// the latest farDirsCap. Guarded by mu.
+	dirs recent[string]
 }
 
 // note remembers the artifacts directory of res's command, if it ran on
@@ -56,25 +55,17 @@ func (f *farDirs) note(res *rpc.ToolResult) {
 	dir := res.Artifacts.OutputPath[:strings.LastIndex(res.Artifacts.OutputPath, "/")]
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.dirs == nil {
-		f.dirs = make(map[string]string)
+	if f.dirs.m == nil {
+		f.dirs = newRecent[string](farDirsCap)
 	}
-	if _, ok := f.dirs[res.CommandID]; !ok {
-		if len(f.order) == farDirsCap {
-			delete(f.dirs, f.order[0])
-			f.order = f.order[1:]
-		}
-		f.order = append(f.order, res.CommandID)
-	}
-	f.dirs[res.CommandID] = dir
+	f.dirs.put(res.CommandID, dir)
 }
 
 // dir returns the artifacts directory of a destination command.
 func (f *farDirs) dir(commandID string) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	d, ok := f.dirs[commandID]
-	return d, ok
+	return f.dirs.get(commandID)
 }
 
 // commandResult is the MCP result of a command's ToolResult; the

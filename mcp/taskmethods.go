@@ -25,30 +25,24 @@ type reqInfoKey struct{}
 // infoOf reads a request's protocol version and capabilities: from its
 // _meta (2026-07-28), else from the session's initialize.
 func infoOf(req sdk.Request) reqInfo {
-	if p := req.GetParams(); p == nil || reflect.ValueOf(p).IsNil() {
+	var info reqInfo
+	var caps *sdk.ClientCapabilities
+	if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
+		if r, ok := req.(interface {
+			ProtocolVersion() string
+			ClientCapabilities() *sdk.ClientCapabilities
+		}); ok {
+			info.version, caps = r.ProtocolVersion(), r.ClientCapabilities()
+		}
+	} else if ss, _ := req.GetSession().(*sdk.ServerSession); ss != nil {
 		// A request without params (tasks/list, say): the SDK's accessors
 		// would reach through the nil params of a custom method; the
 		// session's initialize is all there is to read.
-		ss, _ := req.GetSession().(*sdk.ServerSession)
-		if ss == nil || ss.InitializeParams() == nil {
-			return reqInfo{}
+		if ip := ss.InitializeParams(); ip != nil {
+			info.version, caps = ip.ProtocolVersion, ip.Capabilities
 		}
-		ip := ss.InitializeParams()
-		info := reqInfo{version: ip.ProtocolVersion}
-		if ip.Capabilities != nil && info.version >= version20260728 {
-			_, info.ext = ip.Capabilities.Extensions[tasksExtension]
-		}
-		return info
 	}
-	r, ok := req.(interface {
-		ProtocolVersion() string
-		ClientCapabilities() *sdk.ClientCapabilities
-	})
-	if !ok {
-		return reqInfo{}
-	}
-	info := reqInfo{version: r.ProtocolVersion()}
-	if caps := r.ClientCapabilities(); caps != nil && info.version >= version20260728 {
+	if caps != nil && info.version >= version20260728 {
 		_, info.ext = caps.Extensions[tasksExtension]
 	}
 	return info
@@ -151,7 +145,7 @@ func (s *Server) callTool(ctx context.Context, next sdk.MethodHandler, method st
 			return nil, err
 		}
 		if !taskTools[ctr.Params.Name] {
-			return nil, wireErr(errNoTasks, map[string]string{"tool": ctr.Params.Name},
+			return nil, wireErr(errNoTasks, nil,
 				"tool %s does not support tasks (its execution.taskSupport is forbidden): call it without task; start_command and run_command do", ctr.Params.Name)
 		}
 		tc = &taskCall{form: formLegacy, ttl: ttl}

@@ -100,14 +100,13 @@ type taskTable struct {
 
 	mu sync.Mutex
 	// tasks maps ids to the tasks kept; order lists them by creation.
-	// gone maps ids let go of to the reason, the latest goneCap of them
-	// (goneOrder oldest first). next numbers "t-N" ids and seqs. bytes is
+	// gone maps ids let go of to the reason, the latest goneCap of them.
+	// next numbers "t-N" ids and seqs. bytes is
 	// the sum of the kept results' sizes. listeners are the 2026-07-28
 	// subscriptions that name tasks. Guarded by mu.
 	tasks     map[string]*task
 	order     []*task
-	gone      map[string]string
-	goneOrder []string
+	gone      recent[string]
 	next      int
 	bytes     int
 	listeners map[*listener]bool
@@ -126,7 +125,7 @@ func newTaskTable(s *Server, defaultTTL, maxTTL time.Duration) *taskTable {
 		defaultTTL = DefaultTaskTTL
 	}
 	return &taskTable{s: s, defaultTTL: min(defaultTTL, maxTTL), maxTTL: maxTTL,
-		tasks: make(map[string]*task), gone: make(map[string]string), listeners: make(map[*listener]bool)}
+		tasks: make(map[string]*task), gone: newRecent[string](goneCap), listeners: make(map[*listener]bool)}
 }
 
 // grant returns the ttl a task gets for a request of ms milliseconds
@@ -191,7 +190,6 @@ func (tt *taskTable) routed(res *rpc.ToolResult) {
 // others find it decided. routed says every notification of the command
 // has been sent.
 func (tt *taskTable) end(t *task, res *rpc.ToolResult, routed bool) {
-	content := tt.s.commandResult(res)
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	if routed {
@@ -204,7 +202,7 @@ func (tt *taskTable) end(t *task, res *rpc.ToolResult, routed bool) {
 			data, _ := json.Marshal(res)
 			t.rpcErr = &wireError{Code: rpc.CodeDestinationUnavailable, Message: msg, Data: data}
 		} else {
-			t.result = content
+			t.result = tt.s.commandResult(res)
 		}
 		if t.cancelAsked && status == taskCancelled {
 			msg = "cancelled by tasks/cancel: " + msg
@@ -338,7 +336,7 @@ func (tt *taskTable) lookup(id *string) (*task, error) {
 		}
 		tt.dropLocked(t, artifactsEvicted)
 	}
-	if why, ok := tt.gone[*id]; ok {
+	if why, ok := tt.gone.get(*id); ok {
 		return nil, wireErr(errTaskNotFound, map[string]string{"taskId": *id, "reason": why}, "failed to retrieve task %s: %s", *id, why)
 	}
 	return nil, wireErr(errTaskNotFound, map[string]string{"taskId": *id}, "failed to retrieve task %s: task not found in this session", *id)
@@ -399,12 +397,7 @@ func (tt *taskTable) dropLocked(t *task, why string) {
 	if t.status.terminal() {
 		tt.bytes -= t.size
 	}
-	if len(tt.goneOrder) == goneCap {
-		delete(tt.gone, tt.goneOrder[0])
-		tt.goneOrder = tt.goneOrder[1:]
-	}
-	tt.gone[t.id] = why
-	tt.goneOrder = append(tt.goneOrder, t.id)
+	tt.gone.put(t.id, why)
 }
 
 // refresh updates a working task's message and activity from its

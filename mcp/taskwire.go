@@ -164,7 +164,8 @@ var (
 	errTaskInvalidArgs = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid task"}
 )
 
-// wireErr returns a JSON-RPC error with code's code, a message and data.
+// wireErr returns a JSON-RPC error with code's code, a message and data
+// (a -32601 carries no data: see methodNotFound).
 func wireErr(code *jsonrpc.Error, data any, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if code.Code == jsonrpc.CodeMethodNotFound {
