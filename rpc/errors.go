@@ -1,11 +1,7 @@
 package rpc
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-
-	"go.lsp.dev/jsonrpc2"
 )
 
 // The error codes toolhost sends: JSON-RPC's, LSP's, and its own.
@@ -53,17 +49,6 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// wire returns the error as the library sends it.
-func (e *Error) wire() *jsonrpc2.Error {
-	w := jsonrpc2.NewError(jsonrpc2.Code(e.Code), e.Message)
-	if e.Data != nil {
-		if b, err := json.Marshal(e.Data); err == nil {
-			w.Data = b
-		}
-	}
-	return w
-}
-
 // InvalidParams returns a -32602 error naming the field that is wrong.
 func InvalidParams(field, format string, args ...any) *Error {
 	reason := fmt.Sprintf(format, args...)
@@ -96,14 +81,3 @@ var (
 	ErrNotRunning             = &Error{Code: CodeNotRunning, Message: "not running"}
 	ErrDestinationUnavailable = &Error{Code: CodeDestinationUnavailable, Message: "destination unavailable"}
 )
-
-// toError turns any error a handler returns into the coded error sent: an
-// *Error keeps its code and data; anything else is -32603 with the method
-// named, so that no error ever goes out with code 0.
-func toError(method string, err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return &Error{Code: CodeInternalError, Message: err.Error(), Data: &ErrorData{Method: method, Reason: err.Error()}}
-}

@@ -22,7 +22,7 @@ func encodeResult(id jsonrpc2.ID, result []byte) []byte {
 
 // encodeError encodes an error response.
 func encodeError(id jsonrpc2.ID, e *Error) []byte {
-	return jsonrpc2.AppendResponse(nil, id, nil, e.wire())
+	return jsonrpc2.AppendResponse(nil, id, nil, wireError(e))
 }
 
 // encodeBatch encodes the answers to a batch as one array.
@@ -197,4 +197,26 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// wireError returns e as the library sends it.
+func wireError(e *Error) *jsonrpc2.Error {
+	w := jsonrpc2.NewError(jsonrpc2.Code(e.Code), e.Message)
+	if e.Data != nil {
+		if b, err := json.Marshal(e.Data); err == nil {
+			w.Data = b
+		}
+	}
+	return w
+}
+
+// toError turns any error a handler returns into the coded error sent: an
+// *Error keeps its code and data; anything else is -32603 with the method
+// named, so that no error ever goes out with code 0.
+func toError(method string, err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeInternalError, Message: err.Error(), Data: &ErrorData{Method: method, Reason: err.Error()}}
 }
