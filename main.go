@@ -35,6 +35,7 @@ import (
 	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/internal/demo"
 	"github.com/toolhost/toolhost/mcp"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -305,7 +306,7 @@ func (e *sessionEnder) end(reason string) {
 func (f *flags) sandboxConfig() (tools.SandboxConfig, error) {
 	c := tools.SandboxConfig{
 		Mode:       f.sandbox,
-		Filesystem: rpc.SandboxFilesystem(f.sandboxDefault),
+		Filesystem: protocol.SandboxFilesystem(f.sandboxDefault),
 		Writable:   f.writable,
 		NoLandlock: f.debugNoLandlock,
 	}
@@ -315,7 +316,7 @@ func (f *flags) sandboxConfig() (tools.SandboxConfig, error) {
 		return c, fmt.Errorf("--sandbox must be auto, required or off, not %q", f.sandbox)
 	}
 	switch c.Filesystem {
-	case rpc.SandboxWorkspaceWrite, rpc.SandboxReadOnly, rpc.SandboxFull:
+	case protocol.SandboxWorkspaceWrite, protocol.SandboxReadOnly, protocol.SandboxFull:
 	default:
 		return c, fmt.Errorf("--sandbox-default must be workspace-write, read-only or full, not %q", f.sandboxDefault)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // callLimit bounds every request of the bench, so that a broken server
@@ -98,7 +98,7 @@ func startEcho(dir string) (*echo, error) {
 func (e *echo) roundTrip() error {
 	ctx, cancel := limit()
 	defer cancel()
-	if err := e.Notify(ctx, "echo", rpc.ProgressList{Handles: []rpc.Progress{}}); err != nil {
+	if err := e.Notify(ctx, "echo", protocol.ProgressList{Handles: []protocol.Progress{}}); err != nil {
 		return err
 	}
 	select {

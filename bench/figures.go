@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // figure is one measurement of the suite.
@@ -72,7 +72,7 @@ func (b *bench) startServer(name string, extra ...string) (*server, error) {
 	ctx, cancel := limit()
 	defer cancel()
 	pid := os.Getpid()
-	if _, err := c.Initialize(ctx, &rpc.InitializeParams{ProcessID: &pid, ClientInfo: &rpc.ClientInfo{Name: "toolhost-bench"}}); err != nil {
+	if _, err := c.Initialize(ctx, &protocol.InitializeParams{ProcessID: &pid, ClientInfo: &protocol.ClientInfo{Name: "toolhost-bench"}}); err != nil {
 		c.close(false)
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (b *bench) roundTrip() error {
 	defer cancel()
 	for i := range warm + n {
 		t0 := time.Now()
-		res, err := s.Progress(ctx, &rpc.ProgressParams{})
+		res, err := s.Progress(ctx, &protocol.ProgressParams{})
 		if err != nil {
 			return err
 		}
@@ -190,7 +190,7 @@ func (b *bench) readFile() error {
 		return err
 	}
 
-	measure := func(path string, params rpc.ReadFileParams, wantBytes, warm, n int) (durations, durations, error) {
+	measure := func(path string, params protocol.ReadFileParams, wantBytes, warm, n int) (durations, durations, error) {
 		var got, base durations
 		for i := range warm + n {
 			r, d, err := s.readFileRoundTrip(params)
@@ -216,7 +216,7 @@ func (b *bench) readFile() error {
 		return got, base, nil
 	}
 
-	got, base, err := measure(small, rpc.ReadFileParams{Path: "small.txt"}, 4096, b.iters(300, 20), b.iters(5000, 100))
+	got, base, err := measure(small, protocol.ReadFileParams{Path: "small.txt"}, 4096, b.iters(300, 20), b.iters(5000, 100))
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (b *bench) readFile() error {
 		Ratio: ratio(float64(p99), float64(base.pct(99)))})
 
 	nBig := b.iters(100, 10)
-	got, base, err = measure(big, rpc.ReadFileParams{Path: "big.txt", Line: bigLines - 99, Limit: 100}, 100*len(line), 3, nBig)
+	got, base, err = measure(big, protocol.ReadFileParams{Path: "big.txt", Line: bigLines - 99, Limit: 100}, 100*len(line), 3, nBig)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (b *bench) readFile() error {
 	nWhole := b.iters(30, 5)
 	var whole, wholeBase durations
 	for i := range 2 + nWhole {
-		r, d, err := s.readFileRoundTrip(rpc.ReadFileParams{Path: "big.txt", MaxBytes: 11 << 20})
+		r, d, err := s.readFileRoundTrip(protocol.ReadFileParams{Path: "big.txt", MaxBytes: 11 << 20})
 		if err != nil {
 			return err
 		}
@@ -269,14 +269,14 @@ func (b *bench) readFile() error {
 // readFileRoundTrip sends readFile and returns its decoded result and the
 // round trip: from before the request is written to when the client has
 // the answer's result as raw JSON (decoding it comes after).
-func (s *server) readFileRoundTrip(params rpc.ReadFileParams) (rpc.ReadFileResult, time.Duration, error) {
+func (s *server) readFileRoundTrip(params protocol.ReadFileParams) (protocol.ReadFileResult, time.Duration, error) {
 	ctx, cancel := limit()
 	defer cancel()
 	var raw json.RawMessage
 	t0 := time.Now()
-	err := s.Call(ctx, rpc.MethodReadFile, params, &raw)
+	err := s.Call(ctx, protocol.MethodReadFile, params, &raw)
 	d := time.Since(t0)
-	var r rpc.ReadFileResult
+	var r protocol.ReadFileResult
 	if err == nil {
 		err = json.Unmarshal(raw, &r)
 	}
@@ -302,7 +302,7 @@ func encodeThroughPipe(path string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	body, err := json.Marshal(rpc.ReadFileResult{Path: path, Content: string(data), Encoding: rpc.EncodingUTF8, Size: fi.Size(),
+	body, err := json.Marshal(protocol.ReadFileResult{Path: path, Content: string(data), Encoding: protocol.EncodingUTF8, Size: fi.Size(),
 		StartLine: 1, EndLine: bytes.Count(data, []byte{'\n'}), TotalLines: bytes.Count(data, []byte{'\n'}), MTime: fi.ModTime()})
 	if err != nil {
 		return 0, err
@@ -342,9 +342,9 @@ func (b *bench) runCommandTrue() error {
 	var enforcedBy string
 	ctx, cancel := limit()
 	defer cancel()
-	run := func(s *server) (time.Duration, *rpc.ToolResult, error) {
+	run := func(s *server) (time.Duration, *protocol.ToolResult, error) {
 		t0 := time.Now()
-		r, err := s.RunCommand(ctx, &rpc.RunCommandParams{Argv: []string{"true"}})
+		r, err := s.RunCommand(ctx, &protocol.RunCommandParams{Argv: []string{"true"}})
 		d := time.Since(t0)
 		if err == nil && !r.Success {
 			err = fmt.Errorf("runCommand true did not succeed: %+v", r)
@@ -433,7 +433,7 @@ func (b *bench) output() error {
 		syncDisks() // neither side pays for the other's writeback
 		ctx, cancel := limit()
 		t0 := time.Now()
-		r, err := s.RunCommand(ctx, &rpc.RunCommandParams{Argv: []string{"head", "-c", strconv.Itoa(size), "/dev/zero"}})
+		r, err := s.RunCommand(ctx, &protocol.RunCommandParams{Argv: []string{"head", "-c", strconv.Itoa(size), "/dev/zero"}})
 		d := time.Since(t0)
 		cancel()
 		if err == nil && (!r.Success || r.Artifacts.ByteCount != size) {
@@ -488,11 +488,11 @@ func (b *bench) handles() error {
 	t0 := time.Now()
 	sent := make([]*client.Pending, n)
 	for i := range sent {
-		if sent[i], err = s.Send(ctx, rpc.MethodLongRunning, rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: []string{"sleep", "300"}}}); err != nil {
+		if sent[i], err = s.Send(ctx, protocol.MethodLongRunning, protocol.LongRunningParams{RunCommandParams: protocol.RunCommandParams{Argv: []string{"sleep", "300"}}}); err != nil {
 			return err
 		}
 	}
-	results := make([]rpc.LongRunningResult, n)
+	results := make([]protocol.LongRunningResult, n)
 	for i, p := range sent {
 		if err := p.Wait(ctx, &results[i]); err != nil {
 			return fmt.Errorf("longRunning %d: %w", i, err)
@@ -523,16 +523,16 @@ func (b *bench) handles() error {
 
 	t0 = time.Now()
 	for i, r := range results {
-		if sent[i], err = s.Send(ctx, rpc.MethodCancel, rpc.CancelParams{HandleID: r.HandleID}); err != nil {
+		if sent[i], err = s.Send(ctx, protocol.MethodCancel, protocol.CancelParams{HandleID: r.HandleID}); err != nil {
 			return err
 		}
 	}
 	for i, p := range sent {
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		if err := p.Wait(ctx, &res); err != nil {
 			return fmt.Errorf("cancel %d: %w", i, err)
 		}
-		if res.Status != rpc.StatusCancelled {
+		if res.Status != protocol.StatusCancelled {
 			return fmt.Errorf("cancel %d: status %q, want cancelled", i, res.Status)
 		}
 	}
@@ -584,9 +584,9 @@ func (b *bench) markers() error {
 	stop := s.OnEveryNotification(func(method string, params json.RawMessage) {
 		at := time.Now()
 		switch method {
-		case rpc.NotifyStepTransition:
-			var p rpc.StepTransitionParams
-			if err := json.Unmarshal(params, &p); err != nil || p.Status != rpc.StepStart || !strings.HasPrefix(p.Step, "m") {
+		case protocol.NotifyStepTransition:
+			var p protocol.StepTransitionParams
+			if err := json.Unmarshal(params, &p); err != nil || p.Status != protocol.StepStart || !strings.HasPrefix(p.Step, "m") {
 				return
 			}
 			ns, err := strconv.ParseInt(p.Step[1:], 10, 64)
@@ -596,8 +596,8 @@ func (b *bench) markers() error {
 			mu.Lock()
 			lat = append(lat, at.Sub(time.Unix(0, ns)))
 			mu.Unlock()
-		case rpc.NotifyToolResult:
-			var r rpc.ToolResult
+		case protocol.NotifyToolResult:
+			var r protocol.ToolResult
 			if err := json.Unmarshal(params, &r); err == nil && !r.Success {
 				mu.Lock()
 				bad = fmt.Errorf("the marker child failed: %s", r.Stderr)
@@ -610,7 +610,7 @@ func (b *bench) markers() error {
 	interval := 2 * time.Millisecond
 	ctx, cancel := limit()
 	defer cancel()
-	if _, err := s.LongRunning(ctx, &rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{
+	if _, err := s.LongRunning(ctx, &protocol.LongRunningParams{RunCommandParams: protocol.RunCommandParams{
 		Argv: []string{b.self, markerChildArg, strconv.Itoa(warm + n), interval.String()}}}); err != nil {
 		return err
 	}
@@ -680,7 +680,7 @@ func (b *bench) cancelLatency() error {
 	ctx, cancel := limit()
 	defer cancel()
 	for range n {
-		lr, err := s.LongRunning(ctx, &rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: []string{"sleep", "300"}}})
+		lr, err := s.LongRunning(ctx, &protocol.LongRunningParams{RunCommandParams: protocol.RunCommandParams{Argv: []string{"sleep", "300"}}})
 		if err != nil {
 			return err
 		}
@@ -692,12 +692,12 @@ func (b *bench) cancelLatency() error {
 			time.Sleep(100 * time.Microsecond)
 		}
 		t0 := time.Now()
-		r, err := s.Cancel(ctx, &rpc.CancelParams{HandleID: lr.HandleID})
+		r, err := s.Cancel(ctx, &protocol.CancelParams{HandleID: lr.HandleID})
 		if err != nil {
 			return err
 		}
 		got = append(got, time.Since(t0))
-		if r.Status != rpc.StatusCancelled || r.Signal == nil || *r.Signal != "SIGTERM" {
+		if r.Status != protocol.StatusCancelled || r.Signal == nil || *r.Signal != "SIGTERM" {
 			return fmt.Errorf("cancel: status %q signal %v, want cancelled by SIGTERM", r.Status, r.Signal)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // farFlags are the flags of every far toolhost of the hub figures, and of
@@ -51,7 +51,7 @@ func (s *server) runTrue(dest string) (time.Duration, error) {
 	ctx, cancel := limit()
 	defer cancel()
 	t0 := time.Now()
-	r, err := s.RunCommand(ctx, &rpc.RunCommandParams{Argv: []string{"true"}, Destination: dest})
+	r, err := s.RunCommand(ctx, &protocol.RunCommandParams{Argv: []string{"true"}, Destination: dest})
 	d := time.Since(t0)
 	if err == nil && !r.Success {
 		err = fmt.Errorf("runCommand true on %q did not succeed: %s %s", dest, r.Status, r.Stderr)
@@ -177,7 +177,7 @@ func (b *bench) hubConcurrent() error {
 		var sent []*client.Pending
 		for range perDest {
 			for i, s := range targets {
-				p, err := s.Send(ctx, rpc.MethodRunCommand, rpc.RunCommandParams{Argv: []string{"true"}, Destination: dests[i]})
+				p, err := s.Send(ctx, protocol.MethodRunCommand, protocol.RunCommandParams{Argv: []string{"true"}, Destination: dests[i]})
 				if err != nil {
 					return 0, err
 				}
@@ -185,7 +185,7 @@ func (b *bench) hubConcurrent() error {
 			}
 		}
 		for _, p := range sent {
-			var r rpc.ToolResult
+			var r protocol.ToolResult
 			if err := p.Wait(ctx, &r); err != nil {
 				return 0, err
 			}

@@ -13,7 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // mcpSession is an MCP session with the binary (toolhost mcp), driven by
@@ -138,7 +138,7 @@ func (b *bench) mcpVsOwn() error {
 		}
 		return p, nil
 	}
-	ownRead := func(params rpc.ReadFileParams, want int) func() error {
+	ownRead := func(params protocol.ReadFileParams, want int) func() error {
 		return func() error {
 			r, _, err := own.readFileRoundTrip(params)
 			if err == nil && len(r.Content) != want {
@@ -183,7 +183,7 @@ func (b *bench) mcpVsOwn() error {
 	defer cancel()
 	n := b.iters(400, 30)
 	p, err := measure(b.iters(20, 5), n, func() error {
-		r, err := own.RunCommand(ctx, &rpc.RunCommandParams{Argv: []string{"true"}})
+		r, err := own.RunCommand(ctx, &protocol.RunCommandParams{Argv: []string{"true"}})
 		if err == nil && !r.Success {
 			err = fmt.Errorf("runCommand true did not succeed")
 		}
@@ -208,7 +208,7 @@ func (b *bench) mcpVsOwn() error {
 
 	nSmall := b.iters(2000, 50)
 	small := len(files["small.txt"])
-	p, err = measure(b.iters(50, 5), nSmall, ownRead(rpc.ReadFileParams{Path: "small.txt"}, small),
+	p, err = measure(b.iters(50, 5), nSmall, ownRead(protocol.ReadFileParams{Path: "small.txt"}, small),
 		sdkRead(map[string]any{"path": "small.txt"}, small), rawRead(map[string]any{"path": "small.txt"}, small))
 	if err != nil {
 		return err
@@ -217,7 +217,7 @@ func (b *bench) mcpVsOwn() error {
 
 	big := len(files["big.txt"])
 	nBig := b.iters(30, 5)
-	p, err = measure(2, nBig, ownRead(rpc.ReadFileParams{Path: "big.txt", MaxBytes: 11 << 20}, big),
+	p, err = measure(2, nBig, ownRead(protocol.ReadFileParams{Path: "big.txt", MaxBytes: 11 << 20}, big),
 		sdkRead(map[string]any{"path": "big.txt", "maxBytes": 11 << 20}, big), rawRead(map[string]any{"path": "big.txt", "maxBytes": 11 << 20}, big))
 	if err != nil {
 		return err

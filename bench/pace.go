@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // readOutputWake measures how soon a readOutput waiting with waitMs
@@ -26,11 +26,11 @@ func (b *bench) readOutputWake() error {
 	}
 	ctx, cancel := limit()
 	defer cancel()
-	lr, err := s.LongRunning(ctx, &rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: []string{"cat", "feed"}}})
+	lr, err := s.LongRunning(ctx, &protocol.LongRunningParams{RunCommandParams: protocol.RunCommandParams{Argv: []string{"cat", "feed"}}})
 	if err != nil {
 		return err
 	}
-	defer s.Cancel(ctx, &rpc.CancelParams{HandleID: lr.HandleID})
+	defer s.Cancel(ctx, &protocol.CancelParams{HandleID: lr.HandleID})
 	feed, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for cat's open
 	if err != nil {
 		return err
@@ -41,7 +41,7 @@ func (b *bench) readOutputWake() error {
 	var next int64
 	waitMs := int64(60000)
 	for i := range warm + n {
-		pend, err := s.Send(ctx, rpc.MethodReadOutput, rpc.ReadOutputParams{HandleID: lr.HandleID, Offset: &next, WaitMs: &waitMs})
+		pend, err := s.Send(ctx, protocol.MethodReadOutput, protocol.ReadOutputParams{HandleID: lr.HandleID, Offset: &next, WaitMs: &waitMs})
 		if err != nil {
 			return err
 		}
@@ -52,7 +52,7 @@ func (b *bench) readOutputWake() error {
 		if _, err := fmt.Fprintf(feed, "line %d\n", i); err != nil {
 			return err
 		}
-		var r rpc.ReadOutputResult
+		var r protocol.ReadOutputResult
 		if err := pend.Wait(ctx, &r); err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func (b *bench) yieldOverhead() error {
 	var with, without durations
 	run := func(y *int64) (time.Duration, error) {
 		t0 := time.Now()
-		r, err := s.RunCommand(ctx, &rpc.RunCommandParams{Argv: []string{"true"}, YieldMs: y})
+		r, err := s.RunCommand(ctx, &protocol.RunCommandParams{Argv: []string{"true"}, YieldMs: y})
 		d := time.Since(t0)
 		if err == nil && (!r.Success || r.HandleID != "") {
 			err = fmt.Errorf("runCommand true with yieldMs %v: %+v", y, r)

@@ -15,7 +15,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // rawCat is the command both sides of the PTY echo run: cat in a terminal
@@ -44,10 +44,10 @@ func (e *echoWatch) expect(tok []byte) {
 }
 
 // onOutput is the client's handler of output notifications.
-func (e *echoWatch) onOutput(o *rpc.OutputParams) {
+func (e *echoWatch) onOutput(o *protocol.OutputParams) {
 	at := time.Now()
 	data := []byte(o.Data)
-	if o.Encoding == rpc.EncodingBase64 {
+	if o.Encoding == protocol.EncodingBase64 {
 		var err error
 		if data, err = base64.StdEncoding.DecodeString(o.Data); err != nil {
 			e.mu.Lock()
@@ -86,21 +86,21 @@ func (b *bench) ptyEcho() error {
 	w := &echoWatch{got: make(chan time.Time, 1)}
 	ready := make(chan struct{})
 	var readyOnce sync.Once
-	stop := client.OnNotification(s.Client, rpc.OutputNotification, func(o *rpc.OutputParams) {
-		if o.Stream == rpc.StreamPty && bytes.Contains([]byte(o.Data), []byte("READY")) {
+	stop := client.OnNotification(s.Client, protocol.OutputNotification, func(o *protocol.OutputParams) {
+		if o.Stream == protocol.StreamPty && bytes.Contains([]byte(o.Data), []byte("READY")) {
 			readyOnce.Do(func() { close(ready) })
 		}
 		w.onOutput(o)
 	})
 	defer stop()
-	lr, err := s.LongRunning(ctx, &rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: rawCat}, StreamOutput: true, Pty: &rpc.DefaultPtySize})
+	lr, err := s.LongRunning(ctx, &protocol.LongRunningParams{RunCommandParams: protocol.RunCommandParams{Argv: rawCat}, StreamOutput: true, Pty: &protocol.DefaultPtySize})
 	if err != nil {
 		return err
 	}
 	w.mu.Lock()
 	w.handle = lr.HandleID
 	w.mu.Unlock()
-	defer s.Cancel(ctx, &rpc.CancelParams{HandleID: lr.HandleID})
+	defer s.Cancel(ctx, &protocol.CancelParams{HandleID: lr.HandleID})
 	select {
 	case <-ready:
 	case <-time.After(30 * time.Second):
@@ -119,7 +119,7 @@ func (b *bench) ptyEcho() error {
 		tok := []byte("k" + strconv.Itoa(i) + ".")
 		w.expect(tok)
 		t0 := time.Now()
-		pend, err := s.Send(ctx, rpc.MethodWriteInput, rpc.WriteInputParams{HandleID: lr.HandleID, Data: string(tok)})
+		pend, err := s.Send(ctx, protocol.MethodWriteInput, protocol.WriteInputParams{HandleID: lr.HandleID, Data: string(tok)})
 		if err != nil {
 			return err
 		}
@@ -132,7 +132,7 @@ func (b *bench) ptyEcho() error {
 			w.mu.Unlock()
 			return fmt.Errorf("no echo of %q within 30 s (%v)", tok, bad)
 		}
-		var r rpc.WriteInputResult
+		var r protocol.WriteInputResult
 		if err := pend.Wait(ctx, &r); err != nil {
 			return err
 		}
@@ -296,7 +296,7 @@ func checkSize(file string) error {
 // producer is gone).
 func producerThroughPty(file string) error {
 	cmd := exec.Command("sh", "-c", ptyProducer)
-	master, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: uint16(rpc.DefaultPtySize.Rows), Cols: uint16(rpc.DefaultPtySize.Cols)})
+	master, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: uint16(protocol.DefaultPtySize.Rows), Cols: uint16(protocol.DefaultPtySize.Cols)})
 	if err != nil {
 		return err
 	}
@@ -329,15 +329,15 @@ func (b *bench) ptyOutputOnce(s *server) (d time.Duration, notes, skipped, hwm i
 	defer cancel()
 	var mu sync.Mutex // guards notes and skipped
 	// done gets every toolResult; the server runs only this command.
-	done := make(chan rpc.ToolResult, 1)
-	stopOut := client.OnNotification(s.Client, rpc.OutputNotification, func(o *rpc.OutputParams) {
+	done := make(chan protocol.ToolResult, 1)
+	stopOut := client.OnNotification(s.Client, protocol.OutputNotification, func(o *protocol.OutputParams) {
 		mu.Lock()
 		notes++
 		skipped += o.Skipped
 		mu.Unlock()
 	})
 	defer stopOut()
-	stopRes := client.OnNotification(s.Client, rpc.ToolResultNotification, func(r *rpc.ToolResult) {
+	stopRes := client.OnNotification(s.Client, protocol.ToolResultNotification, func(r *protocol.ToolResult) {
 		select {
 		case done <- *r:
 		default:
@@ -346,11 +346,11 @@ func (b *bench) ptyOutputOnce(s *server) (d time.Duration, notes, skipped, hwm i
 	defer stopRes()
 	syncDisks()
 	t0 := time.Now()
-	lr, err := s.LongRunning(ctx, &rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: []string{"sh", "-c", ptyProducer}}, StreamOutput: true, Pty: &rpc.DefaultPtySize})
+	lr, err := s.LongRunning(ctx, &protocol.LongRunningParams{RunCommandParams: protocol.RunCommandParams{Argv: []string{"sh", "-c", ptyProducer}}, StreamOutput: true, Pty: &protocol.DefaultPtySize})
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
-	var r rpc.ToolResult
+	var r protocol.ToolResult
 	select {
 	case r = <-done:
 	case <-ctx.Done():

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // eventsRate compares the rate of event notifications a jsonl longRunning
@@ -45,7 +45,7 @@ for i in range(%d):
 	}
 	got := make(chan int64, 1)
 	count := int64(0)
-	stop := client.OnNotification(s.Client, rpc.EventNotification, func(e *rpc.EventParams) {
+	stop := client.OnNotification(s.Client, protocol.EventNotification, func(e *protocol.EventParams) {
 		count++
 		if count == int64(n) {
 			got <- count
@@ -55,7 +55,7 @@ for i in range(%d):
 	ctx, cancel := limit()
 	defer cancel()
 	t0 = time.Now()
-	lr, err := s.LongRunning(ctx, &rpc.LongRunningParams{StdoutFormat: rpc.StdoutJSONL, RunCommandParams: rpc.RunCommandParams{Argv: []string{"python3", "-c", script}}})
+	lr, err := s.LongRunning(ctx, &protocol.LongRunningParams{StdoutFormat: protocol.StdoutJSONL, RunCommandParams: protocol.RunCommandParams{Argv: []string{"python3", "-c", script}}})
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ for i in range(%d):
 		return fmt.Errorf("%d of %d events arrived", count, n)
 	}
 	took := time.Since(t0)
-	if _, err := s.Wait(ctx, &rpc.WaitParams{HandleID: lr.HandleID}); err != nil {
+	if _, err := s.Wait(ctx, &protocol.WaitParams{HandleID: lr.HandleID}); err != nil {
 		return err
 	}
 	rate := float64(n) / took.Seconds()
@@ -84,8 +84,8 @@ func (b *bench) portLatency() error {
 		return err
 	}
 	defer s.end()
-	opened := make(chan rpc.PortOpenedParams, 16)
-	stop := client.OnNotification(s.Client, rpc.PortOpenedNotification, func(p *rpc.PortOpenedParams) { opened <- *p })
+	opened := make(chan protocol.PortOpenedParams, 16)
+	stop := client.OnNotification(s.Client, protocol.PortOpenedNotification, func(p *protocol.PortOpenedParams) { opened <- *p })
 	defer stop()
 	// The listener prints the time it started listening, in Unix nanoseconds.
 	script := `import socket, sys, time
@@ -100,18 +100,18 @@ sys.stdin.read()
 	ctx, cancel := limit()
 	defer cancel()
 	for range n {
-		lr, err := s.LongRunning(ctx, &rpc.LongRunningParams{OpenStdin: true, RunCommandParams: rpc.RunCommandParams{Argv: []string{"python3", "-c", script}}})
+		lr, err := s.LongRunning(ctx, &protocol.LongRunningParams{OpenStdin: true, RunCommandParams: protocol.RunCommandParams{Argv: []string{"python3", "-c", script}}})
 		if err != nil {
 			return err
 		}
-		var p rpc.PortOpenedParams
+		var p protocol.PortOpenedParams
 		select {
 		case p = <-opened:
 		case <-ctx.Done():
 			return fmt.Errorf("no portOpened")
 		}
 		at := time.Now()
-		ro, err := s.ReadOutput(ctx, &rpc.ReadOutputParams{HandleID: lr.HandleID, Stream: rpc.OutputStreamStdout})
+		ro, err := s.ReadOutput(ctx, &protocol.ReadOutputParams{HandleID: lr.HandleID, Stream: protocol.OutputStreamStdout})
 		if err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ sys.stdin.read()
 		}
 		ns, _ := strconv.ParseInt(f[1], 10, 64)
 		got = append(got, at.Sub(time.Unix(0, ns)))
-		if _, err := s.Cancel(ctx, &rpc.CancelParams{HandleID: lr.HandleID}); err != nil {
+		if _, err := s.Cancel(ctx, &protocol.CancelParams{HandleID: lr.HandleID}); err != nil {
 			return err
 		}
 	}

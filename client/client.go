@@ -12,18 +12,18 @@
 //	c, err := client.Start(ctx, exec.Command("toolhost", "--root", dir), nil)
 //	...
 //	defer c.Close()
-//	if _, err := c.Initialize(ctx, &rpc.InitializeParams{}); err != nil { ... }
+//	if _, err := c.Initialize(ctx, &protocol.InitializeParams{}); err != nil { ... }
 //	c.Initialized(ctx)
-//	res, err := c.RunCommand(ctx, &rpc.RunCommandParams{Argv: []string{"go", "test", "./..."}})
+//	res, err := c.RunCommand(ctx, &protocol.RunCommandParams{Argv: []string{"go", "test", "./..."}})
 //	...
 //	c.Shutdown(ctx)
 //	c.Exit(ctx)
 //
 // There is a typed method for every request and notification a client sends
-// (see rpc/methods.go), the generic [Call] and [Notify] for any typed
+// (see protocol/methods.go), the generic [Call] and [Notify] for any typed
 // descriptor, and the raw [Client.Call] and [Client.Send] for anything else.
-// An error response comes back as an *rpc.Error, to match with errors.Is
-// against the sentinels of package rpc (rpc.ErrHandleNotFound, …). When the
+// An error response comes back as an *protocol.Error, to match with errors.Is
+// against the sentinels of package protocol (protocol.ErrHandleNotFound, …). When the
 // transport ends, every call fails with an error wrapping [ErrClosed] that
 // says why (and, for [Start], how the process exited and the tail of its
 // stderr). Cancelling a call's context sends $/cancelRequest; the call then
@@ -57,7 +57,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // Framing is how messages are delimited on the stream.
@@ -366,16 +366,16 @@ func (c *Client) finish(cause error) {
 	c.inbox.close()
 }
 
-// fromWire turns the library's error into an *rpc.Error, decoding its data.
-// Data that is not an object of rpc.ErrorData's shape is left out.
-func fromWire(err error) *rpc.Error {
+// fromWire turns the library's error into an *protocol.Error, decoding its data.
+// Data that is not an object of protocol.ErrorData's shape is left out.
+func fromWire(err error) *protocol.Error {
 	var w *jsonrpc2.Error
 	if !errors.As(err, &w) {
-		return &rpc.Error{Code: rpc.CodeInternalError, Message: err.Error()}
+		return &protocol.Error{Code: protocol.CodeInternalError, Message: err.Error()}
 	}
-	e := &rpc.Error{Code: int(w.Code), Message: w.Message}
+	e := &protocol.Error{Code: int(w.Code), Message: w.Message}
 	if len(w.Data) > 0 && string(w.Data) != "null" {
-		var d rpc.ErrorData
+		var d protocol.ErrorData
 		if json.Unmarshal(w.Data, &d) == nil {
 			e.Data = &d
 		}
@@ -383,12 +383,12 @@ func fromWire(err error) *rpc.Error {
 	return e
 }
 
-// toWire turns a handler's error into the error object sent: an *rpc.Error
+// toWire turns a handler's error into the error object sent: an *protocol.Error
 // keeps its code and data, anything else is -32603.
 func toWire(err error) *jsonrpc2.Error {
-	var e *rpc.Error
+	var e *protocol.Error
 	if !errors.As(err, &e) {
-		return jsonrpc2.NewError(rpc.CodeInternalError, err.Error())
+		return jsonrpc2.NewError(protocol.CodeInternalError, err.Error())
 	}
 	w := jsonrpc2.NewError(jsonrpc2.Code(e.Code), e.Message)
 	if e.Data != nil {
@@ -422,7 +422,7 @@ func (p *Pending) Done() <-chan struct{} { return p.done }
 
 // Wait waits for the answer and decodes its result into result (unless it
 // is nil; a *json.RawMessage receives the bytes as they are). An error
-// answer is returned as an *rpc.Error. If ctx is done first, Wait sends
+// answer is returned as an *protocol.Error. If ctx is done first, Wait sends
 // $/cancelRequest and returns the server's answer, or ctx's error if the
 // answer does not come within Options.CancelWait or the transport ends.
 // Wait may be called again; it returns the same outcome.
@@ -445,9 +445,9 @@ func (p *Pending) Wait(ctx context.Context, result any) error {
 // reports false.
 func (p *Pending) awaitCancelled() bool {
 	c := p.c
-	params, _ := json.Marshal(rpc.CancelRequestParams{ID: json.RawMessage(strconv.FormatInt(p.id, 10))})
+	params, _ := json.Marshal(protocol.CancelRequestParams{ID: json.RawMessage(strconv.FormatInt(p.id, 10))})
 	// A failed write leaves the transport's end to answer the request.
-	_ = c.write(context.Background(), jsonrpc2.NewNotification(rpc.MethodCancelRequest, params))
+	_ = c.write(context.Background(), jsonrpc2.NewNotification(protocol.MethodCancelRequest, params))
 	if c.cancelWait > 0 {
 		t := time.NewTimer(c.cancelWait)
 		defer t.Stop()
@@ -704,7 +704,7 @@ func (c *Client) OnNotificationRaw(method string, fn func(params json.RawMessage
 // OnNotification adds a handler called with the decoded params of every
 // notification of t's method, as Client.OnEveryNotification does. Params
 // that do not decode into P are not passed on (Options.Logf is told).
-func OnNotification[P any](c *Client, t rpc.NotificationType[P], fn func(*P)) (stop func()) {
+func OnNotification[P any](c *Client, t protocol.NotificationType[P], fn func(*P)) (stop func()) {
 	return c.subscribe(t.Method(), func(method string, params json.RawMessage) {
 		p := new(P)
 		if err := json.Unmarshal(params, p); err != nil {
@@ -723,7 +723,7 @@ func (c *Client) log(format string, args ...any) {
 }
 
 // RequestHandler answers a server request: its result is encoded with
-// encoding/json (nil is null); an *rpc.Error is answered with its code and
+// encoding/json (nil is null); an *protocol.Error is answered with its code and
 // data, any other error with -32603. ctx ends when the client is closed.
 type RequestHandler func(ctx context.Context, params json.RawMessage) (result any, err error)
 
@@ -751,12 +751,12 @@ func (c *Client) OnRequestRaw(method string, fn RequestHandler) (stop func()) {
 // OnRequest sets the handler of the server's requests of t's method, with
 // params decoded into P (params that do not decode are answered -32602).
 // A nil *R answers null.
-func OnRequest[P, R any](c *Client, t rpc.RequestType[P, R], fn func(ctx context.Context, params *P) (*R, error)) (stop func()) {
+func OnRequest[P, R any](c *Client, t protocol.RequestType[P, R], fn func(ctx context.Context, params *P) (*R, error)) (stop func()) {
 	return c.OnRequestRaw(t.Method(), func(ctx context.Context, raw json.RawMessage) (any, error) {
 		p := new(P)
 		if len(raw) > 0 {
 			if err := json.Unmarshal(raw, p); err != nil {
-				return nil, rpc.InvalidParams("", "%v", err)
+				return nil, protocol.InvalidParams("", "%v", err)
 			}
 		}
 		r, err := fn(ctx, p)
@@ -769,7 +769,7 @@ func OnRequest[P, R any](c *Client, t rpc.RequestType[P, R], fn func(ctx context
 
 // answeredNull are the server requests of the protocol that the client
 // answers with null when no handler is set, as LSP clients do.
-var answeredNull = map[string]bool{rpc.WorkDoneProgressCreateRequest.Method(): true}
+var answeredNull = map[string]bool{protocol.WorkDoneProgressCreateRequest.Method(): true}
 
 // serve answers one server request.
 func (c *Client) serve(it inbound) {
@@ -782,7 +782,7 @@ func (c *Client) serve(it inbound) {
 	case h != nil:
 		result, err = h.fn(c.ctx, it.params)
 	case !answeredNull[it.method]:
-		err = &rpc.Error{Code: rpc.CodeMethodNotFound, Message: "method not found: " + it.method}
+		err = &protocol.Error{Code: protocol.CodeMethodNotFound, Message: "method not found: " + it.method}
 	}
 	var resp *jsonrpc2.Response
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -74,7 +75,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 // initialize runs the handshake.
-func (s *session) initialize(t *testing.T, p *rpc.InitializeParams) *rpc.InitializeResult {
+func (s *session) initialize(t *testing.T, p *protocol.InitializeParams) *protocol.InitializeResult {
 	t.Helper()
 	res, err := s.c.Initialize(ctx(t), p)
 	if err != nil {
@@ -100,14 +101,14 @@ func forEachFraming(t *testing.T, f func(t *testing.T, framing client.Framing)) 
 type results struct {
 	mu sync.Mutex
 	// got holds every toolResult by handle; guarded by mu.
-	got  map[string][]rpc.ToolResult
+	got  map[string][]protocol.ToolResult
 	more chan struct{} // a token after each toolResult
 }
 
 // collectResults subscribes to toolResult.
 func collectResults(c *client.Client) *results {
-	r := &results{got: map[string][]rpc.ToolResult{}, more: make(chan struct{}, 1)}
-	client.OnNotification(c, rpc.ToolResultNotification, func(res *rpc.ToolResult) {
+	r := &results{got: map[string][]protocol.ToolResult{}, more: make(chan struct{}, 1)}
+	client.OnNotification(c, protocol.ToolResultNotification, func(res *protocol.ToolResult) {
 		r.mu.Lock()
 		r.got[res.HandleID] = append(r.got[res.HandleID], *res)
 		r.mu.Unlock()
@@ -120,7 +121,7 @@ func collectResults(c *client.Client) *results {
 }
 
 // of waits for the toolResult of handle.
-func (r *results) of(t *testing.T, handle string) rpc.ToolResult {
+func (r *results) of(t *testing.T, handle string) protocol.ToolResult {
 	t.Helper()
 	deadline := time.After(waitLimit)
 	for {
@@ -144,51 +145,51 @@ func (r *results) of(t *testing.T, handle string) rpc.ToolResult {
 func TestSession(t *testing.T) {
 	forEachFraming(t, func(t *testing.T, framing client.Framing) {
 		s := serve(t, framing, nil)
-		res := s.initialize(t, &rpc.InitializeParams{ClientInfo: &rpc.ClientInfo{Name: "client-test"}})
+		res := s.initialize(t, &protocol.InitializeParams{ClientInfo: &protocol.ClientInfo{Name: "client-test"}})
 		if res.Workspace.Root != s.root || res.Capabilities.Framing != string(framing) {
 			t.Errorf("initialize: root %q framing %q, want %q %q", res.Workspace.Root, res.Capabilities.Framing, s.root, framing)
 		}
 		results := collectResults(s.c)
 		c := ctx(t)
 
-		w, err := s.c.WriteFile(c, &rpc.WriteFileParams{Path: "a/b.txt", Content: "one\ntwo\nthree\n", CreateDirs: true})
+		w, err := s.c.WriteFile(c, &protocol.WriteFileParams{Path: "a/b.txt", Content: "one\ntwo\nthree\n", CreateDirs: true})
 		if err != nil || w.Size != 14 || w.Path != filepath.Join(s.root, "a", "b.txt") {
 			t.Fatalf("writeFile = %+v, %v", w, err)
 		}
-		r, err := s.c.ReadFile(c, &rpc.ReadFileParams{Path: "a/b.txt", Line: 2, Limit: 1})
+		r, err := s.c.ReadFile(c, &protocol.ReadFileParams{Path: "a/b.txt", Line: 2, Limit: 1})
 		if err != nil || r.Content != "two\n" || r.TotalLines != 3 {
 			t.Fatalf("readFile = %+v, %v", r, err)
 		}
-		run, err := s.c.RunCommand(c, &rpc.RunCommandParams{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
+		run, err := s.c.RunCommand(c, &protocol.RunCommandParams{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
 		if err != nil {
 			t.Fatalf("runCommand: %v", err)
 		}
-		want := rpc.ToolResult{Status: rpc.StatusCompleted, ExitCode: ptr(3), Stdout: "out\n", Stderr: "err\n"}
+		want := protocol.ToolResult{Status: protocol.StatusCompleted, ExitCode: ptr(3), Stdout: "out\n", Stderr: "err\n"}
 		if diff := cmp.Diff(want, ending(run)); diff != "" {
 			t.Errorf("runCommand mismatch (-want +got):\n%s", diff)
 		}
 
-		done, err := s.c.LongRunning(c, &rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: []string{"echo", "done"}}, Label: "quick"})
+		done, err := s.c.LongRunning(c, &protocol.LongRunningParams{RunCommandParams: protocol.RunCommandParams{Argv: []string{"echo", "done"}}, Label: "quick"})
 		if err != nil {
 			t.Fatalf("longRunning: %v", err)
 		}
 		if got := results.of(t, done.HandleID); got.Stdout != "done\n" || !got.Success {
 			t.Errorf("toolResult of %s: %+v", done.HandleID, got)
 		}
-		sleepy, err := s.c.LongRunning(c, &rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: []string{"sleep", "60"}}})
+		sleepy, err := s.c.LongRunning(c, &protocol.LongRunningParams{RunCommandParams: protocol.RunCommandParams{Argv: []string{"sleep", "60"}}})
 		if err != nil {
 			t.Fatalf("longRunning: %v", err)
 		}
-		one, err := s.c.Progress(c, &rpc.ProgressParams{HandleID: sleepy.HandleID})
-		if err != nil || one.One == nil || one.One.Status != rpc.StatusRunning {
+		one, err := s.c.Progress(c, &protocol.ProgressParams{HandleID: sleepy.HandleID})
+		if err != nil || one.One == nil || one.One.Status != protocol.StatusRunning {
 			t.Fatalf("progress of %s = %+v, %v", sleepy.HandleID, one, err)
 		}
 		all, err := s.c.Progress(c, nil)
 		if err != nil || all.List == nil || len(all.List.Handles) != 2 {
 			t.Fatalf("progress = %+v, %v; want a list of 2 handles", all, err)
 		}
-		cancelled, err := s.c.Cancel(c, &rpc.CancelParams{HandleID: sleepy.HandleID})
-		if err != nil || cancelled.Status != rpc.StatusCancelled {
+		cancelled, err := s.c.Cancel(c, &protocol.CancelParams{HandleID: sleepy.HandleID})
+		if err != nil || cancelled.Status != protocol.StatusCancelled {
 			t.Fatalf("cancel = %+v, %v", cancelled, err)
 		}
 		if diff := cmp.Diff(*cancelled, results.of(t, sleepy.HandleID)); diff != "" {
@@ -227,38 +228,38 @@ func TestSession(t *testing.T) {
 }
 
 // ending is the part of a ToolResult that says how a command ended.
-func ending(r *rpc.ToolResult) rpc.ToolResult {
-	return rpc.ToolResult{Status: r.Status, ExitCode: r.ExitCode, Signal: r.Signal, Success: r.Success, Stdout: r.Stdout, Stderr: r.Stderr}
+func ending(r *protocol.ToolResult) protocol.ToolResult {
+	return protocol.ToolResult{Status: r.Status, ExitCode: r.ExitCode, Signal: r.Signal, Success: r.Success, Stdout: r.Stdout, Stderr: r.Stderr}
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// TestErrorsAreRPCErrors checks an error answer comes back as an *rpc.Error
+// TestErrorsAreRPCErrors checks an error answer comes back as an *protocol.Error
 // with its data decoded, matched by code with errors.Is.
 func TestErrorsAreRPCErrors(t *testing.T) {
 	t.Parallel()
 	s := serve(t, client.FramingHeader, nil)
 	s.initialize(t, nil)
 	c := ctx(t)
-	_, err := s.c.Cancel(c, &rpc.CancelParams{HandleID: "h-404"})
-	var e *rpc.Error
-	if !errors.Is(err, rpc.ErrHandleNotFound) || !errors.As(err, &e) {
+	_, err := s.c.Cancel(c, &protocol.CancelParams{HandleID: "h-404"})
+	var e *protocol.Error
+	if !errors.Is(err, protocol.ErrHandleNotFound) || !errors.As(err, &e) {
 		t.Fatalf("cancel of an unknown handle: %v, want ErrHandleNotFound", err)
 	}
 	if e.Data == nil || e.Data.HandleID != "h-404" {
 		t.Errorf("error data %+v, want the handle named", e.Data)
 	}
-	_, err = s.c.ReadFile(c, &rpc.ReadFileParams{Path: "../outside"})
-	if !errors.Is(err, rpc.ErrPathOutsideWorkspace) || errors.Is(err, rpc.ErrNotFound) {
+	_, err = s.c.ReadFile(c, &protocol.ReadFileParams{Path: "../outside"})
+	if !errors.Is(err, protocol.ErrPathOutsideWorkspace) || errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("readFile outside: %v, want ErrPathOutsideWorkspace only", err)
 	}
 	err = s.c.Call(c, "no/such/method", map[string]any{}, nil)
-	if !errors.Is(err, rpc.ErrMethodNotFound) {
+	if !errors.Is(err, protocol.ErrMethodNotFound) {
 		t.Errorf("an unknown method: %v, want ErrMethodNotFound", err)
 	}
 	// A result that does not fit the caller's type is an error of its own.
 	var wrong struct{ Handles int }
-	if err := s.c.Call(c, rpc.MethodProgress, struct{}{}, &wrong); err == nil || errors.As(err, &e) {
+	if err := s.c.Call(c, protocol.MethodProgress, struct{}{}, &wrong); err == nil || errors.As(err, &e) {
 		t.Errorf("decoding a list into an int: %v, want a decoding error", err)
 	}
 }
@@ -272,7 +273,7 @@ func TestCancelSendsCancelRequest(t *testing.T) {
 		s.initialize(t, nil)
 		started := make(chan struct{})
 		var once sync.Once
-		client.OnNotification(s.c, rpc.StepTransitionNotification, func(p *rpc.StepTransitionParams) {
+		client.OnNotification(s.c, protocol.StepTransitionNotification, func(p *protocol.StepTransitionParams) {
 			if p.Step == "ready" {
 				once.Do(func() { close(started) })
 			}
@@ -282,16 +283,16 @@ func TestCancelSendsCancelRequest(t *testing.T) {
 			<-started
 			cancel()
 		}()
-		tok := rpc.NewStringToken("tok")
-		_, err := s.c.RunCommand(c, &rpc.RunCommandParams{
+		tok := protocol.NewStringToken("tok")
+		_, err := s.c.RunCommand(c, &protocol.RunCommandParams{
 			Argv:          []string{"sh", "-c", `echo partial; echo '{"type":"step_transition","step":"ready","status":"start"}' >&2; exec sleep 60`},
 			WorkDoneToken: &tok,
 		})
-		var e *rpc.Error
-		if !errors.Is(err, rpc.ErrRequestCancelled) || !errors.As(err, &e) {
+		var e *protocol.Error
+		if !errors.Is(err, protocol.ErrRequestCancelled) || !errors.As(err, &e) {
 			t.Fatalf("cancelled runCommand: %v, want -32800", err)
 		}
-		if e.Data == nil || e.Data.Partial == nil || e.Data.Partial.Status != rpc.StatusCancelled || e.Data.Partial.Stdout != "partial\n" {
+		if e.Data == nil || e.Data.Partial == nil || e.Data.Partial.Status != protocol.StatusCancelled || e.Data.Partial.Stdout != "partial\n" {
 			t.Errorf("the -32800 answer's data %+v, want the partial result", e.Data)
 		}
 		if _, err := s.c.Progress(ctx(t), nil); err != nil {
@@ -316,7 +317,7 @@ func TestCancelWaitGivesUp(t *testing.T) {
 		t.Errorf("Wait = %v, want context.Canceled", err)
 	}
 	n := fs.read(t).(*jsonrpc2.Notification)
-	if n.Method() != rpc.MethodCancelRequest || string(n.Params()) != fmt.Sprintf(`{"id":%v}`, call.ID()) {
+	if n.Method() != protocol.MethodCancelRequest || string(n.Params()) != fmt.Sprintf(`{"id":%v}`, call.ID()) {
 		t.Errorf("sent %s %s, want $/cancelRequest of %v", n.Method(), n.Params(), call.ID())
 	}
 	// A late answer to the request given up on is dropped: the next
@@ -344,7 +345,7 @@ func TestNotificationsInOrder(t *testing.T) {
 		var seqs []int64
 		var text strings.Builder
 		methods := map[string]int{}
-		client.OnNotification(s.c, rpc.OutputNotification, func(o *rpc.OutputParams) {
+		client.OnNotification(s.c, protocol.OutputNotification, func(o *protocol.OutputParams) {
 			mu.Lock()
 			defer mu.Unlock()
 			seqs = append(seqs, o.Seq)
@@ -359,8 +360,8 @@ func TestNotificationsInOrder(t *testing.T) {
 			mu.Unlock()
 		})
 		results := collectResults(s.c)
-		h, err := s.c.LongRunning(ctx(t), &rpc.LongRunningParams{
-			RunCommandParams: rpc.RunCommandParams{Argv: []string{"sh", "-c", `i=0; while [ $i -lt 3000 ]; do echo "line $i"; i=$((i+1)); done`}},
+		h, err := s.c.LongRunning(ctx(t), &protocol.LongRunningParams{
+			RunCommandParams: protocol.RunCommandParams{Argv: []string{"sh", "-c", `i=0; while [ $i -lt 3000 ]; do echo "line $i"; i=$((i+1)); done`}},
 			StreamOutput:     true,
 		})
 		if err != nil {
@@ -381,7 +382,7 @@ func TestNotificationsInOrder(t *testing.T) {
 		if text.String() != string(b) {
 			t.Errorf("the output notifications hold %d bytes, the artifact %d", text.Len(), len(b))
 		}
-		if methods[rpc.NotifyOutput] != len(seqs) || methods[rpc.NotifyToolResult] != 1 {
+		if methods[protocol.NotifyOutput] != len(seqs) || methods[protocol.NotifyToolResult] != 1 {
 			t.Errorf("every-notification hook saw %v, want %d output and 1 toolResult", methods, len(seqs))
 		}
 	})
@@ -392,7 +393,7 @@ func TestConcurrentCalls(t *testing.T) {
 	t.Parallel()
 	s := serve(t, client.FramingNDJSON, nil)
 	s.initialize(t, nil)
-	if _, err := s.c.WriteFile(ctx(t), &rpc.WriteFileParams{Path: "f.txt", Content: "x\n"}); err != nil {
+	if _, err := s.c.WriteFile(ctx(t), &protocol.WriteFileParams{Path: "f.txt", Content: "x\n"}); err != nil {
 		t.Fatal(err)
 	}
 	c := ctx(t)
@@ -402,7 +403,7 @@ func TestConcurrentCalls(t *testing.T) {
 		go func() { // owned by the test: it waits on wg
 			defer wg.Done()
 			for j := range 50 {
-				r, err := s.c.ReadFile(c, &rpc.ReadFileParams{Path: "f.txt"})
+				r, err := s.c.ReadFile(c, &protocol.ReadFileParams{Path: "f.txt"})
 				if err != nil || r.Content != "x\n" {
 					t.Errorf("goroutine %d call %d: %+v, %v", i, j, r, err)
 					return
@@ -421,26 +422,26 @@ func TestServerCreatesProgressToken(t *testing.T) {
 		t.Run(fmt.Sprintf("handler %v", handled), func(t *testing.T) {
 			t.Parallel()
 			s := serve(t, client.FramingHeader, nil)
-			tokens := make(chan rpc.ProgressToken, 1)
+			tokens := make(chan protocol.ProgressToken, 1)
 			if handled {
-				client.OnRequest(s.c, rpc.WorkDoneProgressCreateRequest, func(_ context.Context, p *rpc.WorkDoneProgressCreateParams) (*rpc.Null, error) {
+				client.OnRequest(s.c, protocol.WorkDoneProgressCreateRequest, func(_ context.Context, p *protocol.WorkDoneProgressCreateParams) (*protocol.Null, error) {
 					tokens <- p.Token
 					return nil, nil
 				})
 			}
-			begun := make(chan rpc.ProgressToken, 1)
-			client.OnNotification(s.c, rpc.WorkDoneProgressNotification, func(p *rpc.ProgressNotification) {
+			begun := make(chan protocol.ProgressToken, 1)
+			client.OnNotification(s.c, protocol.WorkDoneProgressNotification, func(p *protocol.ProgressNotification) {
 				if v, ok := p.Value.(map[string]any); ok && v["kind"] == "begin" {
 					begun <- p.Token
 				}
 			})
 			results := collectResults(s.c)
-			s.initialize(t, &rpc.InitializeParams{Capabilities: &rpc.ClientCapabilities{Window: &rpc.WindowClientCapabilities{WorkDoneProgress: true}}})
-			h, err := s.c.LongRunning(ctx(t), &rpc.LongRunningParams{RunCommandParams: rpc.RunCommandParams{Argv: []string{"sleep", "60"}}})
+			s.initialize(t, &protocol.InitializeParams{Capabilities: &protocol.ClientCapabilities{Window: &protocol.WindowClientCapabilities{WorkDoneProgress: true}}})
+			h, err := s.c.LongRunning(ctx(t), &protocol.LongRunningParams{RunCommandParams: protocol.RunCommandParams{Argv: []string{"sleep", "60"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var tok rpc.ProgressToken
+			var tok protocol.ProgressToken
 			select {
 			case tok = <-begun:
 			case <-time.After(waitLimit):
@@ -454,7 +455,7 @@ func TestServerCreatesProgressToken(t *testing.T) {
 			if err := s.c.WorkDoneProgressCancel(ctx(t), tok); err != nil {
 				t.Fatal(err)
 			}
-			if res := results.of(t, h.HandleID); res.Status != rpc.StatusCancelled {
+			if res := results.of(t, h.HandleID); res.Status != protocol.StatusCancelled {
 				t.Errorf("after window/workDoneProgress/cancel: %s, want cancelled", res.Status)
 			}
 		})
@@ -557,12 +558,12 @@ func TestServerRequestsAnswered(t *testing.T) {
 		return map[string]json.RawMessage{"echo": params}, nil
 	})
 	fs.c.OnRequestRaw("custom/fail", func(context.Context, json.RawMessage) (any, error) {
-		return nil, rpc.NewError(rpc.CodeConflict, &rpc.ErrorData{Reason: "no"}, "conflict here")
+		return nil, protocol.NewError(protocol.CodeConflict, &protocol.ErrorData{Reason: "no"}, "conflict here")
 	})
 	stop := fs.c.OnRequestRaw("custom/gone", func(context.Context, json.RawMessage) (any, error) { return 1, nil })
 	stop()
 	cases := []struct{ method, want string }{
-		{rpc.MethodWorkDoneProgressCreate, `{"jsonrpc":"2.0","id":1,"result":null}`},
+		{protocol.MethodWorkDoneProgressCreate, `{"jsonrpc":"2.0","id":1,"result":null}`},
 		{"custom/ok", `{"jsonrpc":"2.0","id":2,"result":{"echo":{"a":1}}}`},
 		{"custom/fail", `{"jsonrpc":"2.0","id":3,"error":{"code":-32009,"message":"conflict here","data":{"reason":"no"}}}`},
 		{"custom/gone", `{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"method not found: custom/gone"}}`},
@@ -679,7 +680,7 @@ func TestStartClosesTheProcess(t *testing.T) {
 		if _, err := c.Initialize(ctx(t), nil); err != nil {
 			t.Fatalf("initialize: %v", err)
 		}
-		r, err := c.RunCommand(ctx(t), &rpc.RunCommandParams{Argv: []string{"echo", "hi"}})
+		r, err := c.RunCommand(ctx(t), &protocol.RunCommandParams{Argv: []string{"echo", "hi"}})
 		if err != nil || r.Stdout != "hi\n" {
 			t.Fatalf("runCommand = %+v, %v", r, err)
 		}

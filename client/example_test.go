@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -36,8 +37,8 @@ func Example() {
 
 	c := client.New(clientIn, clientOut, nil)
 	defer c.Close()
-	toolResults := make(chan *rpc.ToolResult, 1)
-	client.OnNotification(c, rpc.ToolResultNotification, func(r *rpc.ToolResult) { toolResults <- r })
+	toolResults := make(chan *protocol.ToolResult, 1)
+	client.OnNotification(c, protocol.ToolResultNotification, func(r *protocol.ToolResult) { toolResults <- r })
 
 	if _, err := c.Initialize(ctx, nil); err != nil {
 		fmt.Println("initialize:", err)
@@ -45,16 +46,16 @@ func Example() {
 	}
 	c.Initialized(ctx)
 
-	res, err := c.RunCommand(ctx, &rpc.RunCommandParams{Argv: []string{"echo", "hello"}})
+	res, err := c.RunCommand(ctx, &protocol.RunCommandParams{Argv: []string{"echo", "hello"}})
 	if err != nil {
 		fmt.Println("runCommand:", err)
 		return
 	}
 	fmt.Printf("runCommand: %s, exit %d, stdout %q\n", res.Status, *res.ExitCode, res.Stdout)
 
-	h, err := c.LongRunning(ctx, &rpc.LongRunningParams{
+	h, err := c.LongRunning(ctx, &protocol.LongRunningParams{
 		Label:            "build",
-		RunCommandParams: rpc.RunCommandParams{Argv: []string{"sh", "-c", "echo compiling; exit 2"}},
+		RunCommandParams: protocol.RunCommandParams{Argv: []string{"sh", "-c", "echo compiling; exit 2"}},
 	})
 	if err != nil {
 		fmt.Println("longRunning:", err)
@@ -63,8 +64,8 @@ func Example() {
 	end := <-toolResults
 	fmt.Printf("toolResult of the handle: %v, exit %d\n", end.HandleID == h.HandleID, *end.ExitCode)
 
-	_, err = c.ReadFile(ctx, &rpc.ReadFileParams{Path: "../elsewhere.txt"})
-	fmt.Println("readFile outside the root is refused:", errors.Is(err, rpc.ErrPathOutsideWorkspace))
+	_, err = c.ReadFile(ctx, &protocol.ReadFileParams{Path: "../elsewhere.txt"})
+	fmt.Println("readFile outside the root is refused:", errors.Is(err, protocol.ErrPathOutsideWorkspace))
 
 	c.Shutdown(ctx)
 	c.Exit(ctx)

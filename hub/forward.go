@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // conn is one connection to a destination: a client of its toolhost and
@@ -120,7 +120,7 @@ func (c *conn) onNotification(method string, params json.RawMessage) {
 		c.mu.Unlock()
 		return
 	}
-	if method == rpc.NotifyToolResult {
+	if method == protocol.NotifyToolResult {
 		h.ended = true
 	}
 	if !h.announced {
@@ -140,9 +140,9 @@ func (c *conn) onNotification(method string, params json.RawMessage) {
 // isCritical says a notification must never be dropped.
 func isCritical(method string, params json.RawMessage) bool {
 	switch method {
-	case rpc.NotifyToolResult:
+	case protocol.NotifyToolResult:
 		return true
-	case rpc.NotifyProgress:
+	case protocol.NotifyProgress:
 		var p struct {
 			Value struct {
 				Kind string `json:"kind"`
@@ -210,7 +210,7 @@ func (c *conn) lose(reason string) {
 		if err != nil {
 			continue
 		}
-		n := note{method: rpc.NotifyToolResult, params: b, critical: true}
+		n := note{method: protocol.NotifyToolResult, params: b, critical: true}
 		if h.announced {
 			c.send(n)
 			delete(c.handles, far)
@@ -221,7 +221,7 @@ func (c *conn) lose(reason string) {
 }
 
 // lostResult is the toolResult of a handle whose destination was lost.
-func lostResult(prefix, far string, h *handle, now time.Time, reason string) rpc.ToolResult {
+func lostResult(prefix, far string, h *handle, now time.Time, reason string) protocol.ToolResult {
 	started := h.startedAt
 	if started.IsZero() {
 		started = now
@@ -230,11 +230,11 @@ func lostResult(prefix, far string, h *handle, now time.Time, reason string) rpc
 	if h.commandID != "" {
 		cmdID = prefix + h.commandID
 	}
-	return rpc.ToolResult{
-		CommandID: cmdID, HandleID: prefix + far, Status: rpc.StatusLost,
+	return protocol.ToolResult{
+		CommandID: cmdID, HandleID: prefix + far, Status: protocol.StatusLost,
 		StartedAt: started, EndedAt: now, DurationMs: now.Sub(started).Milliseconds(),
 		Stderr: "toolhost: the transport to destination " + prefix[:len(prefix)-1] + " was lost: " + tailOf(reason, 2000) + "\n",
-		Steps:  []rpc.StepResult{},
+		Steps:  []protocol.StepResult{},
 	}
 }
 
@@ -267,11 +267,11 @@ func (d *Destination) Call(ctx context.Context, epoch int, method string, params
 		return nil, c.callError(err)
 	}
 	switch method {
-	case rpc.MethodReadFile, rpc.MethodWriteFile:
+	case protocol.MethodReadFile, protocol.MethodWriteFile:
 		// No ids, and content that may be large: only the file's path,
 		// the destination's, is named as its artifacts are.
 		return prefixPath(raw, c.prefix()), nil
-	case rpc.MethodLongRunning, rpc.MethodRunCommand:
+	case protocol.MethodLongRunning, protocol.MethodRunCommand:
 		var named struct {
 			HandleID  string    `json:"handleId"`
 			CommandID string    `json:"commandId"`
@@ -279,7 +279,7 @@ func (d *Destination) Call(ctx context.Context, epoch int, method string, params
 			Status    string    `json:"status"`
 		}
 		_ = json.Unmarshal(raw, &named)
-		if named.HandleID != "" && (method == rpc.MethodLongRunning || named.Status == string(rpc.StatusRunning)) {
+		if named.HandleID != "" && (method == protocol.MethodLongRunning || named.Status == string(protocol.StatusRunning)) {
 			c.track(named.HandleID, named.CommandID, named.StartedAt)
 			if onHandle != nil {
 				onHandle(func() { c.announce(named.HandleID) })
@@ -314,7 +314,7 @@ func (c *conn) callError(err error) error {
 	if errors.Is(err, client.ErrClosed) {
 		return c.dest.unavailable(err.Error())
 	}
-	var e *rpc.Error
+	var e *protocol.Error
 	if errors.As(err, &e) {
 		if e.Data != nil {
 			prefix := c.prefix()
@@ -323,7 +323,7 @@ func (c *conn) callError(err error) error {
 			}
 			if e.Data.Partial != nil {
 				b, _ := json.Marshal(e.Data.Partial)
-				var p rpc.ToolResult
+				var p protocol.ToolResult
 				if json.Unmarshal(prefixIDs(b, prefix), &p) == nil {
 					e.Data.Partial = &p
 				}

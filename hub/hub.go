@@ -15,7 +15,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // Sink is where the notifications of destinations go: the session.
@@ -59,8 +59,8 @@ type Hub struct {
 	mu sync.Mutex // guards the fields below
 	// sink, caps, sandbox and allowed are set by Configure.
 	sink    Sink
-	caps    rpc.ClientCapabilities
-	sandbox *rpc.Sandbox
+	caps    protocol.ClientCapabilities
+	sandbox *protocol.Sandbox
 	allowed map[string]bool // nil: every destination
 	closed  bool
 
@@ -76,7 +76,7 @@ func New(specs []Spec, opts Options) *Hub {
 	}
 	h := &Hub{opts: opts, log: opts.Logger, dests: make(map[string]*Destination)}
 	for _, s := range specs {
-		h.dests[s.Name] = &Destination{hub: h, name: s.Name, argv: s.Argv, state: rpc.DestinationIdle}
+		h.dests[s.Name] = &Destination{hub: h, name: s.Name, argv: s.Argv, state: protocol.DestinationIdle}
 		h.order = append(h.order, s.Name)
 	}
 	return h
@@ -89,13 +89,13 @@ func (h *Hub) Empty() bool { return len(h.order) == 0 }
 // go, the client's capabilities and sandbox options to pass on, and the
 // destinations the client narrowed the session to (nil: every one). A
 // name the command line does not give is an error.
-func (h *Hub) Configure(sink Sink, caps rpc.ClientCapabilities, sandbox *rpc.Sandbox, allowed []string) error {
+func (h *Hub) Configure(sink Sink, caps protocol.ClientCapabilities, sandbox *protocol.Sandbox, allowed []string) error {
 	var allow map[string]bool
 	if allowed != nil {
 		allow = make(map[string]bool)
 		for i, n := range allowed {
 			if _, ok := h.dests[n]; !ok {
-				return rpc.InvalidParams(fmt.Sprintf("initializationOptions.destinations[%d]", i), "%q is not a destination of the command line (%s)", n, h.names())
+				return protocol.InvalidParams(fmt.Sprintf("initializationOptions.destinations[%d]", i), "%q is not a destination of the command line (%s)", n, h.names())
 			}
 			allow[n] = true
 		}
@@ -138,7 +138,7 @@ func (h *Hub) get(name, field string) (*Destination, error) {
 	allowed := h.allowed == nil || h.allowed[name]
 	h.mu.Unlock()
 	if !ok || !allowed {
-		return nil, rpc.InvalidParams(field, "%q is not a destination of this session (%s)", name, h.names())
+		return nil, protocol.InvalidParams(field, "%q is not a destination of this session (%s)", name, h.names())
 	}
 	return d, nil
 }
@@ -173,7 +173,7 @@ func (h *Hub) Route(id, field string) (t Target, ok bool, err error) {
 	}
 	name, epoch, good := splitHead(head)
 	if !good || far == "" {
-		return Target{}, true, rpc.InvalidParams(field, "%q is not a handle id: this server's are h-N, a destination's NAME/h-N", id)
+		return Target{}, true, protocol.InvalidParams(field, "%q is not a handle id: this server's are h-N, a destination's NAME/h-N", id)
 	}
 	d, err := h.get(name, field)
 	if err != nil {
@@ -206,11 +206,11 @@ func (h *Hub) RoutePath(path string) (t Target, ok bool, err error) {
 
 // List describes the session's destinations, in command-line order. It
 // connects none.
-func (h *Hub) List() []rpc.DestinationInfo {
+func (h *Hub) List() []protocol.DestinationInfo {
 	h.mu.Lock()
 	allowed := h.allowed
 	h.mu.Unlock()
-	out := []rpc.DestinationInfo{}
+	out := []protocol.DestinationInfo{}
 	for _, n := range h.order {
 		if allowed == nil || allowed[n] {
 			out = append(out, h.dests[n].info())
@@ -275,13 +275,13 @@ type Destination struct {
 
 	mu sync.Mutex // guards the fields below
 	// state is the transport's; conn is set while it is ready.
-	state  rpc.DestinationState
+	state  protocol.DestinationState
 	reason string
 	conn   *conn
 	// connecting is closed when the connect under way ends; nil when
 	// none is.
 	connecting chan struct{}
-	init       *rpc.InitializeResult
+	init       *protocol.InitializeResult
 	// epochs counts the connections made (initialized): each one's ids
 	// get a prefix of their own, so that a reconnected far side counting
 	// from h-1 again never reuses a lost handle's id.
@@ -292,10 +292,10 @@ type Destination struct {
 func (d *Destination) Name() string { return d.name }
 
 // info describes the destination.
-func (d *Destination) info() rpc.DestinationInfo {
+func (d *Destination) info() protocol.DestinationInfo {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	in := rpc.DestinationInfo{Name: d.name, State: d.state, Command: slices.Clone(d.argv), Reason: d.reason}
+	in := protocol.DestinationInfo{Name: d.name, State: d.state, Command: slices.Clone(d.argv), Reason: d.reason}
 	if d.init != nil {
 		in.Root, in.ReadRoots = d.init.Workspace.Root, d.init.Workspace.ReadRoots
 		si := d.init.ServerInfo
@@ -313,7 +313,7 @@ func (d *Destination) current() *conn {
 
 // unavailable returns the DestinationUnavailable error for reason.
 func (d *Destination) unavailable(reason string) error {
-	return rpc.NewError(rpc.CodeDestinationUnavailable, &rpc.ErrorData{Destination: d.name, Reason: reason},
+	return protocol.NewError(protocol.CodeDestinationUnavailable, &protocol.ErrorData{Destination: d.name, Reason: reason},
 		"destination %q unavailable: %s", d.name, firstLine(reason))
 }
 
@@ -339,7 +339,7 @@ func (d *Destination) connect(ctx context.Context) (*conn, error) {
 			select {
 			case <-ch:
 				d.mu.Lock()
-				failed := d.conn == nil && d.state == rpc.DestinationLost
+				failed := d.conn == nil && d.state == protocol.DestinationLost
 				reason := d.reason
 				d.mu.Unlock()
 				if failed {
@@ -351,16 +351,16 @@ func (d *Destination) connect(ctx context.Context) (*conn, error) {
 			}
 		}
 		ch := make(chan struct{})
-		d.connecting, d.state, d.reason = ch, rpc.DestinationConnecting, ""
+		d.connecting, d.state, d.reason = ch, protocol.DestinationConnecting, ""
 		d.mu.Unlock()
 
 		c, init, err := d.dialOrBootstrap(ctx)
 		d.mu.Lock()
 		d.connecting = nil
 		if err != nil {
-			d.state, d.reason = rpc.DestinationLost, err.Error()
+			d.state, d.reason = protocol.DestinationLost, err.Error()
 		} else {
-			d.state, d.conn, d.init = rpc.DestinationReady, c, init
+			d.state, d.conn, d.init = protocol.DestinationReady, c, init
 		}
 		close(ch)
 		d.mu.Unlock()
@@ -377,7 +377,7 @@ func (d *Destination) connect(ctx context.Context) (*conn, error) {
 // dialOrBootstrap dials the destination; with Options.Bootstrap, a far side
 // without toolhost, or with another version, gets this binary installed
 // and started instead.
-func (d *Destination) dialOrBootstrap(ctx context.Context) (*conn, *rpc.InitializeResult, error) {
+func (d *Destination) dialOrBootstrap(ctx context.Context) (*conn, *protocol.InitializeResult, error) {
 	c, init, err := d.dial(ctx, d.argv)
 	if !d.hub.opts.Bootstrap {
 		return c, init, err
@@ -404,7 +404,7 @@ func (d *Destination) dialOrBootstrap(ctx context.Context) (*conn, *rpc.Initiali
 // dial starts argv (the destination's command, or its bootstrapped form)
 // and initializes the toolhost it reaches. The transport outlives ctx:
 // only the connect waits on it.
-func (d *Destination) dial(ctx context.Context, argv []string) (*conn, *rpc.InitializeResult, error) {
+func (d *Destination) dial(ctx context.Context, argv []string) (*conn, *protocol.InitializeResult, error) {
 	h := d.hub
 	h.mu.Lock()
 	caps, sandbox := h.caps, h.sandbox
@@ -427,9 +427,9 @@ func (d *Destination) dial(ctx context.Context, argv []string) (*conn, *rpc.Init
 
 	ictx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	opts := &rpc.InitializationOptions{Sandbox: sandbox}
-	init, err := cl.Initialize(ictx, &rpc.InitializeParams{
-		ClientInfo:            &rpc.ClientInfo{Name: "toolhost-hub"},
+	opts := &protocol.InitializationOptions{Sandbox: sandbox}
+	init, err := cl.Initialize(ictx, &protocol.InitializeParams{
+		ClientInfo:            &protocol.ClientInfo{Name: "toolhost-hub"},
 		Capabilities:          &caps,
 		InitializationOptions: opts,
 	})
@@ -460,9 +460,9 @@ func (d *Destination) watch(c *conn) {
 	if d.conn == c {
 		d.conn = nil
 		if !c.closing() {
-			d.state, d.reason = rpc.DestinationLost, reason
+			d.state, d.reason = protocol.DestinationLost, reason
 		} else {
-			d.state = rpc.DestinationIdle
+			d.state = protocol.DestinationIdle
 		}
 	}
 	d.mu.Unlock()

@@ -3,7 +3,7 @@ package hub
 import (
 	"testing"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 func TestRoute(t *testing.T) {
@@ -44,4 +44,4 @@ func TestRoute(t *testing.T) {
 	}
 }
 
-func rpcCaps() rpc.ClientCapabilities { return rpc.ClientCapabilities{} }
+func rpcCaps() protocol.ClientCapabilities { return protocol.ClientCapabilities{} }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // bootstrapDestination returns a destination whose transport is a shell on
@@ -34,26 +34,26 @@ func TestDestinationBootstrapInstallsOnce(t *testing.T) {
 	s := start(t, options{args: []string{"--destination", dest}})
 	s.initialize(nil)
 	e := s.call("runCommand", map[string]any{"destination": "far", "argv": []string{"pwd"}}, nil)
-	if e == nil || e.Code != rpc.CodeDestinationUnavailable {
+	if e == nil || e.Code != protocol.CodeDestinationUnavailable {
 		t.Fatalf("without --destination-bootstrap: %v, want DestinationUnavailable", e)
 	}
 	if d := errData(e); d.Destination != "far" || !strings.Contains(d.Reason, "127") {
 		t.Errorf("error data %+v: want destination far and a reason naming exit 127", d)
 	}
 
-	run := func() (rpc.ToolResult, rpc.InitializeResult) {
+	run := func() (protocol.ToolResult, protocol.InitializeResult) {
 		s := start(t, options{args: []string{"--destination", dest, "--destination-bootstrap", "--connect-destinations"}})
 		init := s.initialize(nil)
 		return s.run(map[string]any{"destination": "far", "argv": []string{"pwd"}}), init
 	}
 	res, init := run()
-	if res.Status != rpc.StatusCompleted || strings.TrimSpace(res.Stdout) != farRoot {
+	if res.Status != protocol.StatusCompleted || strings.TrimSpace(res.Stdout) != farRoot {
 		t.Fatalf("bootstrapped runCommand pwd: %s %q, want completed %q", res.Status, res.Stdout, farRoot)
 	}
 	if !strings.HasPrefix(res.CommandID, "far/") {
 		t.Errorf("commandId %q lacks the destination's prefix", res.CommandID)
 	}
-	if got := init.Workspace.Destinations; len(got) != 1 || got[0].State != rpc.DestinationReady || got[0].Root != farRoot {
+	if got := init.Workspace.Destinations; len(got) != 1 || got[0].State != protocol.DestinationReady || got[0].Root != farRoot {
 		t.Errorf("initialize's destinations %+v: want far ready at %s", got, farRoot)
 	}
 	installed, err := filepath.Glob(filepath.Join(home, ".cache", "toolhost", "*", "toolhost"))
@@ -78,7 +78,7 @@ func TestDestinationBootstrapInstallsOnce(t *testing.T) {
 
 	// A second session finds it installed.
 	res, _ = run()
-	if res.Status != rpc.StatusCompleted {
+	if res.Status != protocol.StatusCompleted {
 		t.Fatalf("second session: %s", res.Status)
 	}
 	after, err := os.Stat(installed[0])
@@ -102,7 +102,7 @@ func TestDestinationBootstrapOverSSH(t *testing.T) {
 	s := startHub(t, []dest{{Name: "far", Argv: argv, Root: root}}, "--destination-bootstrap")
 	s.initialize(nil)
 	res := s.run(map[string]any{"destination": "far", "argv": []string{"pwd"}})
-	if res.Status != rpc.StatusCompleted || strings.TrimSpace(res.Stdout) != root {
+	if res.Status != protocol.StatusCompleted || strings.TrimSpace(res.Stdout) != root {
 		t.Fatalf("runCommand pwd over ssh after bootstrap: %s %q, want completed %q", res.Status, res.Stdout, root)
 	}
 	installed, err := filepath.Glob(filepath.Join(home, ".cache", "toolhost", "*", "toolhost"))
@@ -110,7 +110,7 @@ func TestDestinationBootstrapOverSSH(t *testing.T) {
 		t.Fatalf("installed binaries %v (%v), want one under %s/.cache/toolhost", installed, err, home)
 	}
 	info := destinationNamed(t, s.destinations(), "far")
-	if info.State != rpc.DestinationReady || info.Root != root {
+	if info.State != protocol.DestinationReady || info.Root != root {
 		t.Errorf("destination %+v: want ready at %s", info, root)
 	}
 	s.shutdown()

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestSlowRequestDoesNotDelayFastOne checks requests run concurrently: a
@@ -128,7 +128,7 @@ func TestOversizedFramesAreNotAllocated(t *testing.T) {
 		if m.Error == nil || m.Error.Code != -32006 {
 			t.Fatalf("oversized frame answered %s, want -32006", m.raw)
 		}
-		var data rpc.ErrorData
+		var data protocol.ErrorData
 		if m.Error.Data != nil {
 			data = *m.Error.Data
 		}
@@ -152,18 +152,18 @@ func TestStdinClosedWithWorkInFlight(t *testing.T) {
 		s := start(t, options{framing: framing, args: []string{"--kill-grace", "200ms"}})
 		s.initialize(nil)
 		mk := newMarker()
-		var h rpc.LongRunningResult
+		var h protocol.LongRunningResult
 		s.mustCall("longRunning", map[string]any{"argv": []string{"sh", "-c", "sleep 300; echo " + mk.Sleep}, "env": mk.env()}, &h)
 		run := s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", "read x; echo got:$x; echo " + mk.Sleep}, "stdin": "hello\n", "env": mk.env()})
 		s.closeStdin()
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		if e := s.answer(run, &res); e != nil {
 			t.Fatalf("runCommand in flight at EOF answered %v", e)
 		}
 		if res.Status != "completed" || !strings.HasPrefix(res.Stdout, "got:hello\n") {
 			t.Errorf("runCommand in flight at EOF = %+v", res)
 		}
-		var tr rpc.ToolResult
+		var tr protocol.ToolResult
 		s.notification("toolResult", 1, nil, &tr)
 		if tr.HandleID != h.HandleID || tr.Status != "cancelled" {
 			t.Errorf("toolResult at EOF = %+v, want handle %s cancelled", tr, h.HandleID)
@@ -247,10 +247,10 @@ func TestSignalsEndTheSession(t *testing.T) {
 			t.Parallel()
 			s := start(t, options{args: []string{"--kill-grace", "200ms"}})
 			s.initialize(nil)
-			var h rpc.LongRunningResult
+			var h protocol.LongRunningResult
 			s.mustCall("longRunning", map[string]any{"argv": []string{"sleep", "300"}}, &h)
 			s.cmd.Process.Signal(sig)
-			var tr rpc.ToolResult
+			var tr protocol.ToolResult
 			s.notification("toolResult", 1, nil, &tr)
 			if tr.Status != "cancelled" {
 				t.Errorf("toolResult status %q, want cancelled", tr.Status)
@@ -350,7 +350,7 @@ func TestInitializeErrors(t *testing.T) {
 			t.Errorf("initialize %v = %v, want code %d", c.params, err, c.code)
 		}
 	}
-	var res rpc.InitializeResult
+	var res protocol.InitializeResult
 	s.mustCall("initialize", map[string]any{"rootUri": "file://" + dir}, &res)
 	real, _ := filepath.EvalSymlinks(dir)
 	if res.Workspace.Root != real {
@@ -415,7 +415,7 @@ func TestWarningsReachTheClient(t *testing.T) {
 	print := map[string]any{"argv": []string{"head", "-c", "3000", "/dev/zero"}}
 	s.mustCall("runCommand", print, nil)
 	s.mustCall("runCommand", print, nil)
-	var lm rpc.LogMessageParams
+	var lm protocol.LogMessageParams
 	s.notification("window/logMessage", 1, nil, &lm)
 	if lm.Type != 2 || !strings.Contains(lm.Message, "evicted command artifacts") || !strings.Contains(lm.Message, "cmd-1") {
 		t.Errorf("window/logMessage = %+v, want a warning naming cmd-1's evicted artifacts", lm)

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // threeDests returns two destinations over the test's sshd and one direct
@@ -29,11 +29,11 @@ func TestDestinationsListAndRun(t *testing.T) {
 	s := startHub(t, dests)
 	ir := s.initialize(nil)
 
-	var idle rpc.DestinationList
+	var idle protocol.DestinationList
 	for _, d := range dests {
-		idle = append(idle, rpc.DestinationInfo{Name: d.Name, State: rpc.DestinationIdle, Command: d.Argv})
+		idle = append(idle, protocol.DestinationInfo{Name: d.Name, State: protocol.DestinationIdle, Command: d.Argv})
 	}
-	if diff := cmp.Diff(idle, rpc.DestinationList(ir.Workspace.Destinations)); diff != "" {
+	if diff := cmp.Diff(idle, protocol.DestinationList(ir.Workspace.Destinations)); diff != "" {
 		t.Errorf("initialize's workspace.destinations mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(idle, s.destinations()); diff != "" {
@@ -42,7 +42,7 @@ func TestDestinationsListAndRun(t *testing.T) {
 
 	for _, d := range dests {
 		res := s.run(map[string]any{"destination": d.Name, "argv": []string{"sh", "-c", `pwd; echo "ran on $0"`, d.Name}})
-		if res.Status != rpc.StatusCompleted || !res.Success {
+		if res.Status != protocol.StatusCompleted || !res.Success {
 			t.Fatalf("runCommand on %s: %s (exit %v) stderr %q", d.Name, res.Status, res.ExitCode, res.Stderr)
 		}
 		if want := d.Root + "\nran on " + d.Name + "\n"; res.Stdout != want {
@@ -59,10 +59,10 @@ func TestDestinationsListAndRun(t *testing.T) {
 	}
 
 	// The same binary answers on every side: the same serverInfo.
-	var ready rpc.DestinationList
+	var ready protocol.DestinationList
 	for _, d := range dests {
 		si := ir.ServerInfo
-		ready = append(ready, rpc.DestinationInfo{Name: d.Name, State: rpc.DestinationReady, Command: d.Argv, Root: d.Root, ServerInfo: &si})
+		ready = append(ready, protocol.DestinationInfo{Name: d.Name, State: protocol.DestinationReady, Command: d.Argv, Root: d.Root, ServerInfo: &si})
 	}
 	if diff := cmp.Diff(ready, s.destinations(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("destinations after use mismatch (-want +got):\n%s", diff)
@@ -77,12 +77,12 @@ func TestDestinationsConnectAtInitialize(t *testing.T) {
 	dests := threeDests(t)
 	s := startHub(t, dests, "--connect-destinations")
 	ir := s.initialize(nil)
-	var want rpc.DestinationList
+	var want protocol.DestinationList
 	for _, d := range dests {
 		si := ir.ServerInfo
-		want = append(want, rpc.DestinationInfo{Name: d.Name, State: rpc.DestinationReady, Command: d.Argv, Root: d.Root, ServerInfo: &si})
+		want = append(want, protocol.DestinationInfo{Name: d.Name, State: protocol.DestinationReady, Command: d.Argv, Root: d.Root, ServerInfo: &si})
 	}
-	if diff := cmp.Diff(want, rpc.DestinationList(ir.Workspace.Destinations), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, protocol.DestinationList(ir.Workspace.Destinations), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("initialize's workspace.destinations mismatch (-want +got):\n%s", diff)
 	}
 	s.shutdown()
@@ -91,7 +91,7 @@ func TestDestinationsConnectAtInitialize(t *testing.T) {
 // streamedStep is what a test compares of a stepTransition.
 type streamedStep struct {
 	Step         string
-	Status       rpc.StepStatus
+	Status       protocol.StepStatus
 	Index, Total int
 }
 
@@ -123,7 +123,7 @@ echo last`
 
 	type started struct {
 		d    dest
-		h    rpc.LongRunningResult
+		h    protocol.LongRunningResult
 		resp int // the index of the longRunning answer on the wire
 	}
 	var runs []started
@@ -131,7 +131,7 @@ echo last`
 	for _, d := range dests {
 		p := s.request("longRunning", map[string]any{"destination": d.Name, "argv": []string{"sh", "-c", script}, "streamOutput": true})
 		pend = append(pend, func() {
-			var h rpc.LongRunningResult
+			var h protocol.LongRunningResult
 			if e := s.answer(p, &h); e != nil {
 				t.Fatalf("longRunning on %s: %v", d.Name, e)
 			}
@@ -147,7 +147,7 @@ echo last`
 			t.Errorf("longRunning on %s answered handle %q command %q, want the prefix %s/", r.d.Name, r.h.HandleID, r.h.CommandID, r.d.Name)
 		}
 		res := s.toolResultOf(r.h.HandleID)
-		if res.Status != rpc.StatusCompleted || res.CommandID != r.h.CommandID {
+		if res.Status != protocol.StatusCompleted || res.CommandID != r.h.CommandID {
 			t.Errorf("%s: toolResult %s command %q, want completed %q", r.d.Name, res.Status, res.CommandID, r.h.CommandID)
 		}
 		if res.Stdout != wantOut.String() || res.Stderr != "err 1\nerr 2\n" {
@@ -163,7 +163,7 @@ echo last`
 	for _, r := range runs {
 		var out, errs strings.Builder
 		var steps []streamedStep
-		seq := map[rpc.Stream]int64{}
+		seq := map[protocol.Stream]int64{}
 		results, last := 0, ""
 		for i, m := range msgs {
 			if m.Method == "" || m.ID != nil || idsOf(m.Params).HandleID != r.h.HandleID {
@@ -181,7 +181,7 @@ echo last`
 			last = m.Method
 			switch m.Method {
 			case "output":
-				var o rpc.OutputParams
+				var o protocol.OutputParams
 				if err := json.Unmarshal(m.Params, &o); err != nil {
 					t.Fatal(err)
 				}
@@ -189,13 +189,13 @@ echo last`
 					t.Errorf("%s: %s output seq %d after %d", r.d.Name, o.Stream, o.Seq, seq[o.Stream])
 				}
 				seq[o.Stream] = o.Seq
-				if o.Stream == rpc.StreamStdout {
+				if o.Stream == protocol.StreamStdout {
 					out.WriteString(o.Data)
 				} else {
 					errs.WriteString(o.Data)
 				}
 			case "stepTransition":
-				var st rpc.StepTransitionParams
+				var st protocol.StepTransitionParams
 				if err := json.Unmarshal(m.Params, &st); err != nil {
 					t.Fatal(err)
 				}
@@ -214,10 +214,10 @@ echo last`
 			t.Errorf("%s: streamed stderr mismatch (-want +got):\n%s", r.d.Name, diff)
 		}
 		wantSteps := []streamedStep{
-			{"build", rpc.StepStart, 1, 2},
-			{"build", rpc.StepDone, 1, 2},
-			{"test", rpc.StepStart, 2, 2},
-			{"test", rpc.StepDone, 2, 2}, // the open step closes as the command ends
+			{"build", protocol.StepStart, 1, 2},
+			{"build", protocol.StepDone, 1, 2},
+			{"test", protocol.StepStart, 2, 2},
+			{"test", protocol.StepDone, 2, 2}, // the open step closes as the command ends
 		}
 		if diff := cmp.Diff(wantSteps, steps); diff != "" {
 			t.Errorf("%s: stepTransitions mismatch (-want +got):\n%s", r.d.Name, diff)

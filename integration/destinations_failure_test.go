@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // killTransport SIGKILLs the ssh client the server under test runs for
@@ -57,7 +57,7 @@ func TestDestinationSSHKilled(t *testing.T) {
 	step := func(what string) { t.Logf("%v after the kill: %s", time.Since(t0).Round(time.Millisecond), what) }
 
 	for what, p := range map[string]*client.Pending{"runCommand": run, "wait": waiting} {
-		data := wantRPCError(t, what+" in flight", s.answer(p, nil), int(rpc.CodeDestinationUnavailable))
+		data := wantRPCError(t, what+" in flight", s.answer(p, nil), int(protocol.CodeDestinationUnavailable))
 		if data.Destination != "far" {
 			t.Errorf("%s in flight: data.destination %q, want far", what, data.Destination)
 		}
@@ -65,11 +65,11 @@ func TestDestinationSSHKilled(t *testing.T) {
 	step("in-flight requests answered")
 	res := s.toolResultOf(h.HandleID)
 	step("lost toolResult")
-	if res.Status != rpc.StatusLost || res.HandleID != h.HandleID || res.CommandID != h.CommandID || res.Success {
+	if res.Status != protocol.StatusLost || res.HandleID != h.HandleID || res.CommandID != h.CommandID || res.Success {
 		t.Errorf("toolResult %s for %s/%s (success %v), want lost for %s/%s", res.Status, res.HandleID, res.CommandID, res.Success, h.HandleID, h.CommandID)
 	}
 	info := destinationNamed(t, s.destinations(), "far")
-	if info.State != rpc.DestinationLost || info.Reason == "" {
+	if info.State != protocol.DestinationLost || info.Reason == "" {
 		t.Errorf("destinations shows far %s, reason %q; want lost with a reason", info.State, info.Reason)
 	}
 	t.Logf("lost: toolResult stderr %q; destinations reason %q", res.Stderr, info.Reason)
@@ -83,7 +83,7 @@ func TestDestinationSSHKilled(t *testing.T) {
 	if again.Stdout != "back\n" || !again.Success {
 		t.Errorf("runCommand after reconnecting: %q (%s)", again.Stdout, again.Status)
 	}
-	if info := destinationNamed(t, s.destinations(), "far"); info.State != rpc.DestinationReady || info.Reason != "" {
+	if info := destinationNamed(t, s.destinations(), "far"); info.State != protocol.DestinationReady || info.Reason != "" {
 		t.Errorf("destinations after reconnecting shows far %s, reason %q; want ready", info.State, info.Reason)
 	}
 	s.shutdown()
@@ -105,7 +105,7 @@ func TestDestinationHandleIDsOutliveReconnect(t *testing.T) {
 	lost := s.longRun(map[string]any{"destination": "far", "argv": []string{"sh", "-c", "echo ready; exec sleep 300"}, "streamOutput": true})
 	s.awaitOutput(lost.HandleID, "ready")
 	killTransport(t, s)
-	if res := s.toolResultOf(lost.HandleID); res.Status != rpc.StatusLost {
+	if res := s.toolResultOf(lost.HandleID); res.Status != protocol.StatusLost {
 		t.Fatalf("toolResult %s, want lost", res.Status)
 	}
 	mk := newMarker()
@@ -145,7 +145,7 @@ func TestDestinationFailsToStart(t *testing.T) {
 	reasons := map[string]string{"down": "Connection refused", "missing": "no such file"}
 	for _, name := range []string{"down", "missing"} {
 		e := s.call("runCommand", map[string]any{"destination": name, "argv": []string{"true"}}, nil)
-		data := wantRPCError(t, "runCommand on "+name, e, int(rpc.CodeDestinationUnavailable))
+		data := wantRPCError(t, "runCommand on "+name, e, int(protocol.CodeDestinationUnavailable))
 		if data.Destination != name || !strings.Contains(e.Message, name) {
 			t.Errorf("%s: message %q, data.destination %q: want both to name it", name, e.Message, data.Destination)
 		}
@@ -154,7 +154,7 @@ func TestDestinationFailsToStart(t *testing.T) {
 		}
 		t.Logf("%s: %s (reason %q)", name, e.Message, data.Reason)
 		info := destinationNamed(t, s.destinations(), name)
-		if info.State != rpc.DestinationLost || info.Reason == "" {
+		if info.State != protocol.DestinationLost || info.Reason == "" {
 			t.Errorf("%s: destinations shows %s, reason %q; want lost with a reason", name, info.State, info.Reason)
 		}
 		// The session goes on, here and on the destination that works.
@@ -167,7 +167,7 @@ func TestDestinationFailsToStart(t *testing.T) {
 	}
 	// A second try fails the same way: it tries again, it does not hang.
 	e := s.call("longRunning", map[string]any{"destination": "down", "argv": []string{"true"}}, nil)
-	wantRPCError(t, "longRunning on down, again", e, int(rpc.CodeDestinationUnavailable))
+	wantRPCError(t, "longRunning on down, again", e, int(protocol.CodeDestinationUnavailable))
 	s.shutdown()
 }
 
@@ -180,9 +180,9 @@ func TestDestinationNarrowing(t *testing.T) {
 	t.Parallel()
 	a, b := localDest(t, "a"), localDest(t, "b")
 	s := startHub(t, []dest{a, b})
-	ir := s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Destinations: []string{"b"}}})
-	want := rpc.DestinationList{{Name: "b", State: rpc.DestinationIdle, Command: b.Argv}}
-	if diff := cmp.Diff(want, rpc.DestinationList(ir.Workspace.Destinations)); diff != "" {
+	ir := s.initialize(&protocol.InitializeParams{InitializationOptions: &protocol.InitializationOptions{Destinations: []string{"b"}}})
+	want := protocol.DestinationList{{Name: "b", State: protocol.DestinationIdle, Command: b.Argv}}
+	if diff := cmp.Diff(want, protocol.DestinationList(ir.Workspace.Destinations)); diff != "" {
 		t.Errorf("initialize's workspace.destinations mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(want, s.destinations()); diff != "" {
@@ -191,13 +191,13 @@ func TestDestinationNarrowing(t *testing.T) {
 	for _, name := range []string{"a", "zzz"} {
 		for _, method := range []string{"runCommand", "longRunning"} {
 			e := s.call(method, map[string]any{"destination": name, "argv": []string{"true"}}, nil)
-			data := wantRPCError(t, method+" on "+name, e, int(rpc.CodeInvalidParams))
+			data := wantRPCError(t, method+" on "+name, e, int(protocol.CodeInvalidParams))
 			if data.Field != "destination" || !strings.Contains(e.Message, name) {
 				t.Errorf("%s on %s: field %q, message %q; want the field destination and the name", method, name, data.Field, e.Message)
 			}
 		}
 		e := s.call("readFile", map[string]any{"destination": name, "path": "x"}, nil)
-		if data := wantRPCError(t, "readFile on "+name, e, int(rpc.CodeInvalidParams)); data.Field != "destination" {
+		if data := wantRPCError(t, "readFile on "+name, e, int(protocol.CodeInvalidParams)); data.Field != "destination" {
 			t.Errorf("readFile on %s: field %q, want destination", name, data.Field)
 		}
 	}
@@ -209,9 +209,9 @@ func TestDestinationNarrowing(t *testing.T) {
 	other := startHub(t, []dest{a, b})
 	ctx, cancel := limit()
 	defer cancel()
-	_, err := other.c.Initialize(ctx, &rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Destinations: []string{"b", "nope"}}})
+	_, err := other.c.Initialize(ctx, &protocol.InitializeParams{InitializationOptions: &protocol.InitializationOptions{Destinations: []string{"b", "nope"}}})
 	e := other.rpcError(err)
-	data := wantRPCError(t, "initialize with an unknown destination", e, int(rpc.CodeInvalidParams))
+	data := wantRPCError(t, "initialize with an unknown destination", e, int(protocol.CodeInvalidParams))
 	if data.Field != "initializationOptions.destinations[1]" || !strings.Contains(e.Message, "nope") {
 		t.Errorf("initialize: field %q, message %q; want initializationOptions.destinations[1] and the name", data.Field, e.Message)
 	}
@@ -223,16 +223,16 @@ func TestDestinationHandleOfAnotherDestination(t *testing.T) {
 	t.Parallel()
 	a, b := localDest(t, "a"), localDest(t, "b")
 	s := startHub(t, []dest{a, b})
-	s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Destinations: []string{"b"}}})
+	s.initialize(&protocol.InitializeParams{InitializationOptions: &protocol.InitializationOptions{Destinations: []string{"b"}}})
 	for _, id := range []string{"a/h-1", "zzz/h-1"} {
 		for _, method := range []string{"cancel", "wait", "readOutput", "writeInput", "progress"} {
 			e := s.call(method, map[string]any{"handleId": id}, nil)
-			if e == nil || (e.Code != rpc.CodeInvalidParams && e.Code != rpc.CodeHandleNotFound) {
+			if e == nil || (e.Code != protocol.CodeInvalidParams && e.Code != protocol.CodeHandleNotFound) {
 				t.Errorf("%s of %s: %v, want -32602 or -32004", method, id, e)
 			}
 		}
 	}
-	if info := destinationNamed(t, rpc.DestinationList(s.destinations()), "b"); info.State != rpc.DestinationIdle {
+	if info := destinationNamed(t, protocol.DestinationList(s.destinations()), "b"); info.State != protocol.DestinationIdle {
 		t.Errorf("b is %s: a request reached a destination", info.State)
 	}
 	s.shutdown()
@@ -247,7 +247,7 @@ func TestDestinationRefusalsNameWhatIsWrong(t *testing.T) {
 	t.Parallel()
 	a, b := localDest(t, "a"), localDest(t, "b")
 	s := startHub(t, []dest{a, b})
-	s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Destinations: []string{"b"}}})
+	s.initialize(&protocol.InitializeParams{InitializationOptions: &protocol.InitializationOptions{Destinations: []string{"b"}}})
 	for _, id := range []string{"a/h-1", "zzz/h-1"} {
 		more := map[string]map[string]any{"resize": {"rows": 1, "cols": 1}, "signal": {"signal": "SIGINT"}, "writeInput": {"data": "x"}}
 		for _, method := range []string{"cancel", "wait", "readOutput", "writeInput", "resize", "signal", "progress"} {
@@ -256,7 +256,7 @@ func TestDestinationRefusalsNameWhatIsWrong(t *testing.T) {
 				params[k] = v
 			}
 			e := s.call(method, params, nil)
-			data := wantRPCError(t, method+" of "+id, e, int(rpc.CodeInvalidParams))
+			data := wantRPCError(t, method+" of "+id, e, int(protocol.CodeInvalidParams))
 			if data.Field != "handleId" {
 				t.Errorf("%s of %s: field %q, want handleId", method, id, data.Field)
 			}
@@ -266,7 +266,7 @@ func TestDestinationRefusalsNameWhatIsWrong(t *testing.T) {
 		}
 	}
 	e := s.call("runCommand", map[string]any{"destination": "a", "argv": []string{"true"}}, nil)
-	if wantRPCError(t, "runCommand on a", e, int(rpc.CodeInvalidParams)); strings.Contains(e.Message, "a, b") {
+	if wantRPCError(t, "runCommand on a", e, int(protocol.CodeInvalidParams)); strings.Contains(e.Message, "a, b") {
 		t.Errorf("runCommand on a: %q lists a destination the session was narrowed away from", e.Message)
 	}
 	s.shutdown()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestDestinationCancel cancels a command with a grandchild on an ssh
@@ -33,13 +33,13 @@ func TestDestinationCancel(t *testing.T) {
 		}
 		checkFarSide(t, s, found, dst.Name == "far")
 
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 200}, &res)
-		if res.Status != rpc.StatusCancelled || res.HandleID != h.HandleID || res.CommandID != h.CommandID {
+		if res.Status != protocol.StatusCancelled || res.HandleID != h.HandleID || res.CommandID != h.CommandID {
 			t.Errorf("%s: cancel answered %s for %s/%s, want cancelled for %s/%s", dst.Name, res.Status, res.HandleID, res.CommandID, h.HandleID, h.CommandID)
 		}
 		assertNoneLeft(t, mk, "", dst.Name+": once cancel answered")
-		if tr := s.toolResultOf(h.HandleID); tr.Status != rpc.StatusCancelled {
+		if tr := s.toolResultOf(h.HandleID); tr.Status != protocol.StatusCancelled {
 			t.Errorf("%s: toolResult %s, want cancelled", dst.Name, tr.Status)
 		}
 	}
@@ -63,7 +63,7 @@ func TestDestinationFiles(t *testing.T) {
 	s.initialize(nil)
 
 	const content = "written on the far side\n"
-	var w rpc.WriteFileResult
+	var w protocol.WriteFileResult
 	s.mustCall("writeFile", map[string]any{"destination": "far", "path": "sub/f.txt", "content": content, "createDirs": true}, &w)
 	if got, err := os.ReadFile(filepath.Join(dst.Root, "sub", "f.txt")); err != nil || string(got) != content {
 		t.Errorf("the far root's sub/f.txt: %q, %v; want %q", got, err, content)
@@ -71,7 +71,7 @@ func TestDestinationFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.root, "sub")); err == nil {
 		t.Errorf("writeFile with a destination wrote into the hub's own root")
 	}
-	var r rpc.ReadFileResult
+	var r protocol.ReadFileResult
 	s.mustCall("readFile", map[string]any{"destination": "far", "path": "sub/f.txt"}, &r)
 	if r.Content != content {
 		t.Errorf("readFile on far: %q, want %q", r.Content, content)
@@ -91,11 +91,11 @@ func TestDestinationFiles(t *testing.T) {
 	escapes := []string{"../x", "sub/../../x", here, outside, "/etc/passwd"}
 	for _, p := range escapes {
 		e := s.call("readFile", map[string]any{"destination": "far", "path": p}, nil)
-		if data := wantRPCError(t, "readFile "+p, e, int(rpc.CodePathOutsideWorkspace)); data.Destination != "" {
+		if data := wantRPCError(t, "readFile "+p, e, int(protocol.CodePathOutsideWorkspace)); data.Destination != "" {
 			t.Errorf("readFile %s: data.destination %q: the far side refused it, the destination was reached", p, data.Destination)
 		}
 		e = s.call("writeFile", map[string]any{"destination": "far", "path": p, "content": "escaped\n", "createDirs": true}, nil)
-		wantRPCError(t, "writeFile "+p, e, int(rpc.CodePathOutsideWorkspace))
+		wantRPCError(t, "writeFile "+p, e, int(protocol.CodePathOutsideWorkspace))
 	}
 	if b, _ := os.ReadFile(here); string(b) != "the hub's file\n" {
 		t.Errorf("the hub's file was overwritten: %q", b)
@@ -130,7 +130,7 @@ func TestDestinationArtifacts(t *testing.T) {
 			if !ok || !strings.HasPrefix(far, "/") {
 				t.Fatalf("%s: artifact path %q, want %s//abs/path", dst.Name, path, dst.Name)
 			}
-			var r rpc.ReadFileResult
+			var r protocol.ReadFileResult
 			s.mustCall("readFile", map[string]any{"path": path}, &r)
 			if r.Content != content {
 				t.Errorf("%s: readFile %s: %q, want %q", dst.Name, path, r.Content, content)
@@ -142,10 +142,10 @@ func TestDestinationArtifacts(t *testing.T) {
 		}
 		// The prefix only reaches the destination: its root still rules.
 		e := s.call("readFile", map[string]any{"path": dst.Name + "//etc/passwd"}, nil)
-		wantRPCError(t, "readFile "+dst.Name+"//etc/passwd", e, int(rpc.CodePathOutsideWorkspace))
+		wantRPCError(t, "readFile "+dst.Name+"//etc/passwd", e, int(protocol.CodePathOutsideWorkspace))
 
 		h := s.longRun(map[string]any{"destination": dst.Name, "argv": []string{"sh", "-c", "echo line1; echo line2"}})
-		if tr := s.toolResultOf(h.HandleID); tr.Status != rpc.StatusCompleted {
+		if tr := s.toolResultOf(h.HandleID); tr.Status != protocol.StatusCompleted {
 			t.Fatalf("%s: %s ended %s", dst.Name, h.HandleID, tr.Status)
 		}
 		out := s.readOutput(map[string]any{"handleId": h.HandleID, "stream": "stdout"})
@@ -171,14 +171,14 @@ func TestDestinationInteractive(t *testing.T) {
 	if !strings.HasPrefix(h.HandleID, "far/") {
 		t.Fatalf("handle %q, want the prefix far/", h.HandleID)
 	}
-	s.awaitStream(h.HandleID, rpc.StreamPty, "size 24 80")
+	s.awaitStream(h.HandleID, protocol.StreamPty, "size 24 80")
 
-	var wr rpc.WriteInputResult
+	var wr protocol.WriteInputResult
 	s.mustCall("writeInput", map[string]any{"handleId": h.HandleID, "data": "hello\n"}, &wr)
 	if wr.BytesWritten != 6 {
 		t.Errorf("writeInput wrote %d bytes, want 6", wr.BytesWritten)
 	}
-	s.awaitStream(h.HandleID, rpc.StreamPty, "got:hello")
+	s.awaitStream(h.HandleID, protocol.StreamPty, "got:hello")
 	// resize then writeInput, sent without waiting: the far command reads
 	// the line after its terminal has the new size.
 	rz := s.request("resize", map[string]any{"handleId": h.HandleID, "rows": 33, "cols": 99})
@@ -189,25 +189,25 @@ func TestDestinationInteractive(t *testing.T) {
 	if e := s.answer(in, nil); e != nil {
 		t.Fatalf("writeInput: %v", e)
 	}
-	s.awaitStream(h.HandleID, rpc.StreamPty, "size 33 99\r\nready")
+	s.awaitStream(h.HandleID, protocol.StreamPty, "size 33 99\r\nready")
 	checkFarSide(t, s, awaitProcs(t, mk), true)
 
-	var snap rpc.ToolResult
+	var snap protocol.ToolResult
 	s.mustCall("wait", map[string]any{"handleId": h.HandleID, "timeoutMs": 0}, &snap)
-	if snap.Status != rpc.StatusRunning || snap.HandleID != h.HandleID {
+	if snap.Status != protocol.StatusRunning || snap.HandleID != h.HandleID {
 		t.Errorf("wait with timeoutMs 0: %s for %s, want running for %s", snap.Status, snap.HandleID, h.HandleID)
 	}
 	waiting := s.request("wait", map[string]any{"handleId": h.HandleID, "timeoutMs": 60000})
-	var sig rpc.SignalResult
+	var sig protocol.SignalResult
 	s.mustCall("signal", map[string]any{"handleId": h.HandleID, "signal": "SIGTERM"}, &sig)
 	if sig.ProcessGroupID <= 0 {
 		t.Errorf("signal answered process group %d", sig.ProcessGroupID)
 	}
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	if e := s.answer(waiting, &res); e != nil {
 		t.Fatalf("wait: %v", e)
 	}
-	if res.HandleID != h.HandleID || res.Status == rpc.StatusRunning || res.Signal == nil || *res.Signal != "SIGTERM" {
+	if res.HandleID != h.HandleID || res.Status == protocol.StatusRunning || res.Signal == nil || *res.Signal != "SIGTERM" {
 		t.Errorf("wait answered %s for %s, signal %v; want the end by SIGTERM of %s", res.Status, res.HandleID, res.Signal, h.HandleID)
 	}
 	assertNoneLeft(t, mk, "", "once wait answered the end")
@@ -234,27 +234,27 @@ func TestDestinationCancelRequestAndProgress(t *testing.T) {
 	t.Parallel()
 	d := needSSHD(t)
 	s := startHub(t, []dest{sshDest(t, d, "far")})
-	s.initialize(&rpc.InitializeParams{Capabilities: &rpc.ClientCapabilities{Window: &rpc.WindowClientCapabilities{WorkDoneProgress: true}}})
+	s.initialize(&protocol.InitializeParams{Capabilities: &protocol.ClientCapabilities{Window: &protocol.WindowClientCapabilities{WorkDoneProgress: true}}})
 	mk := newMarker()
 	p := s.request("runCommand", map[string]any{"destination": "far", "workDoneToken": "tok-far", "env": mk.env(),
 		"argv": []string{"sh", "-c", `echo "[STEP 0/1] only" >&2; sleep ` + mk.Sleep + ` & wait`}})
 	s.waitFor(0, "$/progress begin of tok-far", func(m msg) bool {
 		n, err := progNoticeOf(m.Params)
-		return m.Method == "$/progress" && err == nil && n.Token == rpc.NewStringToken("tok-far") && n.Value.Kind == "begin"
+		return m.Method == "$/progress" && err == nil && n.Token == protocol.NewStringToken("tok-far") && n.Value.Kind == "begin"
 	})
 	checkFarSide(t, s, awaitProcs(t, mk), true)
 
 	e := s.cancelRequest(p)
-	data := wantRPCError(t, "runCommand cancelled", e, int(rpc.CodeRequestCancelled))
+	data := wantRPCError(t, "runCommand cancelled", e, int(protocol.CodeRequestCancelled))
 	assertNoneLeft(t, mk, "", "once the cancelled runCommand answered")
 	if data.Partial == nil || !strings.HasPrefix(data.Partial.CommandID, "far/") {
 		t.Errorf("the cancelled runCommand's data.partial %+v, want a result with the command id prefixed far/", data.Partial)
 	}
 	s.waitFor(0, "$/progress end of tok-far", func(m msg) bool {
 		n, err := progNoticeOf(m.Params)
-		return m.Method == "$/progress" && err == nil && n.Token == rpc.NewStringToken("tok-far") && n.Value.Kind == "end"
+		return m.Method == "$/progress" && err == nil && n.Token == protocol.NewStringToken("tok-far") && n.Value.Kind == "end"
 	})
-	work := progWorkFor(s, rpc.NewStringToken("tok-far"))
+	work := progWorkFor(s, protocol.NewStringToken("tok-far"))
 	if work[0].Kind != "begin" || work[len(work)-1].Kind != "end" {
 		t.Errorf("$/progress of tok-far %+v: want begin first and end last", work)
 	}

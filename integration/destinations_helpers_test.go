@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // dest is a destination of a test: a name, the command that reaches its
@@ -72,15 +72,15 @@ func startHub(t testing.TB, dests []dest, args ...string) *server {
 }
 
 // destinations calls destinations {}.
-func (s *server) destinations() rpc.DestinationList {
+func (s *server) destinations() protocol.DestinationList {
 	s.t.Helper()
-	var l rpc.DestinationList
+	var l protocol.DestinationList
 	s.mustCall("destinations", map[string]any{}, &l)
 	return l
 }
 
 // destinationNamed returns the entry of name in l.
-func destinationNamed(t testing.TB, l rpc.DestinationList, name string) rpc.DestinationInfo {
+func destinationNamed(t testing.TB, l protocol.DestinationList, name string) protocol.DestinationInfo {
 	t.Helper()
 	for _, d := range l {
 		if d.Name == name {
@@ -88,11 +88,11 @@ func destinationNamed(t testing.TB, l rpc.DestinationList, name string) rpc.Dest
 		}
 	}
 	t.Fatalf("destinations lists no %q: %+v", name, l)
-	return rpc.DestinationInfo{}
+	return protocol.DestinationInfo{}
 }
 
 // wantRPCError fails the test unless e is an error answer with code.
-func wantRPCError(t testing.TB, what string, e *rpc.Error, code int) rpc.ErrorData {
+func wantRPCError(t testing.TB, what string, e *protocol.Error, code int) protocol.ErrorData {
 	t.Helper()
 	if e == nil {
 		t.Fatalf("%s: answered a result, want error %d", what, code)
@@ -105,11 +105,11 @@ func wantRPCError(t testing.TB, what string, e *rpc.Error, code int) rpc.ErrorDa
 
 // awaitStream waits until the handle's streamed output of stream has
 // contained text.
-func (s *server) awaitStream(handle string, stream rpc.Stream, text string) {
+func (s *server) awaitStream(handle string, stream protocol.Stream, text string) {
 	s.t.Helper()
 	var seen strings.Builder
 	s.waitFor(0, fmt.Sprintf("%s output %q of %s", stream, text, handle), func(m msg) bool {
-		var o rpc.OutputParams
+		var o protocol.OutputParams
 		if m.Method != "output" || json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle || o.Stream != stream {
 			return false
 		}

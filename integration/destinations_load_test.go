@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestDestinationLoad300Commands starts 100 longRunning commands on each
@@ -35,7 +35,7 @@ func TestDestinationLoad300Commands(t *testing.T) {
 	handles := make([]string, 0, len(all))
 	want := map[string]string{} // handle → its stdout
 	for _, r := range all {
-		var h rpc.LongRunningResult
+		var h protocol.LongRunningResult
 		if e := s.answer(r.p, &h); e != nil {
 			t.Fatalf("longRunning #%d on %s: %v", r.i, r.dest, e)
 		}
@@ -51,11 +51,11 @@ func TestDestinationLoad300Commands(t *testing.T) {
 	seen := collectToolResults(s, len(handles))
 	checkOnce(t, handles, seen)
 	for _, raw := range s.notifications("toolResult") {
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		if err := json.Unmarshal(raw, &res); err != nil {
 			t.Fatal(err)
 		}
-		if w, ok := want[res.HandleID]; !ok || res.Stdout != w || res.Status != rpc.StatusCompleted {
+		if w, ok := want[res.HandleID]; !ok || res.Stdout != w || res.Status != protocol.StatusCompleted {
 			t.Errorf("toolResult of %s: %s %q, want completed %q", res.HandleID, res.Status, res.Stdout, w)
 		}
 	}

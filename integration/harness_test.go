@@ -24,7 +24,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // binary is the toolhost binary under test, built once by TestMain, with
@@ -79,7 +79,7 @@ type msg struct {
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
-	Error  *rpc.Error      `json:"error"`
+	Error  *protocol.Error `json:"error"`
 	batch  []msg
 }
 
@@ -333,7 +333,7 @@ func (s *server) request(method string, params any) *client.Pending {
 
 // answer waits for a request's answer, decodes its result into out (if not
 // nil) and returns the error answer, if any. Anything else fails the test.
-func (s *server) answer(p *client.Pending, out any) *rpc.Error {
+func (s *server) answer(p *client.Pending, out any) *protocol.Error {
 	s.t.Helper()
 	ctx, cancel := limit()
 	defer cancel()
@@ -341,9 +341,9 @@ func (s *server) answer(p *client.Pending, out any) *rpc.Error {
 }
 
 // rpcError returns err as an error answer; any other error fails the test.
-func (s *server) rpcError(err error) *rpc.Error {
+func (s *server) rpcError(err error) *protocol.Error {
 	s.t.Helper()
-	var e *rpc.Error
+	var e *protocol.Error
 	if err == nil || errors.As(err, &e) {
 		return e
 	}
@@ -352,7 +352,7 @@ func (s *server) rpcError(err error) *rpc.Error {
 }
 
 // call sends a request and waits for its answer, as answer does.
-func (s *server) call(method string, params, out any) *rpc.Error {
+func (s *server) call(method string, params, out any) *protocol.Error {
 	s.t.Helper()
 	return s.answer(s.request(method, params), out)
 }
@@ -376,7 +376,7 @@ func (s *server) notify(method string, params any) {
 }
 
 // initialize runs the initialize handshake (nil params: none).
-func (s *server) initialize(params *rpc.InitializeParams) rpc.InitializeResult {
+func (s *server) initialize(params *protocol.InitializeParams) protocol.InitializeResult {
 	s.t.Helper()
 	ctx, cancel := limit()
 	defer cancel()
@@ -450,7 +450,7 @@ func wireErrorData(t testing.TB, m msg) json.RawMessage {
 
 // cancelRequest cancels a request through its context, so that the client
 // sends $/cancelRequest, and returns the answer, which must be an error.
-func (s *server) cancelRequest(p *client.Pending) *rpc.Error {
+func (s *server) cancelRequest(p *client.Pending) *protocol.Error {
 	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // collectToolResults waits for n toolResult notifications and returns how
@@ -55,13 +55,13 @@ func TestLoad500Handles(t *testing.T) {
 	}
 	handles := make([]string, n)
 	for i, p := range starts {
-		var h rpc.LongRunningResult
+		var h protocol.LongRunningResult
 		if e := s.answer(p, &h); e != nil {
 			t.Fatalf("longRunning #%d: %v", i, e)
 		}
 		handles[i] = h.HandleID
 	}
-	var all rpc.ProgressList
+	var all protocol.ProgressList
 	s.mustCall("progress", map[string]any{}, &all)
 	running := 0
 	for _, p := range all.Handles {
@@ -77,7 +77,7 @@ func TestLoad500Handles(t *testing.T) {
 		cancels[i] = s.request("cancel", map[string]any{"handleId": h})
 	}
 	for i, p := range cancels {
-		var r rpc.ToolResult
+		var r protocol.ToolResult
 		if e := s.answer(p, &r); e != nil {
 			t.Fatalf("cancel %s: %v", handles[i], e)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // markerPieces is a child's stderr with every marker form the brief lists,
@@ -79,8 +79,8 @@ func TestMarkersEveryFormFromStderr(t *testing.T) {
 			t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 		}
 
-		all := progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID))
-		byKey := map[string]rpc.StepTransitionParams{}
+		all := progDecodeAll[protocol.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID))
+		byKey := map[string]protocol.StepTransitionParams{}
 		for _, st := range all {
 			if st.CommandID != h.CommandID {
 				t.Errorf("stepTransition %+v: commandId %q, want %q", st, st.CommandID, h.CommandID)
@@ -102,9 +102,9 @@ func TestMarkersEveryFormFromStderr(t *testing.T) {
 			}
 		}
 
-		var hb rpc.HeartbeatParams
+		var hb protocol.HeartbeatParams
 		s.notification("heartbeat", 1, forHandle(h.HandleID), &hb)
-		if diff := cmp.Diff(rpc.HeartbeatParams{HandleID: h.HandleID, CommandID: h.CommandID, Step: "compile", ElapsedMs: 10000}, hb); diff != "" {
+		if diff := cmp.Diff(protocol.HeartbeatParams{HandleID: h.HandleID, CommandID: h.CommandID, Step: "compile", ElapsedMs: 10000}, hb); diff != "" {
 			t.Errorf("heartbeat mismatch (-want +got):\n%s", diff)
 		}
 
@@ -149,7 +149,7 @@ echo 'plain stdout'
 	if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 		t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 	}
-	var hb rpc.HeartbeatParams
+	var hb protocol.HeartbeatParams
 	s.notification("heartbeat", 1, forHandle(h.HandleID), &hb)
 	if hb.Step != "build" || hb.ElapsedMs != 2500 {
 		t.Errorf("heartbeat %+v, want step build at 2500 ms", hb)
@@ -187,9 +187,9 @@ func TestMarkersRunCommandOnlyWithToken(t *testing.T) {
 echo '{"type":"heartbeat","step":"one"}' >&2
 echo '  ✓ one (0.1s)' >&2`
 
-	var quiet rpc.ToolResult
+	var quiet protocol.ToolResult
 	s.mustCall("runCommand", map[string]any{"argv": []string{"sh", "-c", script}}, &quiet)
-	var loud rpc.ToolResult
+	var loud protocol.ToolResult
 	s.mustCall("runCommand", map[string]any{"argv": []string{"sh", "-c", script}, "workDoneToken": "rc-1"}, &loud)
 	if quiet.Stderr != "" || loud.Stderr != "" {
 		t.Errorf("markers reached inline stderr: %q, %q", quiet.Stderr, loud.Stderr)
@@ -210,7 +210,7 @@ echo '  ✓ one (0.1s)' >&2`
 			t.Errorf("a runCommand's stepTransition names a handle: %v", st)
 		}
 	}
-	if got := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", forCommand(loud.CommandID)); len(got) != 1 || got[0].Step != "one" {
+	if got := progDecodeAll[protocol.HeartbeatParams](s, "heartbeat", forCommand(loud.CommandID)); len(got) != 1 || got[0].Step != "one" {
 		t.Errorf("heartbeats with a token: %+v, want one for step one", got)
 	}
 }
@@ -235,7 +235,7 @@ echo '  ✓ spin' >&2`
 	if !res.Success || res.Stderr != "" {
 		t.Fatalf("result %+v, want success and no stderr", res)
 	}
-	hbs := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", forHandle(h.HandleID))
+	hbs := progDecodeAll[protocol.HeartbeatParams](s, "heartbeat", forHandle(h.HandleID))
 	if len(hbs) == 0 || len(hbs) > 20 {
 		t.Errorf("%d heartbeat notifications for 400 heartbeats, want between 1 and 20", len(hbs))
 	}
@@ -243,7 +243,7 @@ echo '  ✓ spin' >&2`
 	if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 		t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 	}
-	var p rpc.Progress
+	var p protocol.Progress
 	s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &p)
 	if p.LastHeartbeatAt == nil {
 		t.Errorf("progress has no lastHeartbeatAt after 400 heartbeats: %+v", p)

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // mcpSession is an MCP session with the toolhost binary, driven by the
@@ -147,9 +147,9 @@ func (s *mcpSession) toolErr(name string, args any) toolError {
 // toolError is the structured content of an isError result.
 type toolError struct {
 	Error struct {
-		Code    int           `json:"code"`
-		Message string        `json:"message"`
-		Data    rpc.ErrorData `json:"data"`
+		Code    int                `json:"code"`
+		Message string             `json:"message"`
+		Data    protocol.ErrorData `json:"data"`
 	} `json:"error"`
 }
 
@@ -243,7 +243,7 @@ func TestMCPVersions(t *testing.T) {
 				if got := s.cs.InitializeResult().ProtocolVersion; got != v {
 					t.Errorf("negotiated %q, want %q", got, v)
 				}
-				var res rpc.ToolResult
+				var res protocol.ToolResult
 				s.ok("run_command", map[string]any{"argv": []string{"pwd"}}, &res)
 				if got, want := strings.TrimSpace(res.Stdout), root; !sameDir(got, want) {
 					t.Errorf("pwd = %q, want the root %q", got, want)
@@ -284,12 +284,12 @@ func TestMCPTools(t *testing.T) {
 	}
 
 	t.Run("write_file and read_file", func(t *testing.T) {
-		var w rpc.WriteFileResult
+		var w protocol.WriteFileResult
 		s.ok("write_file", map[string]any{"path": "dir/a.txt", "content": "one\ntwo\nthree\n", "createDirs": true}, &w)
 		if w.Size != 14 || len(w.Sha256) != 64 {
 			t.Errorf("write_file = %+v", w)
 		}
-		var r rpc.ReadFileResult
+		var r protocol.ReadFileResult
 		res := s.ok("read_file", map[string]any{"path": "dir/a.txt", "line": 2, "limit": 1}, &r)
 		r.Content = firstText(t, res)
 		got := struct {
@@ -306,16 +306,16 @@ func TestMCPTools(t *testing.T) {
 			t.Errorf("read_file mismatch (-want +got):\n%s", diff)
 		}
 		e := s.toolErr("write_file", map[string]any{"path": "dir/a.txt", "content": "x", "expectedSha256": strings.Repeat("0", 64)})
-		if e.Error.Code != rpc.CodeConflict {
+		if e.Error.Code != protocol.CodeConflict {
 			t.Errorf("write_file over an existing file with expectedSha256 of zeros: code %d, want Conflict", e.Error.Code)
 		}
 	})
 
 	t.Run("run_command and its artifacts", func(t *testing.T) {
 		script := `i=0; while [ $i -lt 300 ]; do echo "line $i of the output"; i=$((i+1)); done; echo warned >&2; exit 3`
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		out := s.ok("run_command", map[string]any{"argv": []string{"sh", "-c", script}}, &res)
-		if res.Status != rpc.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 3 || res.Stderr != "warned\n" {
+		if res.Status != protocol.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 3 || res.Stderr != "warned\n" {
 			t.Fatalf("run_command = status %s exit %v stderr %q", res.Status, res.ExitCode, res.Stderr)
 		}
 		if txt := text(out); !strings.Contains(txt, "exit code 3") || !strings.Contains(txt, "line 299 of the output") {
@@ -342,7 +342,7 @@ func TestMCPTools(t *testing.T) {
 			}
 		}
 		// Bytes that are not UTF-8 come back as a blob, equal too.
-		var bin rpc.ToolResult
+		var bin protocol.ToolResult
 		out = s.ok("run_command", map[string]any{"argv": []string{"printf", `\377\376 not text\n`}}, &bin)
 		want, err := os.ReadFile(bin.Artifacts.StdoutPath)
 		if err != nil || len(want) != 12 {
@@ -360,48 +360,48 @@ func TestMCPTools(t *testing.T) {
 	})
 
 	t.Run("start, read_output, list, wait", func(t *testing.T) {
-		var started rpc.LongRunningResult
+		var started protocol.LongRunningResult
 		s.ok("start_command", map[string]any{"argv": []string{"sh", "-c", "echo first; read x < /dev/null; echo second"}, "label": "two lines"}, &started)
 		if started.HandleID == "" {
 			t.Fatal("start_command gave no handleId")
 		}
-		var done rpc.ToolResult
+		var done protocol.ToolResult
 		s.ok("wait_command", map[string]any{"handleId": started.HandleID, "timeoutMs": 30000}, &done)
-		if done.Status != rpc.StatusCompleted || done.Stdout != "first\nsecond\n" {
+		if done.Status != protocol.StatusCompleted || done.Stdout != "first\nsecond\n" {
 			t.Errorf("wait_command = %s %q", done.Status, done.Stdout)
 		}
-		var ro rpc.ReadOutputResult
+		var ro protocol.ReadOutputResult
 		res := s.ok("read_output", map[string]any{"handleId": started.HandleID, "stream": "stdout"}, &ro)
 		ro.Data = firstText(t, res)
 		if ro.Data != "first\nsecond\n" || !ro.EOF || ro.NextOffset != 13 {
 			t.Errorf("read_output = %+v", ro)
 		}
-		var list rpc.ProgressList
+		var list protocol.ProgressList
 		s.ok("list_commands", map[string]any{}, &list)
 		found := false
 		for _, h := range list.Handles {
 			if h.HandleID == started.HandleID {
-				found = h.Label == "two lines" && h.Status == rpc.StatusCompleted
+				found = h.Label == "two lines" && h.Status == protocol.StatusCompleted
 			}
 		}
 		if !found {
 			t.Errorf("list_commands lacks the finished handle %s: %+v", started.HandleID, list.Handles)
 		}
 		e := s.toolErr("wait_command", map[string]any{"handleId": "h-nope"})
-		if e.Error.Code != rpc.CodeHandleNotFound || e.Error.Data.HandleID != "h-nope" {
+		if e.Error.Code != protocol.CodeHandleNotFound || e.Error.Data.HandleID != "h-nope" {
 			t.Errorf("wait_command on an unknown handle: %+v", e.Error)
 		}
 	})
 
 	t.Run("write_input", func(t *testing.T) {
-		var started rpc.LongRunningResult
+		var started protocol.LongRunningResult
 		s.ok("start_command", map[string]any{"argv": []string{"cat"}, "openStdin": true}, &started)
 		res := s.call("write_input", map[string]any{"handleId": started.HandleID, "data": "typed\n", "eof": true})
 		if res.IsError {
 			s.ok("cancel_command", map[string]any{"handleId": started.HandleID}, nil)
 			t.Fatalf("write_input: %s", text(res))
 		}
-		var done rpc.ToolResult
+		var done protocol.ToolResult
 		s.ok("wait_command", map[string]any{"handleId": started.HandleID, "timeoutMs": 30000}, &done)
 		if done.Stdout != "typed\n" {
 			t.Errorf("cat echoed %q, want what write_input typed", done.Stdout)
@@ -409,13 +409,13 @@ func TestMCPTools(t *testing.T) {
 	})
 
 	t.Run("a shell in a terminal", func(t *testing.T) {
-		var started rpc.LongRunningResult
+		var started protocol.LongRunningResult
 		s.ok("start_command", map[string]any{"argv": []string{"sh", "-i"}, "pty": true, "ptyRows": 30, "ptyCols": 100}, &started)
 		s.ok("write_input", map[string]any{"handleId": started.HandleID, "data": "echo hi-$((6*7)); stty size\r"}, nil)
 		var seen string
 		offset := int64(0)
 		for !strings.Contains(seen, "30 100") {
-			var out rpc.ReadOutputResult // the bytes are the first text content
+			var out protocol.ReadOutputResult // the bytes are the first text content
 			res := s.ok("read_output", map[string]any{"handleId": started.HandleID, "stream": "stdout", "offset": offset, "waitMs": 30000}, &out)
 			if out.NextOffset == offset && !out.Running {
 				t.Fatalf("the shell ended; it printed %q", seen)
@@ -431,11 +431,11 @@ func TestMCPTools(t *testing.T) {
 
 	t.Run("cancel_command ends the tree", func(t *testing.T) {
 		mk := newMarker()
-		var started rpc.LongRunningResult
+		var started protocol.LongRunningResult
 		s.ok("start_command", map[string]any{"argv": []string{"sh", "-c", "sleep " + mk.Sleep + " & sleep " + mk.Sleep + "; wait"}, "env": mk.env()}, &started)
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.ok("cancel_command", map[string]any{"handleId": started.HandleID, "graceMs": 100}, &res)
-		if res.Status != rpc.StatusCancelled {
+		if res.Status != protocol.StatusCancelled {
 			t.Errorf("cancel_command: status %s", res.Status)
 		}
 		assertNoneLeft(t, mk, "", "after cancel_command answered")
@@ -479,7 +479,7 @@ func TestMCPProgress(t *testing.T) {
 	// its first step heartbeats until the test has seen progress, then
 	// the other steps run during the wait.
 	gate := filepath.Join(s.root, "gate")
-	var started rpc.LongRunningResult
+	var started protocol.LongRunningResult
 	s.ok("start_command", map[string]any{"steps": []map[string]any{
 		{"name": "hold", "argv": []string{"sh", "-c", `while [ ! -e gate ]; do echo '{"type":"heartbeat"}' >&3; sleep 0.05; done`}},
 		{"name": "two", "argv": []string{"true"}},
@@ -605,7 +605,7 @@ func TestMCPCancel(t *testing.T) {
 			}
 			awaitGone(t, mk, "", 10*time.Second)
 			// The session goes on.
-			var res rpc.ToolResult
+			var res protocol.ToolResult
 			s.ok("run_command", map[string]any{"argv": []string{"true"}}, &res)
 		})
 	}
@@ -624,7 +624,7 @@ func TestMCPEscape(t *testing.T) {
 		{"run_command", map[string]any{"argv": []string{"true"}, "cwd": ".."}},
 	} {
 		e := s.toolErr(c.tool, c.args)
-		if e.Error.Code != rpc.CodePathOutsideWorkspace {
+		if e.Error.Code != protocol.CodePathOutsideWorkspace {
 			t.Errorf("%s %v: code %d (%s), want PathOutsideWorkspace", c.tool, c.args, e.Error.Code, e.Error.Message)
 		}
 	}
@@ -647,24 +647,24 @@ func TestMCPRoots(t *testing.T) {
 	t.Run("narrow", func(t *testing.T) {
 		for _, v := range []string{"", "2025-06-18"} { // roots by input request, and by roots/list
 			s := startMCP(t, mcpOptions{args: []string{"mcp", "--root", top}, roots: []string{sub}, version: v})
-			var res rpc.ToolResult
+			var res protocol.ToolResult
 			s.ok("run_command", map[string]any{"argv": []string{"pwd"}}, &res)
 			if !sameDir(strings.TrimSpace(res.Stdout), sub) {
 				t.Errorf("%s: pwd = %q, want the client's root %s", v, res.Stdout, sub)
 			}
-			if e := s.toolErr("read_file", map[string]any{"path": "../secret.txt"}); e.Error.Code != rpc.CodePathOutsideWorkspace {
+			if e := s.toolErr("read_file", map[string]any{"path": "../secret.txt"}); e.Error.Code != protocol.CodePathOutsideWorkspace {
 				t.Errorf("%s: reading above the narrowed root: code %d", v, e.Error.Code)
 			}
 		}
 	})
 	t.Run("never widen", func(t *testing.T) {
 		s := startMCP(t, mcpOptions{args: []string{"mcp", "--root", sub}, roots: []string{top}})
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.ok("run_command", map[string]any{"argv": []string{"pwd"}}, &res)
 		if !sameDir(strings.TrimSpace(res.Stdout), sub) {
 			t.Errorf("pwd = %q, want --root %s (a wider client root must not widen it)", res.Stdout, sub)
 		}
-		if e := s.toolErr("read_file", map[string]any{"path": "../secret.txt"}); e.Error.Code != rpc.CodePathOutsideWorkspace {
+		if e := s.toolErr("read_file", map[string]any{"path": "../secret.txt"}); e.Error.Code != protocol.CodePathOutsideWorkspace {
 			t.Errorf("reading above --root: code %d", e.Error.Code)
 		}
 	})
@@ -672,7 +672,7 @@ func TestMCPRoots(t *testing.T) {
 		other := t.TempDir()
 		s := startMCP(t, mcpOptions{args: []string{"mcp", "--root", sub}, roots: []string{other}})
 		e := s.toolErr("run_command", map[string]any{"argv": []string{"true"}})
-		if e.Error.Code != rpc.CodePathOutsideWorkspace {
+		if e.Error.Code != protocol.CodePathOutsideWorkspace {
 			t.Errorf("a client root outside --root: code %d (%s), want PathOutsideWorkspace", e.Error.Code, e.Error.Message)
 		}
 	})

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // orphanChild is a command of the orphan matrix. Its argv prints "ready"
@@ -60,7 +60,7 @@ type orphanEnd struct {
 	timeoutMs int
 	// end ends the command (or the session) and waits until the server
 	// promises its processes are gone.
-	end func(t *testing.T, s *server, h rpc.LongRunningResult)
+	end func(t *testing.T, s *server, h protocol.LongRunningResult)
 	// perCommand says the command ends while the session goes on: a
 	// descendant only a cgroup attributes is then out of reach until the
 	// session ends.
@@ -68,8 +68,8 @@ type orphanEnd struct {
 }
 
 // signalServer sends sig to the server and waits for it to exit.
-func signalServer(sig syscall.Signal) func(t *testing.T, s *server, h rpc.LongRunningResult) {
-	return func(t *testing.T, s *server, h rpc.LongRunningResult) {
+func signalServer(sig syscall.Signal) func(t *testing.T, s *server, h protocol.LongRunningResult) {
+	return func(t *testing.T, s *server, h protocol.LongRunningResult) {
 		if err := s.cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
@@ -79,23 +79,23 @@ func signalServer(sig syscall.Signal) func(t *testing.T, s *server, h rpc.LongRu
 
 // orphanEnds are the ways to end of the orphan matrix.
 var orphanEnds = []orphanEnd{
-	{name: "cancel", perCommand: true, end: func(t *testing.T, s *server, h rpc.LongRunningResult) {
-		var res rpc.ToolResult
+	{name: "cancel", perCommand: true, end: func(t *testing.T, s *server, h protocol.LongRunningResult) {
+		var res protocol.ToolResult
 		s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 200}, &res)
 		if res.Status != "cancelled" {
 			t.Errorf("cancel answered status %q", res.Status)
 		}
 	}},
-	{name: "timeout", perCommand: true, timeoutMs: 1500, end: func(t *testing.T, s *server, h rpc.LongRunningResult) {
+	{name: "timeout", perCommand: true, timeoutMs: 1500, end: func(t *testing.T, s *server, h protocol.LongRunningResult) {
 		if res := s.toolResultOf(h.HandleID); res.Status != "timedOut" {
 			t.Errorf("toolResult status %q, want timedOut", res.Status)
 		}
 	}},
-	{name: "stdin EOF", end: func(t *testing.T, s *server, h rpc.LongRunningResult) {
+	{name: "stdin EOF", end: func(t *testing.T, s *server, h protocol.LongRunningResult) {
 		s.closeStdin()
 		s.wait()
 	}},
-	{name: "shutdown and exit", end: func(t *testing.T, s *server, h rpc.LongRunningResult) {
+	{name: "shutdown and exit", end: func(t *testing.T, s *server, h protocol.LongRunningResult) {
 		s.shutdown()
 		// The session's end still sends the handle's toolResult first.
 		if res := s.toolResultOf(h.HandleID); res.Status != "cancelled" {
@@ -155,10 +155,10 @@ func orphanCell(t *testing.T, args []string, pty bool, child orphanChild, way or
 	if way.timeoutMs > 0 {
 		p["timeoutMs"] = way.timeoutMs
 	}
-	stream := rpc.StreamStdout
+	stream := protocol.StreamStdout
 	if pty {
 		p["pty"] = true
-		stream = rpc.StreamPty
+		stream = protocol.StreamPty
 	}
 	h := s.longRun(p)
 	s.awaitStreamOnly(h.HandleID, stream, "ready")

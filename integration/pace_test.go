@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // gate is a FIFO a test child blocks on (`read x < PATH`) until the test
@@ -51,24 +51,24 @@ func (g gate) release() {
 }
 
 // readOutput calls readOutput and fails the test on an error answer.
-func (s *server) readOutput(params map[string]any) rpc.ReadOutputResult {
+func (s *server) readOutput(params map[string]any) protocol.ReadOutputResult {
 	s.t.Helper()
-	var r rpc.ReadOutputResult
+	var r protocol.ReadOutputResult
 	s.mustCall("readOutput", params, &r)
 	return r
 }
 
 // bytesOf decodes a readOutput result's data.
-func bytesOf(t testing.TB, r rpc.ReadOutputResult) []byte {
+func bytesOf(t testing.TB, r protocol.ReadOutputResult) []byte {
 	t.Helper()
-	if r.Encoding == rpc.EncodingBase64 {
+	if r.Encoding == protocol.EncodingBase64 {
 		b, err := base64.StdEncoding.DecodeString(r.Data)
 		if err != nil {
 			t.Fatalf("base64 data %q: %v", r.Data, err)
 		}
 		return b
 	}
-	if r.Encoding != rpc.EncodingUTF8 {
+	if r.Encoding != protocol.EncodingUTF8 {
 		t.Fatalf("encoding %q", r.Encoding)
 	}
 	return []byte(r.Data)
@@ -86,11 +86,11 @@ func TestYieldOnARunningCommandAnswersRunningThenOneToolResult(t *testing.T) {
 	s.initialize(nil)
 	g := newGate(t, s.root, "gate")
 	p := s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", "echo a; read x < gate; echo b"}, "yieldMs": 1000})
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	if e := s.answer(p, &res); e != nil {
 		t.Fatalf("runCommand: %v", e)
 	}
-	if res.Status != rpc.StatusRunning || res.HandleID == "" || res.ExitCode != nil || res.Success {
+	if res.Status != protocol.StatusRunning || res.HandleID == "" || res.ExitCode != nil || res.Success {
 		t.Fatalf("yield answer: %+v", res)
 	}
 	if res.Stdout != "a\n" || res.Artifacts.ByteCount != 2 || res.Artifacts.Sha256 != "" {
@@ -99,9 +99,9 @@ func TestYieldOnARunningCommandAnswersRunningThenOneToolResult(t *testing.T) {
 	// $/cancelRequest after the yield finds the request answered: the
 	// handle lives on.
 	s.notify("$/cancelRequest", map[string]any{"id": p.ID()})
-	var pr rpc.Progress
+	var pr protocol.Progress
 	s.mustCall("progress", map[string]any{"handleId": res.HandleID}, &pr)
-	if pr.Status != rpc.StatusRunning || pr.CommandID != res.CommandID {
+	if pr.Status != protocol.StatusRunning || pr.CommandID != res.CommandID {
 		t.Errorf("progress of the yielded handle: %+v", pr)
 	}
 	g.release()
@@ -132,10 +132,10 @@ func TestYieldCommandThatEndsFirstHasNoHandle(t *testing.T) {
 	s := start(t, options{})
 	s.initialize(nil)
 	res := s.run(map[string]any{"argv": []string{"echo", "quick"}, "yieldMs": 60000})
-	if res.Status != rpc.StatusCompleted || res.HandleID != "" || res.Stdout != "quick\n" || res.Artifacts.Sha256 == "" {
+	if res.Status != protocol.StatusCompleted || res.HandleID != "" || res.Stdout != "quick\n" || res.Artifacts.Sha256 == "" {
 		t.Errorf("result: %+v", res)
 	}
-	var list rpc.ProgressResult
+	var list protocol.ProgressResult
 	s.mustCall("progress", map[string]any{}, &list)
 	if list.List == nil || len(list.List.Handles) != 0 {
 		t.Errorf("handles after a command that ended before its yield: %+v", list.List)
@@ -156,7 +156,7 @@ func TestCancelRequestBeforeYieldStopsTheCommand(t *testing.T) {
 	mk := newMarker()
 	p := s.request("runCommand", map[string]any{"argv": []string{"sleep", mk.Sleep}, "yieldMs": 3600000})
 	e := s.cancelRequest(p)
-	if e == nil || e.Code != rpc.CodeRequestCancelled || errData(e).Partial == nil || errData(e).Partial.Status != rpc.StatusCancelled {
+	if e == nil || e.Code != protocol.CodeRequestCancelled || errData(e).Partial == nil || errData(e).Partial.Status != protocol.StatusCancelled {
 		t.Fatalf("cancelled runCommand with a yield: %v (data %+v)", e, errData(e))
 	}
 	if errData(e).Partial.HandleID != "" {
@@ -174,24 +174,24 @@ func TestWaitTimesOutThenAnswersTheEnd(t *testing.T) {
 	s.initialize(nil)
 	g := newGate(t, s.root, "gate")
 	h := s.longRun(map[string]any{"argv": []string{"sh", "-c", "echo a; read x < gate; echo b"}})
-	var early rpc.ToolResult
+	var early protocol.ToolResult
 	s.mustCall("wait", map[string]any{"handleId": h.HandleID, "timeoutMs": 20}, &early)
-	if early.Status != rpc.StatusRunning || early.HandleID != h.HandleID || early.ExitCode != nil {
+	if early.Status != protocol.StatusRunning || early.HandleID != h.HandleID || early.ExitCode != nil {
 		t.Errorf("wait that timed out: %+v", early)
 	}
 	p := s.request("wait", map[string]any{"handleId": h.HandleID, "timeoutMs": 3600000})
 	g.release()
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	if e := s.answer(p, &res); e != nil {
 		t.Fatalf("wait: %v", e)
 	}
-	if res.Status != rpc.StatusCompleted || res.Stdout != "a\nb\n" {
+	if res.Status != protocol.StatusCompleted || res.Stdout != "a\nb\n" {
 		t.Errorf("wait that saw the end: %+v", res)
 	}
 	if diff := cmp.Diff(s.toolResultOf(h.HandleID), res); diff != "" {
 		t.Errorf("wait mismatch (-toolResult +wait):\n%s", diff)
 	}
-	var again rpc.ToolResult
+	var again protocol.ToolResult
 	s.mustCall("wait", map[string]any{"handleId": h.HandleID, "timeoutMs": 0}, &again)
 	if diff := cmp.Diff(res, again); diff != "" {
 		t.Errorf("wait after the end mismatch (-first +again):\n%s", diff)
@@ -216,7 +216,7 @@ func TestFiveConcurrentWaitsOnOneHandleAllAnswer(t *testing.T) {
 	g.release()
 	final := s.toolResultOf(h.HandleID)
 	for i, w := range ps {
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		if e := s.answer(w, &res); e != nil {
 			t.Fatalf("wait %d: %v", i, e)
 		}
@@ -235,17 +235,17 @@ func TestWaitIsCancellable(t *testing.T) {
 	mk := newMarker()
 	h := s.longRun(map[string]any{"argv": []string{"sleep", mk.Sleep}})
 	p := s.request("wait", map[string]any{"handleId": h.HandleID, "timeoutMs": 3600000})
-	if e := s.cancelRequest(p); e == nil || e.Code != rpc.CodeRequestCancelled || errData(e).HandleID != h.HandleID {
+	if e := s.cancelRequest(p); e == nil || e.Code != protocol.CodeRequestCancelled || errData(e).HandleID != h.HandleID {
 		t.Fatalf("cancelled wait: %v", e)
 	}
-	var pr rpc.Progress
+	var pr protocol.Progress
 	s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &pr)
-	if pr.Status != rpc.StatusRunning {
+	if pr.Status != protocol.StatusRunning {
 		t.Errorf("the command after its wait was cancelled: %+v", pr)
 	}
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	s.mustCall("cancel", map[string]any{"handleId": h.HandleID}, &res)
-	if res.Status != rpc.StatusCancelled {
+	if res.Status != protocol.StatusCancelled {
 		t.Errorf("cancel: %+v", res)
 	}
 }
@@ -267,7 +267,7 @@ func TestReadOutputFollowsGrowingOutputToEOF(t *testing.T) {
 	want := []byte("h\u00e9llo\n\u20ac euro\n\xff\x00bin\nend\n")
 
 	first := s.readOutput(map[string]any{"handleId": h.HandleID, "waitMs": 60000})
-	wantFirst := rpc.ReadOutputResult{Data: "h\u00e9llo\n", Encoding: rpc.EncodingUTF8, Offset: 0, NextOffset: 7, TotalBytes: 9, Running: true}
+	wantFirst := protocol.ReadOutputResult{Data: "h\u00e9llo\n", Encoding: protocol.EncodingUTF8, Offset: 0, NextOffset: 7, TotalBytes: 9, Running: true}
 	if diff := cmp.Diff(wantFirst, first); diff != "" {
 		t.Fatalf("first read mismatch (-want +got):\n%s", diff)
 	}
@@ -281,7 +281,7 @@ func TestReadOutputFollowsGrowingOutputToEOF(t *testing.T) {
 	// g2), so it was the bytes that answered it, not the end or waitMs.
 	p := s.request("readOutput", map[string]any{"handleId": h.HandleID, "offset": 7, "maxBytes": 4, "waitMs": 60000})
 	g1.release()
-	var woken rpc.ReadOutputResult
+	var woken protocol.ReadOutputResult
 	if e := s.answer(p, &woken); e != nil {
 		t.Fatalf("waiting readOutput: %v", e)
 	}
@@ -342,7 +342,7 @@ func TestReadOutputTailAndStreamsAfterTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	tail := s.readOutput(map[string]any{"handleId": h.HandleID, "offset": -5})
-	wantTail := rpc.ReadOutputResult{Data: string(output[total-5:]), Encoding: rpc.EncodingUTF8, Offset: total - 5, NextOffset: total, TotalBytes: total, EOF: true}
+	wantTail := protocol.ReadOutputResult{Data: string(output[total-5:]), Encoding: protocol.EncodingUTF8, Offset: total - 5, NextOffset: total, TotalBytes: total, EOF: true}
 	if diff := cmp.Diff(wantTail, tail); diff != "" {
 		t.Errorf("tail mismatch (-want +got):\n%s", diff)
 	}
@@ -354,7 +354,7 @@ func TestReadOutputTailAndStreamsAfterTheEnd(t *testing.T) {
 		stream, want string
 	}{{"stdout", "out1\nout2\n"}, {"stderr", "err1\n"}, {"output", string(output)}} {
 		r := s.readOutput(map[string]any{"handleId": h.HandleID, "stream": c.stream, "waitMs": 60000})
-		want := rpc.ReadOutputResult{Data: c.want, Encoding: rpc.EncodingUTF8, NextOffset: int64(len(c.want)), TotalBytes: int64(len(c.want)), EOF: true}
+		want := protocol.ReadOutputResult{Data: c.want, Encoding: protocol.EncodingUTF8, NextOffset: int64(len(c.want)), TotalBytes: int64(len(c.want)), EOF: true}
 		if diff := cmp.Diff(want, r); diff != "" {
 			t.Errorf("stream %s mismatch (-want +got):\n%s", c.stream, diff)
 		}
@@ -376,7 +376,7 @@ func TestReadOutputAfterEvictionSaysEvicted(t *testing.T) {
 	s.toolResultOf(h.HandleID)
 	s.run(map[string]any{"argv": []string{"true"}}) // a new capture evicts the finished one over the cap
 	e := s.call("readOutput", map[string]any{"handleId": h.HandleID}, nil)
-	if e == nil || e.Code != rpc.CodeNotFound || !strings.HasPrefix(errData(e).Reason, "evicted") || errData(e).HandleID != h.HandleID {
+	if e == nil || e.Code != protocol.CodeNotFound || !strings.HasPrefix(errData(e).Reason, "evicted") || errData(e).HandleID != h.HandleID {
 		t.Fatalf("readOutput of an evicted artifact: %v (data %+v)", e, errData(e))
 	}
 }
@@ -394,11 +394,11 @@ func TestInactivityTimeoutFiresOnASilentCommand(t *testing.T) {
 	if diff := cmp.Diff(want, endingOf(res)); diff != "" {
 		t.Errorf("ending mismatch (-want +got):\n%s", diff)
 	}
-	if res.TimeoutReason != rpc.TimeoutInactivity || res.Stdout != "start\n" {
+	if res.TimeoutReason != protocol.TimeoutInactivity || res.Stdout != "start\n" {
 		t.Errorf("result: timeoutReason %q, stdout %q", res.TimeoutReason, res.Stdout)
 	}
 	h := s.longRun(map[string]any{"argv": []string{"sleep", mk.Sleep}, "inactivityTimeoutMs": 200})
-	if r := s.toolResultOf(h.HandleID); r.Status != rpc.StatusTimedOut || r.TimeoutReason != rpc.TimeoutInactivity {
+	if r := s.toolResultOf(h.HandleID); r.Status != protocol.StatusTimedOut || r.TimeoutReason != protocol.TimeoutInactivity {
 		t.Errorf("longRunning's toolResult: status %q, timeoutReason %q", r.Status, r.TimeoutReason)
 	}
 }
@@ -418,11 +418,11 @@ func TestInactivityTimeoutDoesNotFireWhileTheCommandPrints(t *testing.T) {
 		ps = append(ps, s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", script}, "inactivityTimeoutMs": 1000}))
 	}
 	for i, p := range ps {
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		if e := s.answer(p, &res); e != nil {
 			t.Fatalf("%s: %v", prints[i], e)
 		}
-		if res.Status != rpc.StatusCompleted || res.TimeoutReason != "" || res.DurationMs < 1000 || (i == 2 && res.Artifacts.LineCount != 15) {
+		if res.Status != protocol.StatusCompleted || res.TimeoutReason != "" || res.DurationMs < 1000 || (i == 2 && res.Artifacts.LineCount != 15) {
 			t.Errorf("%s: status %q, timeoutReason %q, durationMs %d", prints[i], res.Status, res.TimeoutReason, res.DurationMs)
 		}
 	}
@@ -437,11 +437,11 @@ func TestBothTimeoutsOnOneCommandSayWhichFired(t *testing.T) {
 	s.initialize(nil)
 	mk := newMarker()
 	silent := s.run(map[string]any{"argv": []string{"sleep", mk.Sleep}, "inactivityTimeoutMs": 200, "timeoutMs": 60000})
-	if silent.Status != rpc.StatusTimedOut || silent.TimeoutReason != rpc.TimeoutInactivity {
+	if silent.Status != protocol.StatusTimedOut || silent.TimeoutReason != protocol.TimeoutInactivity {
 		t.Errorf("silent command: status %q, timeoutReason %q", silent.Status, silent.TimeoutReason)
 	}
 	chatty := s.run(map[string]any{"argv": []string{"sh", "-c", "while :; do echo tick; sleep 0.1; done"}, "inactivityTimeoutMs": 60000, "timeoutMs": 500})
-	if chatty.Status != rpc.StatusTimedOut || chatty.TimeoutReason != rpc.TimeoutDeadline {
+	if chatty.Status != protocol.StatusTimedOut || chatty.TimeoutReason != protocol.TimeoutDeadline {
 		t.Errorf("chatty command: status %q, timeoutReason %q", chatty.Status, chatty.TimeoutReason)
 	}
 }
@@ -454,14 +454,14 @@ func TestYieldedRunCommandKeepsItsProgressToken(t *testing.T) {
 	s := start(t, options{})
 	s.initialize(nil)
 	newGate(t, s.root, "gate") // never released: the token's cancel ends the command
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	s.mustCall("runCommand", map[string]any{"argv": []string{"sh", "-c", "echo a; read x < gate"}, "yieldMs": 200, "workDoneToken": "tok-y"}, &res)
-	if res.Status != rpc.StatusRunning || res.HandleID == "" {
+	if res.Status != protocol.StatusRunning || res.HandleID == "" {
 		t.Fatalf("yield answer: %+v", res)
 	}
 	s.notify("window/workDoneProgress/cancel", map[string]any{"token": "tok-y"})
 	final := s.toolResultOf(res.HandleID)
-	if final.Status != rpc.StatusCancelled {
+	if final.Status != protocol.StatusCancelled {
 		t.Errorf("toolResult after the token's cancel: %+v", final)
 	}
 	_, endAt := s.waitFor(0, "$/progress end", func(m msg) bool { return m.Method == "$/progress" && progIsEnd(m.Params) })

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // BenchmarkMarkerLatency measures the time from a child writing a step
@@ -65,6 +65,6 @@ done`
 
 // progStepIs reports whether a stepTransition names step and is a start.
 func progStepIs(m msg, step string) bool {
-	var p rpc.StepTransitionParams
-	return json.Unmarshal(m.Params, &p) == nil && p.Step == step && p.Status == rpc.StepStart
+	var p protocol.StepTransitionParams
+	return json.Unmarshal(m.Params, &p) == nil && p.Step == step && p.Status == protocol.StepStart
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // Helpers of the progress tests (stepTransition, heartbeat, output,
@@ -37,7 +37,7 @@ func progDecodeAll[T any](s *server, method string, match func(json.RawMessage) 
 // progStep is the comparable part of a stepTransition.
 type progStep struct {
 	Step   string
-	Status rpc.StepStatus
+	Status protocol.StepStatus
 	Index  int
 	Total  int
 }
@@ -47,7 +47,7 @@ type progStep struct {
 func progSteps(s *server, match func(json.RawMessage) bool) []progStep {
 	s.t.Helper()
 	var out []progStep
-	for _, st := range progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", match) {
+	for _, st := range progDecodeAll[protocol.StepTransitionParams](s, "stepTransition", match) {
 		out = append(out, progStep{Step: st.Step, Status: st.Status, Index: st.Index, Total: st.Total})
 	}
 	return out
@@ -57,11 +57,11 @@ func progSteps(s *server, match func(json.RawMessage) bool) []progStep {
 // status and exit code.
 type progStepResult struct {
 	Name     string
-	Status   rpc.StepStatus
+	Status   protocol.StepStatus
 	ExitCode *int
 }
 
-func progStepResults(steps []rpc.StepResult) []progStepResult {
+func progStepResults(steps []protocol.StepResult) []progStepResult {
 	out := []progStepResult{}
 	for _, st := range steps {
 		out = append(out, progStepResult{Name: st.Name, Status: st.Status, ExitCode: st.ExitCode})
@@ -134,7 +134,7 @@ func progJoin(pieces []progPiece) string {
 // after the bytes its notification says were skipped. It returns the bytes
 // received, with skipped bytes taken from the artifact, and how many were
 // skipped.
-func progReassemble(t testing.TB, outs []rpc.OutputParams, stream rpc.Stream, artifact []byte) ([]byte, int64) {
+func progReassemble(t testing.TB, outs []protocol.OutputParams, stream protocol.Stream, artifact []byte) ([]byte, int64) {
 	t.Helper()
 	var got []byte
 	var skipped int64
@@ -150,7 +150,7 @@ func progReassemble(t testing.TB, outs []rpc.OutputParams, stream rpc.Stream, ar
 		data := []byte(o.Data)
 		switch o.Encoding {
 		case "":
-		case rpc.EncodingBase64:
+		case protocol.EncodingBase64:
 			var err error
 			if data, err = base64.StdEncoding.DecodeString(o.Data); err != nil {
 				t.Fatalf("%s output seq %d: bad base64: %v", stream, o.Seq, err)

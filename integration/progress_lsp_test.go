@@ -8,17 +8,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // progWork is a $/progress value of any kind: the fields of a report and
 // of an end are a subset of a begin's.
-type progWork = rpc.WorkDoneProgressBegin
+type progWork = protocol.WorkDoneProgressBegin
 
 // progNotice is the params of $/progress with the value decoded.
 type progNotice struct {
-	Token rpc.ProgressToken `json:"token"`
-	Value progWork          `json:"value"`
+	Token protocol.ProgressToken `json:"token"`
+	Value progWork               `json:"value"`
 }
 
 // progNoticeOf decodes the params of $/progress.
@@ -29,7 +29,7 @@ func progNoticeOf(p json.RawMessage) (progNotice, error) {
 }
 
 // progWorkFor returns the $/progress values received so far for token.
-func progWorkFor(s *server, token rpc.ProgressToken) []progWork {
+func progWorkFor(s *server, token protocol.ProgressToken) []progWork {
 	s.t.Helper()
 	var out []progWork
 	for _, p := range s.notifications("$/progress") {
@@ -80,9 +80,9 @@ func TestProgressTokenBeginReportEnd(t *testing.T) {
 		}})
 		s.notification("$/progress", 1, func(p json.RawMessage) bool {
 			n, err := progNoticeOf(p)
-			return err == nil && n.Token == rpc.NewStringToken("tok-lr") && n.Value.Message == "step 2/4: build"
+			return err == nil && n.Token == protocol.NewStringToken("tok-lr") && n.Value.Message == "step 2/4: build"
 		}, nil)
-		work := progWorkFor(s, rpc.NewStringToken("tok-lr"))
+		work := progWorkFor(s, protocol.NewStringToken("tok-lr"))
 		if got := work[len(work)-1]; got.Percentage == nil || *got.Percentage != 25 || !got.Cancellable {
 			t.Errorf("report %+v at the start of step 2/4, want 25%% and cancellable", got)
 		}
@@ -91,7 +91,7 @@ func TestProgressTokenBeginReportEnd(t *testing.T) {
 		if !res.Success {
 			t.Fatalf("recipe failed: %+v", res)
 		}
-		work = progWorkFor(s, rpc.NewStringToken("tok-lr"))
+		work = progWorkFor(s, protocol.NewStringToken("tok-lr"))
 		progCheckWork(t, work, "Build all", "completed (exit 0)")
 		if got := work[len(work)-2]; got.Message != "step 4/4: lint (done)" || got.Percentage == nil || *got.Percentage != 100 {
 			t.Errorf("last report %+v, want step 4/4: lint (done) at 100%%", got)
@@ -114,11 +114,11 @@ func TestProgressTokenOnRunCommand(t *testing.T) {
 	s := start(t, options{framing: "ndjson"})
 	s.initialize(nil)
 	p := s.request("runCommand", map[string]any{"argv": []string{"sh", "-c", "echo '[STEP 00/02] only' >&2; exit 5"}, "workDoneToken": 42})
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	if e := s.answer(p, &res); e != nil {
 		t.Fatalf("runCommand: %v", e)
 	}
-	work := progWorkFor(s, rpc.NewNumberToken(42))
+	work := progWorkFor(s, protocol.NewNumberToken(42))
 	progCheckWork(t, work, "sh -c 'echo '\\''[STEP 00/02] only'\\'' >&2; exit 5'", "completed (exit 5)")
 	for _, w := range work {
 		if w.Kind == "report" && (w.Message != "step 1/2: only" && w.Message != "step 1/2: only (fail)") {
@@ -160,13 +160,13 @@ func progServerCreatedToken(t *testing.T, result string) {
 		s := start(t, options{framing: framing})
 		// The client answers the create request, whose params it hands on.
 		created := make(chan json.RawMessage, 1)
-		s.c.OnRequestRaw(rpc.MethodWorkDoneProgressCreate, func(_ context.Context, params json.RawMessage) (any, error) {
+		s.c.OnRequestRaw(protocol.MethodWorkDoneProgressCreate, func(_ context.Context, params json.RawMessage) (any, error) {
 			created <- params
 			return json.RawMessage(result), nil
 		})
-		s.initialize(&rpc.InitializeParams{Capabilities: &rpc.ClientCapabilities{Window: &rpc.WindowClientCapabilities{WorkDoneProgress: true}}})
+		s.initialize(&protocol.InitializeParams{Capabilities: &protocol.ClientCapabilities{Window: &protocol.WindowClientCapabilities{WorkDoneProgress: true}}})
 		p := s.request("longRunning", map[string]any{"argv": []string{"sleep", "60"}})
-		var h rpc.LongRunningResult
+		var h protocol.LongRunningResult
 		if e := s.answer(p, &h); e != nil {
 			t.Fatalf("longRunning: %v", e)
 		}
@@ -177,7 +177,7 @@ func progServerCreatedToken(t *testing.T, result string) {
 		if ci < ri {
 			t.Errorf("window/workDoneProgress/create (message %d) came before the longRunning response (message %d)", ci, ri)
 		}
-		var cp rpc.WorkDoneProgressCreateParams
+		var cp protocol.WorkDoneProgressCreateParams
 		select {
 		case params := <-created:
 			if err := json.Unmarshal(params, &cp); err != nil {
@@ -197,7 +197,7 @@ func progServerCreatedToken(t *testing.T, result string) {
 			t.Fatal(err)
 		}
 		res := s.toolResultOf(h.HandleID)
-		if res.Status != rpc.StatusCancelled || res.Signal == nil || *res.Signal != "SIGTERM" {
+		if res.Status != protocol.StatusCancelled || res.Signal == nil || *res.Signal != "SIGTERM" {
 			t.Errorf("result %s by %v, want cancelled by SIGTERM", res.Status, res.Signal)
 		}
 		progCheckWork(t, progWorkFor(s, cp.Token), "sleep 60", "cancelled")

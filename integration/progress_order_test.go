@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestProgressNotificationsFollowTheResponse starts many handles at once
@@ -26,16 +26,16 @@ echo out; echo err >&2`
 				"argv": []string{"sh", "-c", script}, "streamOutput": true, "workDoneToken": fmt.Sprintf("ord-%d", i),
 			})
 		}
-		handles := make(map[string]int)           // handleId → index of its response
-		tokens := make(map[rpc.ProgressToken]int) // token → index of its handle's response
+		handles := make(map[string]int)                // handleId → index of its response
+		tokens := make(map[protocol.ProgressToken]int) // token → index of its handle's response
 		for i, p := range ids {
-			var h rpc.LongRunningResult
+			var h protocol.LongRunningResult
 			if e := s.answer(p, &h); e != nil {
 				t.Fatalf("longRunning %d: %v", i, e)
 			}
 			_, at := s.responseAt(wireID(p))
 			handles[h.HandleID] = at
-			tokens[rpc.NewStringToken(fmt.Sprintf("ord-%d", i))] = at
+			tokens[protocol.NewStringToken(fmt.Sprintf("ord-%d", i))] = at
 		}
 		for h := range handles {
 			s.toolResultOf(h)

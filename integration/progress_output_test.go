@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // progCheckStream reassembles a stream's output notifications and compares
 // them with the stream's artifact, byte for byte. It returns the
 // notifications of the stream.
-func progCheckStream(t *testing.T, s *server, handleID string, stream rpc.Stream, artifactPath string) []rpc.OutputParams {
+func progCheckStream(t *testing.T, s *server, handleID string, stream protocol.Stream, artifactPath string) []protocol.OutputParams {
 	t.Helper()
-	outs := progDecodeAll[rpc.OutputParams](s, "output", forHandle(handleID))
+	outs := progDecodeAll[protocol.OutputParams](s, "output", forHandle(handleID))
 	artifact := progReadFile(t, artifactPath)
 	got, skipped := progReassemble(t, outs, stream, artifact)
 	if skipped != 0 {
@@ -25,7 +25,7 @@ func progCheckStream(t *testing.T, s *server, handleID string, stream rpc.Stream
 	if !bytes.Equal(got, artifact) {
 		t.Errorf("%s output notifications (%d bytes) differ from %s (%d bytes)", stream, len(got), artifactPath, len(artifact))
 	}
-	var mine []rpc.OutputParams
+	var mine []protocol.OutputParams
 	for _, o := range outs {
 		if o.Stream == stream {
 			mine = append(mine, o)
@@ -96,7 +96,7 @@ echo '  ✓ marked' >&2`
 			outs := progCheckStream(t, s, h.HandleID, "stdout", res.Artifacts.StdoutPath)
 			base64s := 0
 			for _, o := range outs {
-				if o.Encoding == rpc.EncodingBase64 {
+				if o.Encoding == protocol.EncodingBase64 {
 					base64s++
 				}
 			}
@@ -118,7 +118,7 @@ func TestOutputWithoutStreamOutputSendsNone(t *testing.T) {
 	s.initialize(nil)
 	h := s.longRun(map[string]any{"argv": []string{"sh", "-c", "echo out; echo err >&2"}})
 	s.toolResultOf(h.HandleID)
-	if outs := progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID)); len(outs) != 0 {
+	if outs := progDecodeAll[protocol.OutputParams](s, "output", forHandle(h.HandleID)); len(outs) != 0 {
 		t.Errorf("output notifications without streamOutput: %+v", outs)
 	}
 }
@@ -157,7 +157,7 @@ echo finished > printed`
 	if len(artifact) != 50000000 {
 		t.Fatalf("stdout.log holds %d bytes, want 50000000", len(artifact))
 	}
-	outs := progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID))
+	outs := progDecodeAll[protocol.OutputParams](s, "output", forHandle(h.HandleID))
 	got, skipped := progReassemble(t, outs, "stdout", artifact)
 	if skipped == 0 {
 		t.Errorf("no output notification says bytes were skipped, for a client that read nothing while 50 MB were printed (%d notifications)", len(outs))

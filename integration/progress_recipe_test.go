@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // recipeStep is a step of a longRunning recipe.
@@ -46,22 +46,22 @@ func TestRecipeFailingMiddleStepSkipsTheRest(t *testing.T) {
 		if diff := cmp.Diff(wantSteps, progStepResults(res.Steps)); diff != "" {
 			t.Errorf("result steps mismatch (-want +got):\n%s", diff)
 		}
-		if res.Success || res.Status != rpc.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 3 {
+		if res.Success || res.Status != protocol.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 3 {
 			t.Errorf("result status %s success %v exit %v, want completed, false, 3", res.Status, res.Success, res.ExitCode)
 		}
 		if res.Stdout != "fetched\n" || res.Stderr != "broken\n" {
 			t.Errorf("stdout %q stderr %q, want only the steps that ran", res.Stdout, res.Stderr)
 		}
-		for _, st := range progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID)) {
+		for _, st := range progDecodeAll[protocol.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID)) {
 			if st.CommandID != h.CommandID || st.TS.IsZero() {
 				t.Errorf("stepTransition %+v: want commandId %s and a ts", st, h.CommandID)
 			}
 		}
 		// The snapshot after the end names the step of the latest
 		// transition, the skipped one.
-		var p rpc.Progress
+		var p protocol.Progress
 		s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &p)
-		if p.Status != rpc.StatusCompleted || p.CurrentStep != 3 || p.TotalSteps != 3 || p.StepName != "test" ||
+		if p.Status != protocol.StatusCompleted || p.CurrentStep != 3 || p.TotalSteps != 3 || p.StepName != "test" ||
 			p.ExitCode == nil || *p.ExitCode != 3 || p.Label != "ci" {
 			t.Errorf("snapshot after the end %+v, want completed, step 3/3 test, exit 3, label ci", p)
 		}
@@ -92,7 +92,7 @@ func TestRecipeContinueOnError(t *testing.T) {
 	if diff := cmp.Diff(wantSteps, progStepResults(res.Steps)); diff != "" {
 		t.Errorf("result steps mismatch (-want +got):\n%s", diff)
 	}
-	if res.Success || res.Status != rpc.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 2 {
+	if res.Success || res.Status != protocol.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 2 {
 		t.Errorf("result status %s success %v exit %v, want completed, false, the failed step's 2", res.Status, res.Success, res.ExitCode)
 	}
 	if res.Stdout != "built\n" {
@@ -113,14 +113,14 @@ func TestRecipeCancelMidway(t *testing.T) {
 			recipeStep("last", "echo never", false),
 		}})
 		isWaitStart := func(p json.RawMessage) bool {
-			var st rpc.StepTransitionParams
+			var st protocol.StepTransitionParams
 			return forHandle(h.HandleID)(p) && json.Unmarshal(p, &st) == nil && st.Step == "wait" && st.Status == "start"
 		}
 		s.notification("stepTransition", 1, isWaitStart, nil)
 
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 2000}, &res)
-		if res.Status != rpc.StatusCancelled || res.Success {
+		if res.Status != protocol.StatusCancelled || res.Success {
 			t.Errorf("cancel answered status %s success %v, want cancelled, false", res.Status, res.Success)
 		}
 		wantSteps := []progStepResult{
@@ -162,7 +162,7 @@ func TestRecipeChildMarkersAreHeartbeats(t *testing.T) {
 	if diff := cmp.Diff(want, progSteps(s, forHandle(h.HandleID))); diff != "" {
 		t.Errorf("stepTransitions mismatch (-want +got):\n%s", diff)
 	}
-	hbs := progDecodeAll[rpc.HeartbeatParams](s, "heartbeat", forHandle(h.HandleID))
+	hbs := progDecodeAll[protocol.HeartbeatParams](s, "heartbeat", forHandle(h.HandleID))
 	if len(hbs) != 1 || hbs[0].Step != "build" {
 		t.Errorf("heartbeats %+v, want one for the recipe step build", hbs)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // progFIFO makes a FIFO in the root for a child to wait on, and returns its
@@ -55,21 +55,21 @@ read x < ` + fifo + `
 echo '  ✓ build (2s)' >&2
 exit 4`
 		h := s.longRun(map[string]any{"argv": []string{"sh", "-c", script}, "label": "builder"})
-		var hb rpc.HeartbeatParams
+		var hb protocol.HeartbeatParams
 		s.notification("heartbeat", 1, forHandle(h.HandleID), &hb)
-		steps := progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID))
+		steps := progDecodeAll[protocol.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID))
 		if len(steps) != 1 {
 			t.Fatalf("stepTransitions before the heartbeat: %+v, want one start", steps)
 		}
 		last := steps[0]
 
-		var running rpc.Progress
+		var running protocol.Progress
 		s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &running)
-		want := rpc.Progress{
-			HandleID: h.HandleID, CommandID: h.CommandID, Label: "builder", Status: rpc.StatusRunning, PID: h.PID,
+		want := protocol.Progress{
+			HandleID: h.HandleID, CommandID: h.CommandID, Label: "builder", Status: protocol.StatusRunning, PID: h.PID,
 			CurrentStep: last.Index, TotalSteps: last.Total, StepName: last.Step, OutputBytes: int64(len("hello\n")),
 		}
-		ignore := cmpopts.IgnoreFields(rpc.Progress{}, "ElapsedMs", "UpdatedAt", "LastHeartbeatAt")
+		ignore := cmpopts.IgnoreFields(protocol.Progress{}, "ElapsedMs", "UpdatedAt", "LastHeartbeatAt")
 		if diff := cmp.Diff(want, running, ignore); diff != "" {
 			t.Errorf("running snapshot mismatch (-want +got):\n%s", diff)
 		}
@@ -83,15 +83,15 @@ exit 4`
 			t.Errorf("updatedAt %v elapsedMs %d, want a time after the start %v", running.UpdatedAt, running.ElapsedMs, h.StartedAt)
 		}
 
-		var list rpc.ProgressList
+		var list protocol.ProgressList
 		s.mustCall("progress", map[string]any{}, &list)
-		wantQuick := rpc.Progress{
-			HandleID: quick.HandleID, CommandID: quick.CommandID, Label: "quick", Status: rpc.StatusCompleted,
+		wantQuick := protocol.Progress{
+			HandleID: quick.HandleID, CommandID: quick.CommandID, Label: "quick", Status: protocol.StatusCompleted,
 			PID: quick.PID, ExitCode: ptr(0),
 		}
-		if diff := cmp.Diff([]rpc.Progress{wantQuick, running}, list.Handles,
-			cmpopts.IgnoreFields(rpc.Progress{}, "ElapsedMs", "UpdatedAt"),
-			cmpopts.SortSlices(func(a, b rpc.Progress) bool { return a.HandleID < b.HandleID })); diff != "" {
+		if diff := cmp.Diff([]protocol.Progress{wantQuick, running}, list.Handles,
+			cmpopts.IgnoreFields(protocol.Progress{}, "ElapsedMs", "UpdatedAt"),
+			cmpopts.SortSlices(func(a, b protocol.Progress) bool { return a.HandleID < b.HandleID })); diff != "" {
 			t.Errorf("progress {} mismatch (-want +got):\n%s", diff)
 		}
 		for _, p := range list.Handles {
@@ -102,14 +102,14 @@ exit 4`
 
 		release()
 		res := s.toolResultOf(h.HandleID)
-		steps = progDecodeAll[rpc.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID))
+		steps = progDecodeAll[protocol.StepTransitionParams](s, "stepTransition", forHandle(h.HandleID))
 		last = steps[len(steps)-1]
 		if last.Step != "build" || last.Status != "done" {
 			t.Errorf("last stepTransition %+v, want build done", last)
 		}
-		var ended rpc.Progress
+		var ended protocol.Progress
 		s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &ended)
-		want.Status, want.ExitCode = rpc.StatusCompleted, ptr(4)
+		want.Status, want.ExitCode = protocol.StatusCompleted, ptr(4)
 		want.CurrentStep, want.TotalSteps, want.StepName = last.Index, last.Total, last.Step
 		if diff := cmp.Diff(want, ended, ignore); diff != "" {
 			t.Errorf("ended snapshot mismatch (-want +got):\n%s", diff)

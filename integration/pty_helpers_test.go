@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // Helpers of the interactive-command tests (issue 13): a terminal that
@@ -26,7 +26,7 @@ import (
 type term struct {
 	s      *server
 	handle string
-	stream rpc.Stream
+	stream protocol.Stream
 	next   int    // index in s.msgs of the next message to look at
 	seq    int64  // seq of the last output notification taken
 	out    []byte // output taken but not yet consumed by expect
@@ -34,7 +34,7 @@ type term struct {
 }
 
 // newTerm follows handle's output notifications of stream.
-func (s *server) newTerm(handle string, stream rpc.Stream) *term {
+func (s *server) newTerm(handle string, stream protocol.Stream) *term {
 	return &term{s: s, handle: handle, stream: stream}
 }
 
@@ -51,14 +51,14 @@ func (tm *term) expect(text string) string {
 	var bad string
 	_, at := tm.s.waitFor(tm.next, fmt.Sprintf("%q in the output of %s", text, tm.handle), func(m msg) bool {
 		switch m.Method {
-		case rpc.NotifyToolResult:
+		case protocol.NotifyToolResult:
 			ended = idsOf(m.Params).HandleID == tm.handle
 			return ended
-		case rpc.NotifyOutput:
+		case protocol.NotifyOutput:
 		default:
 			return false
 		}
-		var o rpc.OutputParams
+		var o protocol.OutputParams
 		if err := json.Unmarshal(m.Params, &o); err != nil || o.HandleID != tm.handle {
 			return false
 		}
@@ -108,7 +108,7 @@ func (tm *term) send(data string) {
 // that every byte was taken.
 func (s *server) writeInput(handle, data string) {
 	s.t.Helper()
-	var r rpc.WriteInputResult
+	var r protocol.WriteInputResult
 	s.mustCall("writeInput", map[string]any{"handleId": handle, "data": data}, &r)
 	if r.BytesWritten != int64(len(data)) {
 		s.t.Fatalf("writeInput of %d bytes answered bytesWritten %d", len(data), r.BytesWritten)
@@ -116,9 +116,9 @@ func (s *server) writeInput(handle, data string) {
 }
 
 // progressOf answers progress for one handle.
-func (s *server) progressOf(handle string) rpc.Progress {
+func (s *server) progressOf(handle string) protocol.Progress {
 	s.t.Helper()
-	var p rpc.Progress
+	var p protocol.Progress
 	s.mustCall("progress", map[string]any{"handleId": handle}, &p)
 	return p
 }
@@ -204,10 +204,10 @@ func awaitProcOf(t testing.TB, mk marker) procOf {
 // ptyShell starts an interactive `sh -i` under a PTY of size rows×cols,
 // streaming its output, and waits for its first prompt. It returns the
 // handle and a term following it.
-func (s *server) ptyShell(rows, cols int) (rpc.LongRunningResult, *term) {
+func (s *server) ptyShell(rows, cols int) (protocol.LongRunningResult, *term) {
 	s.t.Helper()
 	h := s.longRun(map[string]any{"argv": []string{"sh", "-i"}, "pty": map[string]any{"rows": rows, "cols": cols}, "streamOutput": true, "env": map[string]any{"PS1": ptyPrompt}})
-	tm := s.newTerm(h.HandleID, rpc.StreamPty)
+	tm := s.newTerm(h.HandleID, protocol.StreamPty)
 	tm.expect(ptyPrompt)
 	return h, tm
 }

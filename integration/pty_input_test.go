@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // Tests of writeInput (issue 13), through the binary: bytes in order
@@ -50,7 +50,7 @@ func (s *server) writeChunks(handle string, chunks [][]byte) {
 		sent = append(sent, s.request("writeInput", map[string]any{"handleId": handle, "data": base64.StdEncoding.EncodeToString(c), "encoding": "base64"}))
 	}
 	for i, p := range sent {
-		var r rpc.WriteInputResult
+		var r protocol.WriteInputResult
 		if e := s.answer(p, &r); e != nil {
 			s.t.Fatalf("writeInput %d (%d bytes): %v (data %+v)", i, len(chunks[i]), e, errData(e))
 		}
@@ -82,7 +82,7 @@ func TestPtyCatEchoesOneMiBInOrder(t *testing.T) {
 		h := s.longRun(map[string]any{"argv": []string{"sh", "-c", "stty raw -echo && echo READY && exec cat"}, "pty": true, "streamOutput": true})
 		// Bytes written before stty has run would meet a canonical,
 		// echoing terminal.
-		s.awaitStreamOnly(h.HandleID, rpc.StreamPty, "READY\n")
+		s.awaitStreamOnly(h.HandleID, protocol.StreamPty, "READY\n")
 		s.writeChunks(h.HandleID, chunks)
 		const head = "READY\n"
 		var got []byte
@@ -107,7 +107,7 @@ func TestPtyCatEchoesOneMiBInOrder(t *testing.T) {
 			}
 			t.Fatalf("the echo of %d bytes differs from the input (%d bytes) from byte %d on", len(got), len(all), i)
 		}
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 200}, &res)
 		if res.Artifacts.ByteCount != int64(len(head)+len(all)) {
 			t.Errorf("outputPath holds %d bytes, want %d", res.Artifacts.ByteCount, len(head)+len(all))
@@ -115,7 +115,7 @@ func TestPtyCatEchoesOneMiBInOrder(t *testing.T) {
 		// The streamed notifications carry the same bytes, in order; the
 		// bytes they skipped come from the artifact.
 		art := progReadFile(t, res.Artifacts.OutputPath)
-		streamed, _ := progReassemble(t, progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID)), rpc.StreamPty, art)
+		streamed, _ := progReassemble(t, progDecodeAll[protocol.OutputParams](s, "output", forHandle(h.HandleID)), protocol.StreamPty, art)
 		if sha(streamed) != sha(art) {
 			t.Errorf("the output notifications reassemble into %d bytes that differ from the artifact's %d", len(streamed), len(art))
 		}
@@ -126,7 +126,7 @@ func TestPtyCatEchoesOneMiBInOrder(t *testing.T) {
 		s.initialize(nil)
 		h := s.longRun(map[string]any{"argv": []string{"cat"}, "openStdin": true})
 		s.writeChunks(h.HandleID, chunks)
-		var r rpc.WriteInputResult
+		var r protocol.WriteInputResult
 		s.mustCall("writeInput", map[string]any{"handleId": h.HandleID, "eof": true}, &r)
 		if r.BytesWritten != 0 {
 			t.Errorf("writeInput of eof alone: bytesWritten %d", r.BytesWritten)
@@ -159,25 +159,25 @@ func TestPtyOpenStdinWcCountsWhatWasWritten(t *testing.T) {
 	for i := range bin {
 		bin[i] = byte(i)
 	}
-	var r rpc.WriteInputResult
+	var r protocol.WriteInputResult
 	s.mustCall("writeInput", map[string]any{"handleId": h.HandleID, "data": base64.StdEncoding.EncodeToString(bin), "encoding": "base64", "eof": true}, &r)
 	if r.BytesWritten != int64(len(bin)) {
 		t.Errorf("writeInput with eof: bytesWritten %d, want %d", r.BytesWritten, len(bin))
 	}
-	tm := s.newTerm(h.HandleID, rpc.StreamStdout)
+	tm := s.newTerm(h.HandleID, protocol.StreamStdout)
 	if got := tm.expect("\n"); strings.TrimSpace(got) != "82566" {
 		t.Errorf("wc -c printed %q, want 82566", got)
 	}
-	if pr := s.progressOf(h.HandleID); pr.InputOpen || pr.Status != rpc.StatusRunning {
+	if pr := s.progressOf(h.HandleID); pr.InputOpen || pr.Status != protocol.StatusRunning {
 		t.Errorf("progress after eof: inputOpen %v, status %q", pr.InputOpen, pr.Status)
 	}
 	e := s.call("writeInput", map[string]any{"handleId": h.HandleID, "data": "more"}, nil)
-	if e == nil || e.Code != rpc.CodeNotRunning || errData(e).Status != rpc.StatusRunning || errData(e).HandleID != h.HandleID {
+	if e == nil || e.Code != protocol.CodeNotRunning || errData(e).Status != protocol.StatusRunning || errData(e).HandleID != h.HandleID {
 		t.Errorf("writeInput after eof: %v (data %+v), want -32011 with status running", e, errData(e))
 	}
 	s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 200}, nil)
 	e = s.call("writeInput", map[string]any{"handleId": h.HandleID, "data": "more"}, nil)
-	if e == nil || e.Code != rpc.CodeNotRunning || errData(e).Status != rpc.StatusCancelled {
+	if e == nil || e.Code != protocol.CodeNotRunning || errData(e).Status != protocol.StatusCancelled {
 		t.Errorf("writeInput after cancel: %v (data %+v), want -32011 with status cancelled", e, errData(e))
 	}
 }
@@ -191,7 +191,7 @@ func TestPtyEOFEndsCatInATerminal(t *testing.T) {
 	s := start(t, options{})
 	s.initialize(nil)
 	h := s.longRun(map[string]any{"argv": []string{"cat"}, "pty": true, "streamOutput": true})
-	tm := s.newTerm(h.HandleID, rpc.StreamPty)
+	tm := s.newTerm(h.HandleID, protocol.StreamPty)
 	tm.send("abc\r")
 	if got := tm.expect("abc\r\nabc\r\n"); got != "abc\r\nabc\r\n" {
 		t.Errorf("the terminal showed %q, want the echo then cat's line", got)
@@ -202,7 +202,7 @@ func TestPtyEOFEndsCatInATerminal(t *testing.T) {
 		t.Errorf("toolResult mismatch (-want +got):\n%s", diff)
 	}
 	e := s.call("writeInput", map[string]any{"handleId": h.HandleID, "data": "x"}, nil)
-	if e == nil || e.Code != rpc.CodeNotRunning || errData(e).Status != rpc.StatusCompleted || errData(e).HandleID != h.HandleID {
+	if e == nil || e.Code != protocol.CodeNotRunning || errData(e).Status != protocol.StatusCompleted || errData(e).HandleID != h.HandleID {
 		t.Errorf("writeInput after the end: %v (data %+v), want -32011 with status completed", e, errData(e))
 	}
 }
@@ -225,30 +225,30 @@ func TestPtyInputErrors(t *testing.T) {
 		method string
 		params map[string]any
 		code   int
-		status rpc.Status
+		status protocol.Status
 	}
 	cases := []errCase{
-		{"writeInput to an unknown handle", "writeInput", map[string]any{"handleId": "h-none", "data": "x"}, rpc.CodeHandleNotFound, ""},
-		{"resize of an unknown handle", "resize", map[string]any{"handleId": "h-none", "rows": 10, "cols": 10}, rpc.CodeHandleNotFound, ""},
-		{"signal to an unknown handle", "signal", map[string]any{"handleId": "h-none", "signal": "SIGINT"}, rpc.CodeHandleNotFound, ""},
-		{"writeInput without handleId", "writeInput", map[string]any{"data": "x"}, rpc.CodeInvalidParams, ""},
-		{"writeInput to a handle without pty or openStdin", "writeInput", map[string]any{"handleId": plain.HandleID, "data": "x"}, rpc.CodeInvalidParams, ""},
-		{"resize of a handle without pty", "resize", map[string]any{"handleId": plain.HandleID, "rows": 10, "cols": 10}, rpc.CodeInvalidParams, ""},
-		{"an unknown signal", "signal", map[string]any{"handleId": plain.HandleID, "signal": "SIGBOGUS"}, rpc.CodeInvalidParams, ""},
-		{"a signal by number", "signal", map[string]any{"handleId": plain.HandleID, "signal": "9"}, rpc.CodeInvalidParams, ""},
-		{"no signal", "signal", map[string]any{"handleId": plain.HandleID}, rpc.CodeInvalidParams, ""},
-		{"an unknown encoding", "writeInput", map[string]any{"handleId": tty.HandleID, "data": "x", "encoding": "latin1"}, rpc.CodeInvalidParams, ""},
-		{"base64 that does not decode", "writeInput", map[string]any{"handleId": tty.HandleID, "data": "!!!", "encoding": "base64"}, rpc.CodeInvalidParams, ""},
-		{"resize to 0 rows", "resize", map[string]any{"handleId": tty.HandleID, "rows": 0, "cols": 10}, rpc.CodeInvalidParams, ""},
-		{"resize to 10001 cols", "resize", map[string]any{"handleId": tty.HandleID, "rows": 10, "cols": 10001}, rpc.CodeInvalidParams, ""},
-		{"writeInput after the end", "writeInput", map[string]any{"handleId": ended.HandleID, "data": "x"}, rpc.CodeNotRunning, rpc.StatusCompleted},
-		{"resize after the end", "resize", map[string]any{"handleId": ended.HandleID, "rows": 10, "cols": 10}, rpc.CodeNotRunning, rpc.StatusCompleted},
-		{"signal after the end", "signal", map[string]any{"handleId": ended.HandleID, "signal": "SIGINT"}, rpc.CodeNotRunning, rpc.StatusCompleted},
-		{"longRunning with pty and stdin", "longRunning", map[string]any{"argv": []string{"true"}, "pty": true, "stdin": "x"}, rpc.CodeInvalidParams, ""},
-		{"longRunning with openStdin and stdin", "longRunning", map[string]any{"argv": []string{"true"}, "openStdin": true, "stdin": "x"}, rpc.CodeInvalidParams, ""},
-		{"longRunning with 0 pty rows", "longRunning", map[string]any{"argv": []string{"true"}, "pty": map[string]any{"rows": 0, "cols": 80}}, rpc.CodeInvalidParams, ""},
-		{"longRunning with 10001 pty cols", "longRunning", map[string]any{"argv": []string{"true"}, "pty": map[string]any{"rows": 24, "cols": 10001}}, rpc.CodeInvalidParams, ""},
-		{"longRunning with a pty of rows alone", "longRunning", map[string]any{"argv": []string{"true"}, "pty": map[string]any{"rows": 24}}, rpc.CodeInvalidParams, ""},
+		{"writeInput to an unknown handle", "writeInput", map[string]any{"handleId": "h-none", "data": "x"}, protocol.CodeHandleNotFound, ""},
+		{"resize of an unknown handle", "resize", map[string]any{"handleId": "h-none", "rows": 10, "cols": 10}, protocol.CodeHandleNotFound, ""},
+		{"signal to an unknown handle", "signal", map[string]any{"handleId": "h-none", "signal": "SIGINT"}, protocol.CodeHandleNotFound, ""},
+		{"writeInput without handleId", "writeInput", map[string]any{"data": "x"}, protocol.CodeInvalidParams, ""},
+		{"writeInput to a handle without pty or openStdin", "writeInput", map[string]any{"handleId": plain.HandleID, "data": "x"}, protocol.CodeInvalidParams, ""},
+		{"resize of a handle without pty", "resize", map[string]any{"handleId": plain.HandleID, "rows": 10, "cols": 10}, protocol.CodeInvalidParams, ""},
+		{"an unknown signal", "signal", map[string]any{"handleId": plain.HandleID, "signal": "SIGBOGUS"}, protocol.CodeInvalidParams, ""},
+		{"a signal by number", "signal", map[string]any{"handleId": plain.HandleID, "signal": "9"}, protocol.CodeInvalidParams, ""},
+		{"no signal", "signal", map[string]any{"handleId": plain.HandleID}, protocol.CodeInvalidParams, ""},
+		{"an unknown encoding", "writeInput", map[string]any{"handleId": tty.HandleID, "data": "x", "encoding": "latin1"}, protocol.CodeInvalidParams, ""},
+		{"base64 that does not decode", "writeInput", map[string]any{"handleId": tty.HandleID, "data": "!!!", "encoding": "base64"}, protocol.CodeInvalidParams, ""},
+		{"resize to 0 rows", "resize", map[string]any{"handleId": tty.HandleID, "rows": 0, "cols": 10}, protocol.CodeInvalidParams, ""},
+		{"resize to 10001 cols", "resize", map[string]any{"handleId": tty.HandleID, "rows": 10, "cols": 10001}, protocol.CodeInvalidParams, ""},
+		{"writeInput after the end", "writeInput", map[string]any{"handleId": ended.HandleID, "data": "x"}, protocol.CodeNotRunning, protocol.StatusCompleted},
+		{"resize after the end", "resize", map[string]any{"handleId": ended.HandleID, "rows": 10, "cols": 10}, protocol.CodeNotRunning, protocol.StatusCompleted},
+		{"signal after the end", "signal", map[string]any{"handleId": ended.HandleID, "signal": "SIGINT"}, protocol.CodeNotRunning, protocol.StatusCompleted},
+		{"longRunning with pty and stdin", "longRunning", map[string]any{"argv": []string{"true"}, "pty": true, "stdin": "x"}, protocol.CodeInvalidParams, ""},
+		{"longRunning with openStdin and stdin", "longRunning", map[string]any{"argv": []string{"true"}, "openStdin": true, "stdin": "x"}, protocol.CodeInvalidParams, ""},
+		{"longRunning with 0 pty rows", "longRunning", map[string]any{"argv": []string{"true"}, "pty": map[string]any{"rows": 0, "cols": 80}}, protocol.CodeInvalidParams, ""},
+		{"longRunning with 10001 pty cols", "longRunning", map[string]any{"argv": []string{"true"}, "pty": map[string]any{"rows": 24, "cols": 10001}}, protocol.CodeInvalidParams, ""},
+		{"longRunning with a pty of rows alone", "longRunning", map[string]any{"argv": []string{"true"}, "pty": map[string]any{"rows": 24}}, protocol.CodeInvalidParams, ""},
 	}
 	for _, c := range cases {
 		e := s.call(c.method, c.params, nil)
@@ -262,7 +262,7 @@ func TestPtyInputErrors(t *testing.T) {
 	}
 	// A signal name without "SIG" is accepted and goes to the command's
 	// group: SIGWINCH leaves sleep alone.
-	var r rpc.SignalResult
+	var r protocol.SignalResult
 	s.mustCall("signal", map[string]any{"handleId": plain.HandleID, "signal": "WINCH"}, &r)
 	if r.ProcessGroupID != plain.ProcessGroupID {
 		t.Errorf("signal WINCH went to group %d, want %d", r.ProcessGroupID, plain.ProcessGroupID)
@@ -273,8 +273,8 @@ func TestPtyInputErrors(t *testing.T) {
 	if r.ProcessGroupID != tty.ProcessGroupID {
 		t.Errorf("signal SIGWINCH under a PTY went to group %d, want the command's %d", r.ProcessGroupID, tty.ProcessGroupID)
 	}
-	for _, h := range []rpc.LongRunningResult{plain, tty} {
-		if pr := s.progressOf(h.HandleID); pr.Status != rpc.StatusRunning {
+	for _, h := range []protocol.LongRunningResult{plain, tty} {
+		if pr := s.progressOf(h.HandleID); pr.Status != protocol.StatusRunning {
 			t.Errorf("%s after the failed requests: %+v", h.HandleID, pr)
 		}
 	}

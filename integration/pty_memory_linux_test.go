@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // pipeFill returns how many bytes wait in the pipe that is fd of pid, and
@@ -56,14 +56,14 @@ func TestPtyWriteInputToAChildThatDoesNotRead(t *testing.T) {
 	})
 	select {
 	case <-p.Done():
-		var r rpc.WriteInputResult
+		var r protocol.WriteInputResult
 		e := s.answer(p, &r)
 		t.Fatalf("writeInput of %d bytes to a child that reads nothing answered (%+v, %v) with %d bytes in its pipe", size, r, e, queued)
 	default:
 	}
 	waiting := s.memory("VmRSS")
 	e := s.cancelRequest(p)
-	if e == nil || e.Code != rpc.CodeRequestCancelled || errData(e).HandleID != h.HandleID {
+	if e == nil || e.Code != protocol.CodeRequestCancelled || errData(e).HandleID != h.HandleID {
 		t.Fatalf("cancelled writeInput: %v (data %+v), want -32800 naming the handle", e, errData(e))
 	}
 	after := s.memory("VmRSS")
@@ -75,7 +75,7 @@ func TestPtyWriteInputToAChildThatDoesNotRead(t *testing.T) {
 			mibs(waiting-base), mibs(after-base), mibs(allowed), mibs(size))
 	}
 	t.Logf("server RSS: %s before, +%s while %s waited, +%s after the cancel", mibs(base), mibs(waiting-base), mibs(size), mibs(after-base))
-	if pr := s.progressOf(h.HandleID); pr.Status != rpc.StatusRunning || !pr.InputOpen {
+	if pr := s.progressOf(h.HandleID); pr.Status != protocol.StatusRunning || !pr.InputOpen {
 		t.Errorf("the handle after its cancelled write: %+v", pr)
 	}
 	s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 200}, nil)

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // Output helpers of the PTY tests that the orphan matrix shares, on every
@@ -14,11 +14,11 @@ import (
 
 // decodeOutput returns an output notification's bytes. It does not fail
 // the test itself: it runs under the harness's lock, in waitFor's match.
-func decodeOutput(o rpc.OutputParams) ([]byte, error) {
+func decodeOutput(o protocol.OutputParams) ([]byte, error) {
 	switch o.Encoding {
-	case "", rpc.EncodingUTF8:
+	case "", protocol.EncodingUTF8:
 		return []byte(o.Data), nil
-	case rpc.EncodingBase64:
+	case protocol.EncodingBase64:
 		b, err := base64.StdEncoding.DecodeString(o.Data)
 		if err != nil {
 			return nil, fmt.Errorf("output seq %d: bad base64: %w", o.Seq, err)
@@ -31,18 +31,18 @@ func decodeOutput(o rpc.OutputParams) ([]byte, error) {
 // awaitStreamOnly waits until the handle's streamed output on stream has
 // contained text. It fails the test if the handle's toolResult comes
 // first, or if output of the handle comes on another stream.
-func (s *server) awaitStreamOnly(handle string, stream rpc.Stream, text string) {
+func (s *server) awaitStreamOnly(handle string, stream protocol.Stream, text string) {
 	s.t.Helper()
 	var seen []byte
 	var bad error
 	var ended json.RawMessage
 	s.waitFor(0, fmt.Sprintf("%s output %q of %s", stream, text, handle), func(m msg) bool {
-		if m.Method == rpc.NotifyToolResult && idsOf(m.Params).HandleID == handle {
+		if m.Method == protocol.NotifyToolResult && idsOf(m.Params).HandleID == handle {
 			ended = m.Params
 			return true
 		}
-		var o rpc.OutputParams
-		if m.Method != rpc.NotifyOutput || json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle {
+		var o protocol.OutputParams
+		if m.Method != protocol.NotifyOutput || json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle {
 			return false
 		}
 		if o.Stream != stream {

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // Tests of commands under a pseudo-terminal (issue 13), through the
@@ -96,7 +96,7 @@ func TestPtyInteractiveShell(t *testing.T) {
 	s.initialize(nil)
 	h, tm := s.ptyShell(24, 80)
 	pr := s.progressOf(h.HandleID)
-	if diff := cmp.Diff(&rpc.PtySize{Rows: 24, Cols: 80}, pr.Pty); diff != "" || !pr.InputOpen || pr.Status != rpc.StatusRunning {
+	if diff := cmp.Diff(&protocol.PtySize{Rows: 24, Cols: 80}, pr.Pty); diff != "" || !pr.InputOpen || pr.Status != protocol.StatusRunning {
 		t.Errorf("progress of a PTY shell: %+v; pty mismatch (-want +got):\n%s", pr, diff)
 	}
 	tm.send("echo hi\r")
@@ -120,7 +120,7 @@ func TestPtyReadPromptAnsweredByWriteInput(t *testing.T) {
 	s := start(t, options{})
 	s.initialize(nil)
 	h := s.longRun(map[string]any{"argv": []string{"sh", "-c", `printf "name? "; read n; echo "hello $n"`}, "pty": true, "streamOutput": true})
-	tm := s.newTerm(h.HandleID, rpc.StreamPty)
+	tm := s.newTerm(h.HandleID, protocol.StreamPty)
 	tm.expect("name? ")
 	tm.send("toolhost\r")
 	tm.expect("hello toolhost\r\n")
@@ -131,8 +131,8 @@ func TestPtyReadPromptAnsweredByWriteInput(t *testing.T) {
 	if want := "name? toolhost\r\nhello toolhost\r\n"; res.Stdout != want || res.Stderr != "" {
 		t.Errorf("toolResult stdout %q stderr %q, want stdout %q", res.Stdout, res.Stderr, want)
 	}
-	for _, o := range progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID)) {
-		if o.Stream != rpc.StreamPty {
+	for _, o := range progDecodeAll[protocol.OutputParams](s, "output", forHandle(h.HandleID)) {
+		if o.Stream != protocol.StreamPty {
 			t.Errorf("output notification on stream %q under a PTY: %+v", o.Stream, o)
 		}
 	}
@@ -151,7 +151,7 @@ func TestPtyCtrlCInterruptsTheForegroundJob(t *testing.T) {
 	}{
 		{"writeInput ctrl-c", func(s *server, tm *term, job int) { tm.send("\x03") }},
 		{"signal SIGINT", func(s *server, tm *term, job int) {
-			var r rpc.SignalResult
+			var r protocol.SignalResult
 			s.mustCall("signal", map[string]any{"handleId": tm.handle, "signal": "SIGINT"}, &r)
 			if r.ProcessGroupID != job {
 				s.t.Errorf("SIGINT went to process group %d, want the foreground job's %d", r.ProcessGroupID, job)
@@ -176,12 +176,12 @@ func TestPtyCtrlCInterruptsTheForegroundJob(t *testing.T) {
 			awaitGone(t, marker{Sleep: mk.Sleep}, "", waitLimit)
 			tm.send("echo $((6*7))\r")
 			tm.expect("42\r\n")
-			if pr := s.progressOf(h.HandleID); pr.Status != rpc.StatusRunning || !pr.InputOpen {
+			if pr := s.progressOf(h.HandleID); pr.Status != protocol.StatusRunning || !pr.InputOpen {
 				t.Errorf("the shell's handle after the interrupt: %+v", pr)
 			}
-			var res rpc.ToolResult
+			var res protocol.ToolResult
 			s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 200}, &res)
-			if res.Status != rpc.StatusCancelled {
+			if res.Status != protocol.StatusCancelled {
 				t.Errorf("cancel: %+v", res)
 			}
 		})
@@ -244,9 +244,9 @@ func TestPtySIGTSTPThenSIGCONT(t *testing.T) {
 		s.initialize(nil)
 		progWriteFile(t, s.root, "counter.py", []byte(counterScript))
 		h := s.longRun(map[string]any{"argv": []string{py, "counter.py"}, "openStdin": true, "streamOutput": true})
-		tm := s.newTerm(h.HandleID, rpc.StreamStdout)
+		tm := s.newTerm(h.HandleID, protocol.StreamStdout)
 		tm.expect("n 3\n")
-		var r rpc.SignalResult
+		var r protocol.SignalResult
 		s.mustCall("signal", map[string]any{"handleId": h.HandleID, "signal": "SIGTSTP"}, &r)
 		if r.ProcessGroupID != h.ProcessGroupID {
 			t.Errorf("SIGTSTP went to group %d, want the command's %d", r.ProcessGroupID, h.ProcessGroupID)
@@ -267,7 +267,7 @@ func TestPtySIGTSTPThenSIGCONT(t *testing.T) {
 		h, tm := s.ptyShell(24, 80)
 		tm.send(py + " counter.py\r")
 		tm.expect("n 3\r\n")
-		var r rpc.SignalResult
+		var r protocol.SignalResult
 		s.mustCall("signal", map[string]any{"handleId": h.HandleID, "signal": "SIGTSTP"}, &r)
 		job := r.ProcessGroupID
 		if job == h.ProcessGroupID || job <= 0 {
@@ -319,7 +319,7 @@ func TestPtyResize(t *testing.T) {
 		tm.expect("24 80\r\n")
 		tm.expect(ptyPrompt)
 		s.mustCall("resize", map[string]any{"handleId": h.HandleID, "rows": 33, "cols": 111}, nil)
-		if diff := cmp.Diff(&rpc.PtySize{Rows: 33, Cols: 111}, s.progressOf(h.HandleID).Pty); diff != "" {
+		if diff := cmp.Diff(&protocol.PtySize{Rows: 33, Cols: 111}, s.progressOf(h.HandleID).Pty); diff != "" {
 			t.Errorf("progress's pty after resize mismatch (-want +got):\n%s", diff)
 		}
 		tm.send("stty size\r")
@@ -338,7 +338,7 @@ signal.sigwait([signal.SIGWINCH])
 size = os.get_terminal_size(0)
 print("winch", size.lines, size.columns, flush=True)`
 		h := s.longRun(map[string]any{"argv": []string{py, "-c", code}, "pty": map[string]any{"rows": 10, "cols": 40}, "streamOutput": true})
-		tm := s.newTerm(h.HandleID, rpc.StreamPty)
+		tm := s.newTerm(h.HandleID, protocol.StreamPty)
 		tm.expect("ready\r\n")
 		s.mustCall("resize", map[string]any{"handleId": h.HandleID, "rows": 50, "cols": 200}, nil)
 		tm.expect("winch 50 200\r\n")
@@ -364,14 +364,14 @@ func TestPtyCancelEndsChildrenThatIgnoreSIGHUP(t *testing.T) {
 				"argv": []string{"sh", "-c", "trap '' " + traps + "; sleep " + mk.Sleep + " & echo ready; wait; sleep " + mk.Sleep},
 				"pty":  true, "env": mk.env(), "streamOutput": true,
 			})
-			s.awaitStreamOnly(h.HandleID, rpc.StreamPty, "ready")
+			s.awaitStreamOnly(h.HandleID, protocol.StreamPty, "ready")
 			found := scanProcs(mk, "")
 			if len(found) < 2 {
 				t.Fatalf("want the shell and its sleep in /proc, found %v", found)
 			}
-			var res rpc.ToolResult
+			var res protocol.ToolResult
 			s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 200}, &res)
-			if res.Status != rpc.StatusCancelled {
+			if res.Status != protocol.StatusCancelled {
 				t.Errorf("cancel: %+v", res)
 			}
 			assertNoneLeft(t, mk, sessionPrefix(found), "after cancel")
@@ -405,7 +405,7 @@ func TestPtyFullScreenProgram(t *testing.T) {
 		"pty":  map[string]any{"rows": 24, "cols": 80}, "streamOutput": true,
 		"env": map[string]any{"TERM": "xterm-256color", "LESSHISTFILE": "-"},
 	})
-	tm := s.newTerm(h.HandleID, rpc.StreamPty)
+	tm := s.newTerm(h.HandleID, protocol.StreamPty)
 	tm.expect("line 0001")
 	tm.expect("line 0023")
 	tm.send("/needle\r")
@@ -433,14 +433,14 @@ func TestPtyFirstOutputIsOnThePtyStream(t *testing.T) {
 		sent = append(sent, s.request("longRunning", map[string]any{"argv": []string{"echo", "first"}, "pty": true, "streamOutput": true}))
 	}
 	for i, p := range sent {
-		var h rpc.LongRunningResult
+		var h protocol.LongRunningResult
 		if e := s.answer(p, &h); e != nil {
 			t.Fatalf("longRunning %d: %v", i, e)
 		}
 		res := s.toolResultOf(h.HandleID)
 		var got []byte
-		for _, o := range progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID)) {
-			if o.Stream != rpc.StreamPty {
+		for _, o := range progDecodeAll[protocol.OutputParams](s, "output", forHandle(h.HandleID)) {
+			if o.Stream != protocol.StreamPty {
 				t.Errorf("%s: output on stream %q under a PTY: %+v", h.HandleID, o.Stream, o)
 			}
 			b, err := decodeOutput(o)
@@ -476,11 +476,11 @@ func TestPtyRecipeSteps(t *testing.T) {
 		t.Fatalf("toolResult: %+v", res)
 	}
 	type piece struct {
-		Stream rpc.Stream
+		Stream protocol.Stream
 		Data   string
 	}
 	var got []piece
-	for _, o := range progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID)) {
+	for _, o := range progDecodeAll[protocol.OutputParams](s, "output", forHandle(h.HandleID)) {
 		b, err := decodeOutput(o)
 		if err != nil {
 			t.Fatal(err)
@@ -491,7 +491,7 @@ func TestPtyRecipeSteps(t *testing.T) {
 			got = append(got, piece{o.Stream, string(b)})
 		}
 	}
-	want := []piece{{rpc.StreamPty, "tty-yes\r\n"}, {rpc.StreamStdout, "tty-no\n"}, {rpc.StreamPty, "7 9\r\n"}}
+	want := []piece{{protocol.StreamPty, "tty-yes\r\n"}, {protocol.StreamStdout, "tty-no\n"}, {protocol.StreamPty, "7 9\r\n"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("streamed output mismatch (-want +got):\n%s", diff)
 	}

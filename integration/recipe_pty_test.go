@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestRecipeStepsChooseTheirTerminal runs a recipe whose steps run without
@@ -28,7 +28,7 @@ func TestRecipeStepsChooseTheirTerminal(t *testing.T) {
 		},
 	})
 	res := s.toolResultOf(h.HandleID)
-	if res.Status != rpc.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 0 {
+	if res.Status != protocol.StatusCompleted || res.ExitCode == nil || *res.ExitCode != 0 {
 		t.Fatalf("recipe ended %s (exit %v): %s", res.Status, res.ExitCode, res.Stdout)
 	}
 	want := "no-tty\n" + "tty\r\nTERM=xterm-256color\r\n20 70\r\n" + "TERM=vt100\r\n11 33\r\n"
@@ -39,17 +39,17 @@ func TestRecipeStepsChooseTheirTerminal(t *testing.T) {
 		t.Errorf("stderr = %q, want empty: a terminal merges it into its one stream", res.Stderr)
 	}
 	// Each step's output streamed under its stream's name.
-	streamed := map[rpc.Stream]string{}
+	streamed := map[protocol.Stream]string{}
 	for _, raw := range s.notifications("output") {
-		var o rpc.OutputParams
+		var o protocol.OutputParams
 		if err := json.Unmarshal(raw, &o); err != nil || o.HandleID != h.HandleID {
 			continue
 		}
 		streamed[o.Stream] += o.Data
 	}
-	wantStreamed := map[rpc.Stream]string{
-		rpc.StreamStdout: "no-tty\n",
-		rpc.StreamPty:    "tty\r\nTERM=xterm-256color\r\n20 70\r\nTERM=vt100\r\n11 33\r\n",
+	wantStreamed := map[protocol.Stream]string{
+		protocol.StreamStdout: "no-tty\n",
+		protocol.StreamPty:    "tty\r\nTERM=xterm-256color\r\n20 70\r\nTERM=vt100\r\n11 33\r\n",
 	}
 	if diff := cmp.Diff(wantStreamed, streamed); diff != "" {
 		t.Errorf("streamed output mismatch (-want +got):\n%s", diff)

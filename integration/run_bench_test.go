@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // BenchmarkRunCommandTrue measures runCommand of `true` through the binary
@@ -23,7 +23,7 @@ func BenchmarkRunCommandTrue(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.mustCall("runCommand", map[string]any{"argv": []string{"true"}}, &res)
 		t1 := time.Now()
 		if err := exec.Command(truePath).Run(); err != nil {
@@ -55,7 +55,7 @@ func BenchmarkOutput1GiB(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.mustCall("runCommand", map[string]any{"argv": []string{"head", "-c", "1073741824", "/dev/zero"}}, &res)
 		t1 := time.Now()
 		if err := exec.Command("sh", "-c", "head -c 1073741824 /dev/zero > "+filepath.Join(dir, "out")).Run(); err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestRunSpawnErrors checks that an empty argv is invalid params and that an
@@ -94,7 +94,7 @@ func TestRunSpawnErrors(t *testing.T) {
 // artifactsDir returns the artifacts directory the server reports.
 func (s *server) artifactsDir() string {
 	s.t.Helper()
-	var res rpc.InitializeResult
+	var res protocol.InitializeResult
 	// initialize was answered already: read its answer.
 	m, _ := s.waitFor(0, "the initialize answer", func(m msg) bool { return m.Method == "" && strings.Contains(string(m.Result), "artifactsDir") })
 	if err := json.Unmarshal(m.Result, &res); err != nil {
@@ -200,7 +200,7 @@ func TestRunStdin(t *testing.T) {
 				p    *client.Pending
 				want string
 			}{{id, ""}, {id2, "got:\n"}, {id3, "after\n"}} {
-				var r rpc.ToolResult
+				var r protocol.ToolResult
 				if e := s.answer(c.p, &r); e != nil {
 					t.Fatalf("request %v: %v", c.p.ID(), e)
 				}
@@ -244,7 +244,7 @@ func TestRunEnvAllowlist(t *testing.T) {
 	// Unconfined: a confined command also gets its own TMPDIR and the
 	// session's cache variables (TestSandboxAllows checks those).
 	s := start(t, options{env: env, args: []string{"--sandbox", "off"}})
-	s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Env: &rpc.EnvOptions{Allow: []string{"MYCO_*"}}}})
+	s.initialize(&protocol.InitializeParams{InitializationOptions: &protocol.InitializationOptions{Env: &protocol.EnvOptions{Allow: []string{"MYCO_*"}}}})
 
 	wantBase := map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": "/home/someone", "TMPDIR": os.TempDir(),
@@ -320,7 +320,7 @@ func TestRunResultFields(t *testing.T) {
 	if string(raw["signal"]) != "null" {
 		t.Errorf("signal = %s, want null", raw["signal"])
 	}
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	if err := json.Unmarshal(result, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestRunResultFields(t *testing.T) {
 
 // verifyArtifacts checks the artifact files: private modes, and byteCount,
 // lineCount and sha256 against outputPath's content, which it returns.
-func verifyArtifacts(t *testing.T, a rpc.Artifacts) []byte {
+func verifyArtifacts(t *testing.T, a protocol.Artifacts) []byte {
 	t.Helper()
 	for _, p := range []string{a.StdoutPath, a.StderrPath, a.OutputPath} {
 		fi, err := os.Lstat(p)
@@ -400,7 +400,7 @@ func verifyArtifacts(t *testing.T, a rpc.Artifacts) []byte {
 	if n > 0 && last != '\n' {
 		lines++ // a last line without a newline counts
 	}
-	got := rpc.Artifacts{StdoutPath: a.StdoutPath, StderrPath: a.StderrPath, OutputPath: a.OutputPath, ByteCount: n, LineCount: lines, Sha256: hex.EncodeToString(h.Sum(nil))}
+	got := protocol.Artifacts{StdoutPath: a.StdoutPath, StderrPath: a.StderrPath, OutputPath: a.OutputPath, ByteCount: n, LineCount: lines, Sha256: hex.EncodeToString(h.Sum(nil))}
 	if diff := cmp.Diff(got, a); diff != "" {
 		t.Errorf("artifacts do not describe outputPath (-file +result):\n%s", diff)
 	}

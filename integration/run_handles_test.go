@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestLongRunningAnswersAtOnce checks the longRunning answer, that the
@@ -39,13 +39,13 @@ func TestLongRunningAnswersAtOnce(t *testing.T) {
 			t.Errorf("toolResult ids or stdout: %+v", res)
 		}
 		// cancel of the ended handle answers its final result again.
-		var again rpc.ToolResult
+		var again protocol.ToolResult
 		s.mustCall("cancel", map[string]any{"handleId": h.HandleID}, &again)
 		if diff := cmp.Diff(res, again); diff != "" {
 			t.Errorf("cancel after the end mismatch (-toolResult +cancel):\n%s", diff)
 		}
 		// progress of the ended handle.
-		var pr rpc.Progress
+		var pr protocol.Progress
 		s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &pr)
 		if pr.Status != "completed" || pr.Label != "four" || pr.ExitCode == nil || *pr.ExitCode != 4 {
 			t.Errorf("progress after the end: %+v", pr)
@@ -104,7 +104,7 @@ func TestCancelLadder(t *testing.T) {
 		if c.grace != nil {
 			p["graceMs"] = c.grace
 		}
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.mustCall("cancel", p, &res)
 		assertNoneLeft(t, mk, "", c.name+": after cancel answered")
 		if diff := cmp.Diff(c.want, endingOf(res)); diff != "" {

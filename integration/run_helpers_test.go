@@ -14,30 +14,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // errData returns an error answer's data (the zero value if it has none).
-func errData(e *rpc.Error) rpc.ErrorData {
+func errData(e *protocol.Error) protocol.ErrorData {
 	if e == nil || e.Data == nil {
-		return rpc.ErrorData{}
+		return protocol.ErrorData{}
 	}
 	return *e.Data
 }
 
 // run calls runCommand and fails the test on an error response.
-func (s *server) run(params map[string]any) rpc.ToolResult {
+func (s *server) run(params map[string]any) protocol.ToolResult {
 	s.t.Helper()
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	s.mustCall("runCommand", params, &res)
 	return res
 }
 
 // longRun calls longRunning and fails the test on an error response or an
 // answer without a handle.
-func (s *server) longRun(params map[string]any) rpc.LongRunningResult {
+func (s *server) longRun(params map[string]any) protocol.LongRunningResult {
 	s.t.Helper()
-	var h rpc.LongRunningResult
+	var h protocol.LongRunningResult
 	s.mustCall("longRunning", params, &h)
 	if h.HandleID == "" {
 		s.t.Fatalf("longRunning answered no handleId")
@@ -46,9 +46,9 @@ func (s *server) longRun(params map[string]any) rpc.LongRunningResult {
 }
 
 // toolResultOf waits for the toolResult of handle and decodes it.
-func (s *server) toolResultOf(handle string) rpc.ToolResult {
+func (s *server) toolResultOf(handle string) protocol.ToolResult {
 	s.t.Helper()
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	s.notification("toolResult", 1, forHandle(handle), &res)
 	return res
 }
@@ -58,8 +58,8 @@ func (s *server) awaitOutput(handle, text string) {
 	s.t.Helper()
 	var seen strings.Builder
 	s.waitFor(0, fmt.Sprintf("output %q of %s", text, handle), func(m msg) bool {
-		var o rpc.OutputParams
-		if m.Method != "output" || json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle || o.Stream != rpc.StreamStdout {
+		var o protocol.OutputParams
+		if m.Method != "output" || json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle || o.Stream != protocol.StreamStdout {
 			return false
 		}
 		seen.WriteString(o.Data)

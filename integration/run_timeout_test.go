@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // ending is the part of a ToolResult that says how a command ended.
@@ -19,7 +19,7 @@ type ending struct {
 	Signal   *string
 }
 
-func endingOf(r rpc.ToolResult) ending {
+func endingOf(r protocol.ToolResult) ending {
 	return ending{Status: string(r.Status), Success: r.Success, ExitCode: r.ExitCode, Signal: r.Signal}
 }
 

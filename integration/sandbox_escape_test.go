@@ -20,7 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // This file is the escape corpus for commands (issue 12, BRIEF.md Part 2
@@ -324,7 +324,7 @@ func sbServerAnswers(t *testing.T, s *server) {
 		t.Fatalf("the server exited (code %d)", s.exit)
 	default:
 	}
-	res := sbRun(t, s, rpc.SandboxWorkspaceWrite, "", "echo alive", nil, sbTimeout)
+	res := sbRun(t, s, protocol.SandboxWorkspaceWrite, "", "echo alive", nil, sbTimeout)
 	if res.Stdout != "alive\n" {
 		t.Errorf("the server answered a command after the case with stdout %q, want %q", res.Stdout, "alive\n")
 	}
@@ -333,9 +333,9 @@ func sbServerAnswers(t *testing.T, s *server) {
 // sbAttemptFailed checks the command's own account of its attempt: it got
 // as far as TRYING, the attempt failed (no ESCAPED, a non-zero exit code),
 // and not because a program was missing.
-func sbAttemptFailed(t *testing.T, res rpc.ToolResult) {
+func sbAttemptFailed(t *testing.T, res protocol.ToolResult) {
 	t.Helper()
-	if res.Status != rpc.StatusCompleted {
+	if res.Status != protocol.StatusCompleted {
 		t.Fatalf("the command did not complete: status %s; stdout %q, stderr %q", res.Status, res.Stdout, res.Stderr)
 	}
 	if !strings.Contains(res.Stdout, "TRYING") {
@@ -353,7 +353,7 @@ func sbAttemptFailed(t *testing.T, res rpc.ToolResult) {
 }
 
 // sbCode returns a result's exit code, or its signal, as text.
-func sbCode(res rpc.ToolResult) string {
+func sbCode(res protocol.ToolResult) string {
 	switch {
 	case res.ExitCode != nil:
 		return fmt.Sprint(*res.ExitCode)
@@ -408,9 +408,9 @@ func TestSandboxEscapes(t *testing.T) {
 				watch = append(watch, c.watch(&r)...)
 			}
 			was := sbSnapshot(t, "", watch...)
-			fs := rpc.SandboxWorkspaceWrite
+			fs := protocol.SandboxWorkspaceWrite
 			if c.readOnly {
-				fs = rpc.SandboxReadOnly
+				fs = protocol.SandboxReadOnly
 			}
 			res := sbRun(t, r.s, fs, filepath.Join("cases", c.name), c.script, r.env, sbTimeout)
 			sbAttemptFailed(t, res)
@@ -435,12 +435,12 @@ type sbAllowed struct {
 	// timeout bounds the command (0: sbTimeout).
 	timeout time.Duration
 	// check checks the successful result; dir is root/<name>.
-	check func(t *testing.T, res rpc.ToolResult, dir string)
+	check func(t *testing.T, res protocol.ToolResult, dir string)
 }
 
 // sbOutputIs checks a command's stdout.
-func sbOutputIs(want string) func(t *testing.T, res rpc.ToolResult, dir string) {
-	return func(t *testing.T, res rpc.ToolResult, dir string) {
+func sbOutputIs(want string) func(t *testing.T, res protocol.ToolResult, dir string) {
+	return func(t *testing.T, res protocol.ToolResult, dir string) {
 		t.Helper()
 		if diff := cmp.Diff(want, res.Stdout); diff != "" {
 			t.Errorf("stdout: mismatch (-want +got):\n%s", diff)
@@ -454,7 +454,7 @@ func sbOutputIs(want string) func(t *testing.T, res rpc.ToolResult, dir string) 
 // system's files.
 var sbAllowedWork = []sbAllowed{
 	{name: "write_inside_root", script: `echo inside > written.txt`,
-		check: func(t *testing.T, _ rpc.ToolResult, dir string) {
+		check: func(t *testing.T, _ protocol.ToolResult, dir string) {
 			got, err := os.ReadFile(filepath.Join(dir, "written.txt"))
 			if err != nil {
 				t.Fatal(err)
@@ -512,7 +512,7 @@ git -c user.name=toolhost -c user.email=toolhost@example.invalid -c commit.gpgsi
 git log --format=%s`,
 		check: sbOutputIs("first\n")},
 	{name: "read_etc_hosts", script: `cat /etc/hosts`,
-		check: func(t *testing.T, res rpc.ToolResult, dir string) {
+		check: func(t *testing.T, res protocol.ToolResult, dir string) {
 			want, err := os.ReadFile("/etc/hosts")
 			if err != nil {
 				t.Skipf("this machine has no /etc/hosts: %v", err)
@@ -545,7 +545,7 @@ func TestSandboxAllows(t *testing.T) {
 			if timeout == 0 {
 				timeout = sbTimeout
 			}
-			res := sbRun(t, s, rpc.SandboxWorkspaceWrite, c.name, c.script, env, timeout)
+			res := sbRun(t, s, protocol.SandboxWorkspaceWrite, c.name, c.script, env, timeout)
 			if !res.Success {
 				t.Fatalf("the command failed: status %s, exit %s; stdout %q, stderr %q", res.Status, sbCode(res), res.Stdout, res.Stderr)
 			}
@@ -579,12 +579,12 @@ func TestSandboxReports(t *testing.T) {
 		}
 	})
 	t.Run("result_says_what_was_applied", func(t *testing.T) {
-		res := sbRun(t, s, rpc.SandboxWorkspaceWrite, "", "true", nil, sbTimeout)
+		res := sbRun(t, s, protocol.SandboxWorkspaceWrite, "", "true", nil, sbTimeout)
 		if res.Sandbox == nil {
 			t.Fatalf("the result of a confined command has no sandbox field")
 		}
-		want := rpc.SandboxApplied{Filesystem: rpc.SandboxWorkspaceWrite, Network: false}
-		got := rpc.SandboxApplied{Filesystem: res.Sandbox.Filesystem, Network: res.Sandbox.Network}
+		want := protocol.SandboxApplied{Filesystem: protocol.SandboxWorkspaceWrite, Network: false}
+		got := protocol.SandboxApplied{Filesystem: res.Sandbox.Filesystem, Network: res.Sandbox.Network}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("the sandbox applied: mismatch (-want +got):\n%s", diff)
 		}
@@ -608,8 +608,8 @@ func sbGoEnv(t *testing.T) map[string]any {
 }
 
 // sbOutputHas checks the command's stdout holds want.
-func sbOutputHas(want string) func(*testing.T, rpc.ToolResult, string) {
-	return func(t *testing.T, res rpc.ToolResult, _ string) {
+func sbOutputHas(want string) func(*testing.T, protocol.ToolResult, string) {
+	return func(t *testing.T, res protocol.ToolResult, _ string) {
 		t.Helper()
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("stdout %q does not hold %q", res.Stdout, want)

@@ -23,7 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // This file holds what the sandbox corpus (sandbox_escape_test.go) needs
@@ -329,7 +329,7 @@ func (o *sbOutsider) checkAlive(t *testing.T) {
 // sbRun runs sh -c script through runCommand, in cwd (relative to the
 // root), with env and confined to filesystem and no network, and returns
 // its result. A refusal, or no answer at all, fails the test.
-func sbRun(t *testing.T, s *server, filesystem rpc.SandboxFilesystem, cwd, script string, env map[string]any, timeout time.Duration) rpc.ToolResult {
+func sbRun(t *testing.T, s *server, filesystem protocol.SandboxFilesystem, cwd, script string, env map[string]any, timeout time.Duration) protocol.ToolResult {
 	t.Helper()
 	params := map[string]any{
 		"argv":      []string{"sh", "-c", script},
@@ -341,9 +341,9 @@ func sbRun(t *testing.T, s *server, filesystem rpc.SandboxFilesystem, cwd, scrip
 	p := s.request("runCommand", params)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit+timeout)
 	defer cancel()
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	err := p.Wait(ctx, &res)
-	var e *rpc.Error
+	var e *protocol.Error
 	switch {
 	case errors.As(err, &e):
 		data, _ := json.Marshal(e.Data)

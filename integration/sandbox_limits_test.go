@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestSandboxLimitsContain drives a fork bomb under pids 256 and a memory
@@ -33,7 +33,7 @@ func TestSandboxLimitsContain(t *testing.T) {
 	}
 
 	bystander := newMarker()
-	var started rpc.LongRunningResult
+	var started protocol.LongRunningResult
 	s.mustCall("longRunning", map[string]any{
 		"argv": []string{"sleep", bystander.Sleep}, "env": bystander.env(),
 	}, &started)
@@ -56,13 +56,13 @@ func TestSandboxLimitsContain(t *testing.T) {
 			mk := newMarker()
 			tt.params["env"] = mk.env()
 			tt.params["timeoutMs"] = 60000
-			var res rpc.ToolResult
+			var res protocol.ToolResult
 			s.mustCall("runCommand", tt.params, &res)
 			got := ""
 			if res.LimitExceeded != nil {
 				got = *res.LimitExceeded
 			}
-			if got != tt.limit || res.Success || res.Status != rpc.StatusCompleted {
+			if got != tt.limit || res.Success || res.Status != protocol.StatusCompleted {
 				t.Errorf("result: status %s, success %v, limitExceeded %q; want completed, not a success, %q (stderr %q)",
 					res.Status, res.Success, got, tt.limit, res.Stderr)
 			}
@@ -74,12 +74,12 @@ func TestSandboxLimitsContain(t *testing.T) {
 	}
 
 	// The bystander ran through it all: it ends only now, by its cancel.
-	var res rpc.ToolResult
+	var res protocol.ToolResult
 	s.mustCall("cancel", map[string]any{"handleId": started.HandleID}, &res)
-	if res.Status != rpc.StatusCancelled {
+	if res.Status != protocol.StatusCancelled {
 		t.Errorf("the bystander ended %s before its cancel, want it still running until cancelled", res.Status)
 	}
-	var after rpc.ToolResult
+	var after protocol.ToolResult
 	s.mustCall("runCommand", map[string]any{"argv": []string{"echo", "still here"}}, &after)
 	if diff := cmp.Diff("still here\n", after.Stdout); diff != "" {
 		t.Errorf("a command after the limits mismatch (-want +got):\n%s", diff)
@@ -96,7 +96,7 @@ func TestSandboxCachesPointIntoTheSession(t *testing.T) {
 	own := t.TempDir()
 	show := []string{"sh", "-c", `echo "$GOCACHE"; echo "$GOMODCACHE"`}
 	cache := func(s *server, params map[string]any) []string {
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.mustCall("runCommand", params, &res)
 		return strings.Split(strings.TrimSuffix(res.Stdout, "\n"), "\n")
 	}
@@ -114,7 +114,7 @@ func TestSandboxCachesPointIntoTheSession(t *testing.T) {
 	plain.shutdown()
 
 	inherited := start(t, options{env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMODCACHE=" + own}})
-	inherited.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{Env: &rpc.EnvOptions{Allow: []string{"GOMODCACHE"}}}})
+	inherited.initialize(&protocol.InitializeParams{InitializationOptions: &protocol.InitializationOptions{Env: &protocol.EnvOptions{Allow: []string{"GOMODCACHE"}}}})
 	got = cache(inherited, map[string]any{"argv": show})
 	if len(got) != 2 || !strings.HasSuffix(got[0], "/cache/go-build") || got[1] != own {
 		t.Errorf("with GOMODCACHE allowed from the server's environment: %q, want GOCACHE in the session's cache and GOMODCACHE %q", got, own)

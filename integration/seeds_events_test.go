@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestEventsMixedLines reads a jsonl stdout of JSON objects, other JSON,
@@ -24,7 +24,7 @@ func TestEventsMixedLines(t *testing.T) {
 	script := `printf '{"type":"start","n":1}\nplain text\n\n[1,2]\n  {"type":"tool","args":{"x":[1,2]}}  \r\n{broken\n"str"\n{"type":"end"}'`
 	h := s.longRun(map[string]any{"argv": []string{"sh", "-c", script}, "stdoutFormat": "jsonl", "streamOutput": true})
 	res := s.toolResultOf(h.HandleID)
-	events := progDecodeAll[rpc.EventParams](s, "event", forHandle(h.HandleID))
+	events := progDecodeAll[protocol.EventParams](s, "event", forHandle(h.HandleID))
 	var got []string
 	for i, e := range events {
 		if e.Seq != int64(i+1) {
@@ -36,11 +36,11 @@ func TestEventsMixedLines(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&rpc.EventCounts{Count: 3, InvalidLines: 4}, res.Events); diff != "" {
+	if diff := cmp.Diff(&protocol.EventCounts{Count: 3, InvalidLines: 4}, res.Events); diff != "" {
 		t.Errorf("result events mismatch (-want +got):\n%s", diff)
 	}
 	var plain strings.Builder
-	for _, o := range progDecodeAll[rpc.OutputParams](s, "output", forHandle(h.HandleID)) {
+	for _, o := range progDecodeAll[protocol.OutputParams](s, "output", forHandle(h.HandleID)) {
 		plain.WriteString(o.Data)
 	}
 	if diff := cmp.Diff("plain text\n[1,2]\n{broken\n\"str\"\n", plain.String()); diff != "" {
@@ -85,7 +85,7 @@ for i in range(%d):
 	if !res.Success || res.Events == nil || res.Events.Count != n {
 		t.Fatalf("result %s, events %+v, want %d events", res.Status, res.Events, n)
 	}
-	events := progDecodeAll[rpc.EventParams](s, "event", forHandle(h.HandleID))
+	events := progDecodeAll[protocol.EventParams](s, "event", forHandle(h.HandleID))
 	if len(events) != n {
 		t.Fatalf("%d events arrived, want %d", len(events), n)
 	}
@@ -137,11 +137,11 @@ sys.stdout.write('{"n":2}\n')
 `
 	h := s.longRun(map[string]any{"argv": []string{"python3", "-c", script}, "stdoutFormat": "jsonl"})
 	res := s.toolResultOf(h.HandleID)
-	if diff := cmp.Diff(&rpc.EventCounts{Count: 2, OversizeLines: 1}, res.Events); diff != "" {
+	if diff := cmp.Diff(&protocol.EventCounts{Count: 2, OversizeLines: 1}, res.Events); diff != "" {
 		t.Errorf("result events mismatch (-want +got):\n%s", diff)
 	}
 	var got []string
-	for _, e := range progDecodeAll[rpc.EventParams](s, "event", forHandle(h.HandleID)) {
+	for _, e := range progDecodeAll[protocol.EventParams](s, "event", forHandle(h.HandleID)) {
 		got = append(got, string(e.Event))
 	}
 	if diff := cmp.Diff([]string{`{"n":1}`, `{"n":2}`}, got); diff != "" {
@@ -149,7 +149,7 @@ sys.stdout.write('{"n":2}\n')
 	}
 	var warned bool
 	for _, raw := range s.notifications("window/logMessage") {
-		var m rpc.LogMessageParams
+		var m protocol.LogMessageParams
 		if json.Unmarshal(raw, &m) == nil && strings.Contains(m.Message, "longer than a message") {
 			warned = true
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // listenScript is a Python listener on an ephemeral port of addr that
@@ -31,7 +31,7 @@ func (s *server) awaitPrintedPort(handle string) int {
 	s.t.Helper()
 	var seen string
 	s.waitFor(0, "the printed port of "+handle, func(m msg) bool {
-		var o rpc.OutputParams
+		var o protocol.OutputParams
 		if m.Method != "output" || json.Unmarshal(m.Params, &o) != nil || o.HandleID != handle {
 			return false
 		}
@@ -62,26 +62,26 @@ func TestPortOpenedAndClosed(t *testing.T) {
 	for _, c := range cases {
 		h := s.longRun(map[string]any{"argv": c.argv, "streamOutput": true, "openStdin": true})
 		port := s.awaitPrintedPort(h.HandleID)
-		var opened rpc.PortOpenedParams
+		var opened protocol.PortOpenedParams
 		s.notification("portOpened", 1, forHandle(h.HandleID), &opened)
-		if diff := cmp.Diff(rpc.PortOpenedParams{HandleID: h.HandleID, Port: port, Address: c.address}, opened, cmpIgnoreFields("PID")); diff != "" {
+		if diff := cmp.Diff(protocol.PortOpenedParams{HandleID: h.HandleID, Port: port, Address: c.address}, opened, cmpIgnoreFields("PID")); diff != "" {
 			t.Errorf("%s: portOpened mismatch (-want +got):\n%s", c.name, diff)
 		}
 		if c.grandchild && opened.PID == h.PID || opened.PID <= 0 {
 			t.Errorf("%s: portOpened pid %d (the command is %d)", c.name, opened.PID, h.PID)
 		}
-		var snap rpc.Progress
+		var snap protocol.Progress
 		s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &snap)
-		if diff := cmp.Diff([]rpc.Port{{Port: port, Address: c.address, PID: opened.PID}}, snap.Ports); diff != "" {
+		if diff := cmp.Diff([]protocol.Port{{Port: port, Address: c.address, PID: opened.PID}}, snap.Ports); diff != "" {
 			t.Errorf("%s: progress ports mismatch (-want +got):\n%s", c.name, diff)
 		}
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 200}, &res)
-		var closed rpc.PortClosedParams
+		var closed protocol.PortClosedParams
 		_, closedAt := s.waitFor(0, "portClosed of "+h.HandleID, func(m msg) bool {
 			return m.Method == "portClosed" && json.Unmarshal(m.Params, &closed) == nil && closed.HandleID == h.HandleID
 		})
-		if diff := cmp.Diff(rpc.PortClosedParams{HandleID: h.HandleID, Port: port, Address: c.address}, closed); diff != "" {
+		if diff := cmp.Diff(protocol.PortClosedParams{HandleID: h.HandleID, Port: port, Address: c.address}, closed); diff != "" {
 			t.Errorf("%s: portClosed mismatch (-want +got):\n%s", c.name, diff)
 		}
 		_, resultAt := s.waitFor(0, "toolResult of "+h.HandleID, func(m msg) bool {
@@ -90,7 +90,7 @@ func TestPortOpenedAndClosed(t *testing.T) {
 		if closedAt > resultAt {
 			t.Errorf("%s: portClosed came after the toolResult", c.name)
 		}
-		if n := len(progDecodeAll[rpc.PortOpenedParams](s, "portOpened", forHandle(h.HandleID))); n != 1 {
+		if n := len(progDecodeAll[protocol.PortOpenedParams](s, "portOpened", forHandle(h.HandleID))); n != 1 {
 			t.Errorf("%s: %d portOpened, want exactly 1", c.name, n)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // progressFileJSON is a progress file's content, with amplihack's names.
@@ -57,12 +57,12 @@ func TestProgressFileFollowsTransitions(t *testing.T) {
 	path := filepath.Join(s.root, ".toolhost", "ci-progress.json")
 	from := 0
 	for i, st := range steps {
-		var tr rpc.StepTransitionParams
+		var tr protocol.StepTransitionParams
 		_, at := s.waitFor(from, "the start of "+st["name"].(string), func(m msg) bool {
 			if m.Method != "stepTransition" || json.Unmarshal(m.Params, &tr) != nil {
 				return false
 			}
-			return tr.HandleID == h.HandleID && tr.Status == rpc.StepStart && tr.Index == i+1
+			return tr.HandleID == h.HandleID && tr.Status == protocol.StepStart && tr.Index == i+1
 		})
 		from = at + 1
 		got := readProgressFile(t, path)
@@ -154,7 +154,7 @@ func TestProgressFileReadersNeverSeePartialJSON(t *testing.T) {
 			}
 		}
 	}()
-	var snap rpc.Progress
+	var snap protocol.Progress
 	s.mustCall("progress", map[string]any{"handleId": h.HandleID}, &snap)
 	path = snap.ProgressPath
 	if path == "" {
@@ -194,10 +194,10 @@ func TestProgressFileRefusesSymlinks(t *testing.T) {
 		path string
 		code int
 	}{
-		{"out/progress.json", rpc.CodePathOutsideWorkspace},
-		{"p.json", rpc.CodePathOutsideWorkspace},
-		{"../progress.json", rpc.CodePathOutsideWorkspace},
-		{"in.json", rpc.CodeInvalidParams},
+		{"out/progress.json", protocol.CodePathOutsideWorkspace},
+		{"p.json", protocol.CodePathOutsideWorkspace},
+		{"../progress.json", protocol.CodePathOutsideWorkspace},
+		{"in.json", protocol.CodeInvalidParams},
 	} {
 		e := s.call("longRunning", map[string]any{"argv": []string{"true"}, "progressFile": c.path}, nil)
 		if e == nil || e.Code != c.code {
@@ -212,7 +212,7 @@ func TestProgressFileRefusesSymlinks(t *testing.T) {
 	if err != nil || len(ents) != 0 {
 		t.Errorf("the directory outside holds %v (%v), want nothing", ents, err)
 	}
-	var list rpc.ProgressList
+	var list protocol.ProgressList
 	s.mustCall("progress", map[string]any{}, &list)
 	if len(list.Handles) != 0 {
 		t.Errorf("refused requests started handles: %+v", list.Handles)

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // This file drives readFile and writeFile through the binary for what the
@@ -57,17 +57,17 @@ func TestWorkspaceDefaultMaxBytesAndPagingLargeFile(t *testing.T) {
 		for _, c := range []struct {
 			name   string
 			params map[string]any
-			want   rpc.ReadFileResult
+			want   protocol.ReadFileResult
 		}{
 			{"near the end", map[string]any{"line": 15000, "limit": 3},
-				rpc.ReadFileResult{Content: line(15000) + line(15001) + line(15002), StartLine: 15000, EndLine: 15002, TotalLines: lines, Truncated: true}},
+				protocol.ReadFileResult{Content: line(15000) + line(15001) + line(15002), StartLine: 15000, EndLine: 15002, TotalLines: lines, Truncated: true}},
 			{"the last line", map[string]any{"line": lines, "limit": 5},
-				rpc.ReadFileResult{Content: line(lines), StartLine: lines, EndLine: lines, TotalLines: lines}},
+				protocol.ReadFileResult{Content: line(lines), StartLine: lines, EndLine: lines, TotalLines: lines}},
 			{"past the end", map[string]any{"line": lines + 1},
-				rpc.ReadFileResult{StartLine: lines + 1, EndLine: lines, TotalLines: lines}},
+				protocol.ReadFileResult{StartLine: lines + 1, EndLine: lines, TotalLines: lines}},
 			// From line 2 to the end is paged: whole lines up to 1 MiB.
 			{"from line 2", map[string]any{"line": 2},
-				rpc.ReadFileResult{StartLine: 2, EndLine: 1 + (1<<20)/100, TotalLines: lines, Truncated: true}},
+				protocol.ReadFileResult{StartLine: 2, EndLine: 1 + (1<<20)/100, TotalLines: lines, Truncated: true}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				r, err := wsRead(s, "big.txt", c.params)
@@ -78,7 +78,7 @@ func TestWorkspaceDefaultMaxBytesAndPagingLargeFile(t *testing.T) {
 				if c.name == "from line 2" {
 					c.want.Content = content[100 : 100*(c.want.EndLine)]
 				}
-				if diff := cmp.Diff(c.want, r, cmpopts.IgnoreFields(rpc.ReadFileResult{}, "MTime")); diff != "" {
+				if diff := cmp.Diff(c.want, r, cmpopts.IgnoreFields(protocol.ReadFileResult{}, "MTime")); diff != "" {
 					t.Errorf("readFile %v: mismatch (-want +got):\n%s", c.params, diff)
 				}
 			})
@@ -157,7 +157,7 @@ func TestWorkspaceWriteIsAtomicForReaders(t *testing.T) {
 				}
 			}
 			for _, p := range reads {
-				var r rpc.ReadFileResult
+				var r protocol.ReadFileResult
 				if e := s.answer(p, &r); e != nil {
 					t.Fatalf("readFile: %v", e)
 				}
@@ -246,7 +246,7 @@ func TestWorkspaceReadsArtifactOfCommand(t *testing.T) {
 	forEachFraming(t, func(t *testing.T, framing string) {
 		s := start(t, options{framing: framing})
 		s.initialize(nil)
-		var res rpc.ToolResult
+		var res protocol.ToolResult
 		s.mustCall("runCommand", map[string]any{"argv": []string{"sh", "-c", "for i in 1 2 3 4 5; do echo line $i; done"}}, &res)
 		want := "line 1\nline 2\nline 3\nline 4\nline 5\n"
 		for _, p := range []string{res.Artifacts.OutputPath, res.Artifacts.StdoutPath, "file://" + res.Artifacts.OutputPath} {
@@ -320,7 +320,7 @@ func TestWorkspaceReadRootsNarrowedByClient(t *testing.T) {
 		t.Fatalf("initialize with a read root outside: %v, want -32001", err)
 	}
 	vendor := filepath.Join(fx.root, "vendor")
-	res := s.initialize(&rpc.InitializeParams{InitializationOptions: &rpc.InitializationOptions{ReadRoots: []string{"file://" + shared + "/sub", vendor}}})
+	res := s.initialize(&protocol.InitializeParams{InitializationOptions: &protocol.InitializationOptions{ReadRoots: []string{"file://" + shared + "/sub", vendor}}})
 	if rr := res.Workspace.ReadRoots; !cmp.Equal(rr, []string{filepath.Join(shared, "sub"), vendor}) {
 		t.Errorf("initialize readRoots = %q, want [shared/sub, root/vendor]", rr)
 	}

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestWorkspaceEscapeRaceSwap swaps root/sw between a real directory and a
@@ -68,7 +68,7 @@ func TestWorkspaceEscapeRaceSwap(t *testing.T) {
 				reads = append(reads, s.request("readFile", map[string]any{"path": paths[(round+i)%len(paths)]}))
 			}
 			for _, p := range reads {
-				var r rpc.ReadFileResult
+				var r protocol.ReadFileResult
 				if e := s.answer(p, &r); e != nil {
 					switch e.Code {
 					case wsCodeOutside, wsCodeNotFound, wsCodeConflict:

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // This file drives the escape corpus of issue 3 through the binary: every
@@ -154,7 +154,7 @@ func wsWrite(t testing.TB, p, content string) {
 
 // wsRefused checks that err is an error answer with code whose data names
 // path and gives a reason, and returns the data.
-func wsRefused(t *testing.T, what string, err *rpc.Error, code int, path string) rpc.ErrorData {
+func wsRefused(t *testing.T, what string, err *protocol.Error, code int, path string) protocol.ErrorData {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s succeeded, want error %d", what, code)
@@ -177,25 +177,25 @@ func wsRefused(t *testing.T, what string, err *rpc.Error, code int, path string)
 }
 
 // wsRead calls readFile with path and more params.
-func wsRead(s *server, path string, more map[string]any) (rpc.ReadFileResult, *rpc.Error) {
+func wsRead(s *server, path string, more map[string]any) (protocol.ReadFileResult, *protocol.Error) {
 	s.t.Helper()
 	params := map[string]any{"path": path}
 	for k, v := range more {
 		params[k] = v
 	}
-	var r rpc.ReadFileResult
+	var r protocol.ReadFileResult
 	err := s.call("readFile", params, &r)
 	return r, err
 }
 
 // wsWriteFile calls writeFile with path, content and more params.
-func wsWriteFile(s *server, path, content string, more map[string]any) (rpc.WriteFileResult, *rpc.Error) {
+func wsWriteFile(s *server, path, content string, more map[string]any) (protocol.WriteFileResult, *protocol.Error) {
 	s.t.Helper()
 	params := map[string]any{"path": path, "content": content}
 	for k, v := range more {
 		params[k] = v
 	}
-	var r rpc.WriteFileResult
+	var r protocol.WriteFileResult
 	err := s.call("writeFile", params, &r)
 	return r, err
 }

@@ -9,7 +9,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // finishedCap bounds the handles remembered as ended.
@@ -23,8 +23,8 @@ const orphanCap = 512
 // event is a stepTransition or a heartbeat of a handle.
 type event struct {
 	handleID string
-	step     *rpc.StepTransitionParams
-	beat     *rpc.HeartbeatParams
+	step     *protocol.StepTransitionParams
+	beat     *protocol.HeartbeatParams
 }
 
 // router hands the step transitions and heartbeats of handles to the
@@ -42,10 +42,10 @@ type router struct {
 	finished recent[bool]
 	// ended is told of every toolResult, after the handle is marked
 	// finished and its last event was sent. Set by init.
-	ended func(*rpc.ToolResult)
+	ended func(*protocol.ToolResult)
 }
 
-func (r *router) init(ended func(*rpc.ToolResult)) {
+func (r *router) init(ended func(*protocol.ToolResult)) {
 	r.sinks = make(map[string][]*sink)
 	r.finished = newRecent[bool](finishedCap)
 	r.ended = ended
@@ -62,7 +62,7 @@ func (r *router) isFinished(handleID string) bool {
 
 // toolResult records the end of a handle: its toolResult is the last
 // notification about it, so every event of the handle has been routed.
-func (r *router) toolResult(p *rpc.ToolResult) {
+func (r *router) toolResult(p *protocol.ToolResult) {
 	if p.HandleID == "" {
 		return
 	}
@@ -76,13 +76,13 @@ func (r *router) toolResult(p *rpc.ToolResult) {
 		r.ended(p)
 	}
 }
-func (r *router) step(p *rpc.StepTransitionParams) {
+func (r *router) step(p *protocol.StepTransitionParams) {
 	if p.HandleID != "" {
 		r.route(event{handleID: p.HandleID, step: p})
 	}
 }
 
-func (r *router) heartbeat(p *rpc.HeartbeatParams) {
+func (r *router) heartbeat(p *protocol.HeartbeatParams) {
 	if p.HandleID != "" {
 		r.route(event{handleID: p.HandleID, beat: p})
 	}
@@ -210,7 +210,7 @@ func (c *progressCount) next(ev event) (progress, total float64, msg string) {
 	case ev.step != nil:
 		st := ev.step
 		whole = float64(st.Index)
-		if st.Status == rpc.StepStart {
+		if st.Status == protocol.StepStart {
 			whole = float64(st.Index - 1)
 		}
 		c.total = float64(st.Total)
@@ -222,7 +222,7 @@ func (c *progressCount) next(ev event) (progress, total float64, msg string) {
 		default:
 			msg = st.Step
 		}
-		if st.Status != rpc.StepStart {
+		if st.Status != protocol.StepStart {
 			msg += " (" + string(st.Status) + ")"
 		}
 	case ev.beat != nil:

@@ -6,23 +6,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // TestProgressCount grows progress with every event, whole at each step,
 // through any number of heartbeats.
 func TestProgressCount(t *testing.T) {
-	step := func(i int, st rpc.StepStatus) event {
-		return event{step: &rpc.StepTransitionParams{Step: "s", Index: i, Total: 2, Status: st}}
+	step := func(i int, st protocol.StepStatus) event {
+		return event{step: &protocol.StepTransitionParams{Step: "s", Index: i, Total: 2, Status: st}}
 	}
-	beat := event{beat: &rpc.HeartbeatParams{Step: "s", ElapsedMs: 1500}}
+	beat := event{beat: &protocol.HeartbeatParams{Step: "s", ElapsedMs: 1500}}
 	var c progressCount
 	type out struct {
 		Progress, Total float64
 		Msg             string
 	}
 	var got []out
-	for _, ev := range []event{step(1, rpc.StepStart), beat, step(1, rpc.StepDone), step(2, rpc.StepStart), beat, step(2, rpc.StepDone), beat} {
+	for _, ev := range []event{step(1, protocol.StepStart), beat, step(1, protocol.StepDone), step(2, protocol.StepStart), beat, step(2, protocol.StepDone), beat} {
 		p, total, msg := c.next(ev)
 		got = append(got, out{p, total, msg})
 	}

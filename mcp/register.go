@@ -13,7 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // ToolError is the structured content of a tool error: toolhost's error
@@ -24,9 +24,9 @@ type ToolError struct {
 
 // ErrorInfo is one toolhost error.
 type ErrorInfo struct {
-	Code    int            `json:"code" jsonschema:"toolhost's error code: -32602 invalid arguments, -32001 path outside the workspace, -32004 handle not found, … (see PROTOCOL.md)"`
-	Message string         `json:"message" jsonschema:"what went wrong"`
-	Data    *rpc.ErrorData `json:"data,omitempty" jsonschema:"details: the field or path concerned, the reason and what to do"`
+	Code    int                 `json:"code" jsonschema:"toolhost's error code: -32602 invalid arguments, -32001 path outside the workspace, -32004 handle not found, … (see PROTOCOL.md)"`
+	Message string              `json:"message" jsonschema:"what went wrong"`
+	Data    *protocol.ErrorData `json:"data,omitempty" jsonschema:"details: the field or path concerned, the reason and what to do"`
 }
 
 // addTool registers a tool whose arguments are In and whose structured
@@ -54,10 +54,10 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 		panic(fmt.Sprintf("mcp: error schema: %v", err))
 	}
 	outSchemas := []*jsonschema.Schema{outSchema, errSchema}
-	if taskTools[name] && reflect.TypeFor[Out]() != reflect.TypeFor[rpc.ToolResult]() {
+	if taskTools[name] && reflect.TypeFor[Out]() != reflect.TypeFor[protocol.ToolResult]() {
 		// As a task, the tool's result (tasks/result, a task's result) is
 		// the command's, as run_command answers it.
-		resultSchema, err := jsonschema.For[rpc.ToolResult](nil)
+		resultSchema, err := jsonschema.For[protocol.ToolResult](nil)
 		if err != nil {
 			panic(fmt.Sprintf("mcp: result schema of %s: %v", name, err))
 		}
@@ -165,7 +165,7 @@ func argumentError(field, reason string) *sdk.CallToolResult {
 	if field != "" {
 		msg += ": " + field
 	}
-	return errorResult(ErrorInfo{Code: rpc.CodeInvalidParams, Message: msg, Data: &rpc.ErrorData{Field: field, Reason: reason}})
+	return errorResult(ErrorInfo{Code: protocol.CodeInvalidParams, Message: msg, Data: &protocol.ErrorData{Field: field, Reason: reason}})
 }
 
 // schemaPath finds the properties and items a schema error names.
@@ -201,7 +201,7 @@ func schemaField(msg string) string {
 // its code and data in the structured content. A call whose transport has
 // ended is a protocol error.
 func (s *Server) toolError(err error) (*sdk.CallToolResult, error) {
-	var e *rpc.Error
+	var e *protocol.Error
 	if !asRPCError(err, &e) {
 		return nil, fmt.Errorf("%w: %v", errClosed, err)
 	}

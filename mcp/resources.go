@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // artifactTemplate is the URI template of artifacts: a command's whole
@@ -48,7 +48,7 @@ type farDirs struct {
 
 // note remembers the artifacts directory of res's command, if it ran on
 // a destination.
-func (f *farDirs) note(res *rpc.ToolResult) {
+func (f *farDirs) note(res *protocol.ToolResult) {
 	if !strings.Contains(res.CommandID, "/") || res.Artifacts.OutputPath == "" {
 		return
 	}
@@ -70,7 +70,7 @@ func (f *farDirs) dir(commandID string) (string, bool) {
 
 // commandResult is the MCP result of a command's ToolResult; the
 // artifacts of a destination command are remembered for resources/read.
-func (s *Server) commandResult(res *rpc.ToolResult) *sdk.CallToolResult {
+func (s *Server) commandResult(res *protocol.ToolResult) *sdk.CallToolResult {
 	s.far.note(res)
 	return toolResultContent(res)
 }
@@ -141,7 +141,7 @@ func parseArtifactURI(uri string) (page, error) {
 func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	pg, err := parseArtifactURI(req.Params.URI)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: rpc.CodeInvalidParams, Message: err.Error()}
+		return nil, &jsonrpc.Error{Code: protocol.CodeInvalidParams, Message: err.Error()}
 	}
 	info, inputs, err := s.ws.open(ctx, req.Session, req.Params.InputResponses)
 	if inputs != nil {
@@ -169,9 +169,9 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 	// The page's text stays encoded as toolhost sent it and is spliced
 	// into the answer by the transport, as read_file's is.
 	var raw json.RawMessage
-	err = s.th.Call(ctx, rpc.MethodReadFile, &rpc.ReadFileParams{Path: path, Line: pg.line, Limit: limit, MaxBytes: pg.maxBytes}, &raw)
-	var e *rpc.Error
-	if errors.As(err, &e) && e.Code == rpc.CodeNotFound {
+	err = s.th.Call(ctx, protocol.MethodReadFile, &protocol.ReadFileParams{Path: path, Line: pg.line, Limit: limit, MaxBytes: pg.maxBytes}, &raw)
+	var e *protocol.Error
+	if errors.As(err, &e) && e.Code == protocol.CodeNotFound {
 		return nil, sdk.ResourceNotFoundError(req.Params.URI)
 	}
 	if err != nil {
@@ -201,7 +201,7 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 	}
 	c := &sdk.ResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Meta: meta}
 	switch {
-	case res.Encoding == rpc.EncodingBase64:
+	case res.Encoding == protocol.EncodingBase64:
 		var b64 string
 		if err := json.Unmarshal(content, &b64); err != nil {
 			return nil, fmt.Errorf("decoding the artifact: %w", err)
@@ -225,7 +225,7 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 // protocolError turns a toolhost error into a JSON-RPC error with the same
 // code and data, for requests that have no isError result.
 func protocolError(err error) error {
-	var e *rpc.Error
+	var e *protocol.Error
 	if !errors.As(err, &e) {
 		return fmt.Errorf("%w: %v", errClosed, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // textHalf is how much of each end of a stream the text for the model
@@ -18,7 +18,7 @@ import (
 const textHalf = 4 << 10
 
 // asRPCError reports whether err is a toolhost error answer.
-func asRPCError(err error, e **rpc.Error) bool { return errors.As(err, e) }
+func asRPCError(err error, e **protocol.Error) bool { return errors.As(err, e) }
 
 // structured is a result with one line of text and v as structured content.
 func structured(v any, format string, args ...any) *sdk.CallToolResult {
@@ -28,7 +28,7 @@ func structured(v any, format string, args ...any) *sdk.CallToolResult {
 // toolResultContent is the result of a command: the text for the model
 // (status, exit code, head and tail of each stream), the ToolResult as
 // structured content, and a resource_link to each artifact.
-func toolResultContent(res *rpc.ToolResult) *sdk.CallToolResult {
+func toolResultContent(res *protocol.ToolResult) *sdk.CallToolResult {
 	var b strings.Builder
 	b.WriteString(statusLine(res))
 	for _, st := range []struct {
@@ -68,11 +68,11 @@ func toolResultContent(res *rpc.ToolResult) *sdk.CallToolResult {
 }
 
 // statusLine says how a command ended, or that it runs.
-func statusLine(res *rpc.ToolResult) string {
+func statusLine(res *protocol.ToolResult) string {
 	switch res.Status {
-	case rpc.StatusRunning:
+	case protocol.StatusRunning:
 		return fmt.Sprintf("running as handle %s after %d ms (follow it with wait_command, read_output or cancel_command)", res.HandleID, res.DurationMs)
-	case rpc.StatusCompleted:
+	case protocol.StatusCompleted:
 		s := "completed"
 		if res.ExitCode != nil {
 			s += fmt.Sprintf(", exit code %d", *res.ExitCode)
@@ -115,7 +115,7 @@ func headTail(s string) string {
 }
 
 // startedContent is the result of start_command.
-func startedContent(res *rpc.LongRunningResult) *sdk.CallToolResult {
+func startedContent(res *protocol.LongRunningResult) *sdk.CallToolResult {
 	return structured(res, "started handle %s (command %s, pid %d): %s\nfollow it with wait_command, read_output, write_input or cancel_command",
 		res.HandleID, res.CommandID, res.PID, res.Command)
 }
@@ -123,17 +123,17 @@ func startedContent(res *rpc.LongRunningResult) *sdk.CallToolResult {
 // OutputRead is the structured content of read_output. The bytes read
 // are the result's first text content, exactly, and are not repeated here.
 type OutputRead struct {
-	Encoding   rpc.Encoding `json:"encoding" jsonschema:"how the first text content carries the bytes: utf-8 (the text itself) or base64"`
-	Offset     int64        `json:"offset" jsonschema:"where the read began"`
-	NextOffset int64        `json:"nextOffset" jsonschema:"where the next read goes on"`
-	TotalBytes int64        `json:"totalBytes" jsonschema:"the output's size when it was read"`
-	EOF        bool         `json:"eof" jsonschema:"the command has ended and nothing more will come"`
-	Running    bool         `json:"running" jsonschema:"the command was still running"`
+	Encoding   protocol.Encoding `json:"encoding" jsonschema:"how the first text content carries the bytes: utf-8 (the text itself) or base64"`
+	Offset     int64             `json:"offset" jsonschema:"where the read began"`
+	NextOffset int64             `json:"nextOffset" jsonschema:"where the next read goes on"`
+	TotalBytes int64             `json:"totalBytes" jsonschema:"the output's size when it was read"`
+	EOF        bool              `json:"eof" jsonschema:"the command has ended and nothing more will come"`
+	Running    bool              `json:"running" jsonschema:"the command was still running"`
 }
 
 // readOutputContent is the result of read_output: the bytes read as the
 // first text content, where the read stopped as the second.
-func readOutputContent(res *rpc.ReadOutputResult) *sdk.CallToolResult {
+func readOutputContent(res *protocol.ReadOutputResult) *sdk.CallToolResult {
 	state := "the command is still running"
 	switch {
 	case res.EOF:
@@ -142,7 +142,7 @@ func readOutputContent(res *rpc.ReadOutputResult) *sdk.CallToolResult {
 		state = "the command has ended; more to read"
 	}
 	enc := ""
-	if res.Encoding == rpc.EncodingBase64 {
+	if res.Encoding == protocol.EncodingBase64 {
 		enc = "; the bytes are base64"
 	}
 	return &sdk.CallToolResult{
@@ -158,14 +158,14 @@ func readOutputContent(res *rpc.ReadOutputResult) *sdk.CallToolResult {
 // the result's first text content, exactly, and is not repeated here: a
 // large file travels once.
 type FileRead struct {
-	Path       string       `json:"path" jsonschema:"the absolute real path of the file read"`
-	Encoding   rpc.Encoding `json:"encoding" jsonschema:"how the first text content carries the content: utf-8 (the text itself) or base64 (a binary file)"`
-	Size       int64        `json:"size" jsonschema:"the size of the whole file in bytes"`
-	StartLine  int          `json:"startLine" jsonschema:"the first line returned"`
-	EndLine    int          `json:"endLine" jsonschema:"the last line returned"`
-	TotalLines int          `json:"totalLines" jsonschema:"the lines of the whole file"`
-	Truncated  bool         `json:"truncated" jsonschema:"lines remain after endLine, or its bytes were cut at maxBytes"`
-	MTime      time.Time    `json:"mtime" jsonschema:"the file's modification time"`
+	Path       string            `json:"path" jsonschema:"the absolute real path of the file read"`
+	Encoding   protocol.Encoding `json:"encoding" jsonschema:"how the first text content carries the content: utf-8 (the text itself) or base64 (a binary file)"`
+	Size       int64             `json:"size" jsonschema:"the size of the whole file in bytes"`
+	StartLine  int               `json:"startLine" jsonschema:"the first line returned"`
+	EndLine    int               `json:"endLine" jsonschema:"the last line returned"`
+	TotalLines int               `json:"totalLines" jsonschema:"the lines of the whole file"`
+	Truncated  bool              `json:"truncated" jsonschema:"lines remain after endLine, or its bytes were cut at maxBytes"`
+	MTime      time.Time         `json:"mtime" jsonschema:"the file's modification time"`
 }
 
 // readFileContent is the result of read_file: the content as the first
@@ -176,7 +176,7 @@ func readFileContent(res *FileRead, content string) *sdk.CallToolResult {
 	if res.Truncated {
 		more = fmt.Sprintf("; more follows: read again from line %d", res.EndLine+1)
 	}
-	if res.Encoding == rpc.EncodingBase64 {
+	if res.Encoding == protocol.EncodingBase64 {
 		more += "; the content is base64 (a binary file)"
 	}
 	return &sdk.CallToolResult{
@@ -189,7 +189,7 @@ func readFileContent(res *FileRead, content string) *sdk.CallToolResult {
 }
 
 // listContent is the result of list_commands: a line per command.
-func listContent(list *rpc.ProgressList) *sdk.CallToolResult {
+func listContent(list *protocol.ProgressList) *sdk.CallToolResult {
 	var b strings.Builder
 	if len(list.Handles) == 0 {
 		b.WriteString("no commands")

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -90,10 +91,10 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 		Framing: client.FramingHeader,
 		Logf:    func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) },
 	})
-	client.OnNotification(s.th, rpc.StepTransitionNotification, s.events.step)
-	client.OnNotification(s.th, rpc.HeartbeatNotification, s.events.heartbeat)
-	client.OnNotification(s.th, rpc.ToolResultNotification, s.events.toolResult)
-	client.OnNotification(s.th, rpc.LogMessageNotification, s.logMessage)
+	client.OnNotification(s.th, protocol.StepTransitionNotification, s.events.step)
+	client.OnNotification(s.th, protocol.HeartbeatNotification, s.events.heartbeat)
+	client.OnNotification(s.th, protocol.ToolResultNotification, s.events.toolResult)
+	client.OnNotification(s.th, protocol.LogMessageNotification, s.logMessage)
 
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "toolhost", Title: "toolhost", Version: version}, &sdk.ServerOptions{
 		Instructions: instructions,
@@ -189,7 +190,7 @@ func (s *Server) closeInner() {
 func (s *Server) End(reason string) { s.inner.End(reason) }
 
 // logMessage forwards toolhost's window/logMessage as notifications/message.
-func (s *Server) logMessage(p *rpc.LogMessageParams) {
+func (s *Server) logMessage(p *protocol.LogMessageParams) {
 	s.mu.Lock()
 	ss := s.session
 	s.mu.Unlock()
@@ -197,7 +198,7 @@ func (s *Server) logMessage(p *rpc.LogMessageParams) {
 		return
 	}
 	level := sdk.LoggingLevel("warning")
-	if p.Type == rpc.MessageError {
+	if p.Type == protocol.MessageError {
 		level = "error"
 	}
 	s.logf(context.Background(), ss, level, "%s", p.Message)

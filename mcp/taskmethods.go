@@ -10,7 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // reqInfo is what the tasks middleware knows of a request: the protocol
@@ -386,7 +386,7 @@ func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskID
 	}
 	s.tasks.mu.Unlock()
 	if !ended && t.handleID != "" {
-		res, err := s.th.Cancel(context.WithoutCancel(ctx), &rpc.CancelParams{HandleID: t.handleID})
+		res, err := s.th.Cancel(context.WithoutCancel(ctx), &protocol.CancelParams{HandleID: t.handleID})
 		if err != nil {
 			s.tasks.fail(t, err)
 		} else {

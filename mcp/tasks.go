@@ -13,7 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // Bounds of what the task table keeps.
@@ -166,7 +166,7 @@ func (tt *taskTable) bind(ctx context.Context, t *task) {
 	if !tt.s.events.isFinished(t.handleID) {
 		return
 	}
-	res, err := tt.s.th.Wait(context.WithoutCancel(ctx), &rpc.WaitParams{HandleID: t.handleID, TimeoutMs: ptr(int64(maxWaitMs))})
+	res, err := tt.s.th.Wait(context.WithoutCancel(ctx), &protocol.WaitParams{HandleID: t.handleID, TimeoutMs: ptr(int64(maxWaitMs))})
 	if err != nil {
 		tt.fail(t, err)
 		return
@@ -176,7 +176,7 @@ func (tt *taskTable) bind(ctx context.Context, t *task) {
 
 // routed is called by the router with every toolResult, after the
 // handle's last event was routed.
-func (tt *taskTable) routed(res *rpc.ToolResult) {
+func (tt *taskTable) routed(res *protocol.ToolResult) {
 	tt.mu.Lock()
 	t := tt.tasks[res.HandleID]
 	tt.mu.Unlock()
@@ -189,7 +189,7 @@ func (tt *taskTable) routed(res *rpc.ToolResult) {
 // whoever comes first (the router, a tasks/cancel, bind) decides, and the
 // others find it decided. routed says every notification of the command
 // has been sent.
-func (tt *taskTable) end(t *task, res *rpc.ToolResult, routed bool) {
+func (tt *taskTable) end(t *task, res *protocol.ToolResult, routed bool) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	if routed {
@@ -197,10 +197,10 @@ func (tt *taskTable) end(t *task, res *rpc.ToolResult, routed bool) {
 	}
 	if !t.status.terminal() {
 		status, msg := taskState(t.form, res)
-		if t.form == formExt && res.Status == rpc.StatusLost {
+		if t.form == formExt && res.Status == protocol.StatusLost {
 			// A lost destination: the request failed with a JSON-RPC error.
 			data, _ := json.Marshal(res)
-			t.rpcErr = &wireError{Code: rpc.CodeDestinationUnavailable, Message: msg, Data: data}
+			t.rpcErr = &wireError{Code: protocol.CodeDestinationUnavailable, Message: msg, Data: data}
 		} else {
 			t.result = tt.s.commandResult(res)
 		}
@@ -222,8 +222,8 @@ func (tt *taskTable) fail(t *task, err error) {
 	defer tt.mu.Unlock()
 	t.routed = true
 	if !t.status.terminal() {
-		t.rpcErr = &wireError{Code: rpc.CodeInternalError, Message: err.Error()}
-		t.result = errorResult(ErrorInfo{Code: rpc.CodeInternalError, Message: err.Error()})
+		t.rpcErr = &wireError{Code: protocol.CodeInternalError, Message: err.Error()}
+		t.result = errorResult(ErrorInfo{Code: protocol.CodeInternalError, Message: err.Error()})
 		tt.finishLocked(t, taskFailed, "toolhost could not be asked for the command's result: "+err.Error())
 	}
 	tt.maybeNotifyLocked(t)
@@ -267,15 +267,15 @@ func (tt *taskTable) finishLocked(t *task, status taskStatus, msg string) {
 
 // taskState maps a command's result onto a task's state and status
 // message, as the task's protocol defines them (docs/mcp.md, "Tasks").
-func taskState(form taskForm, res *rpc.ToolResult) (taskStatus, string) {
+func taskState(form taskForm, res *protocol.ToolResult) (taskStatus, string) {
 	line := statusLine(res)
 	switch res.Status {
-	case rpc.StatusCompleted:
+	case protocol.StatusCompleted:
 		return taskCompleted, line
-	case rpc.StatusCancelled:
+	case protocol.StatusCancelled:
 		return taskCancelled, line
-	case rpc.StatusTimedOut:
-		line = "timed out" + strings.TrimPrefix(line, string(rpc.StatusTimedOut))
+	case protocol.StatusTimedOut:
+		line = "timed out" + strings.TrimPrefix(line, string(protocol.StatusTimedOut))
 		if form == formExt {
 			// A timeout is a tool result, not a JSON-RPC error: the
 			// extension keeps failed for the latter.
@@ -412,7 +412,7 @@ func (tt *taskTable) refresh(ctx context.Context, t *task) {
 	if !working {
 		return
 	}
-	res, err := tt.s.th.Progress(ctx, &rpc.ProgressParams{HandleID: t.handleID})
+	res, err := tt.s.th.Progress(ctx, &protocol.ProgressParams{HandleID: t.handleID})
 	if err != nil || res.One == nil {
 		return
 	}
@@ -469,7 +469,7 @@ func (t *task) extLocked(now time.Time) *extTask {
 		x.Error = t.rpcErr
 		if x.Error == nil {
 			data, _ := json.Marshal(t.result)
-			x.Error = &wireError{Code: rpc.CodeInternalError, Message: t.message, Data: data}
+			x.Error = &wireError{Code: protocol.CodeInternalError, Message: t.message, Data: data}
 		}
 	}
 	return x

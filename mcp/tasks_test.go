@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // newTestTable returns a task table whose notifications arrive on the
@@ -57,16 +57,16 @@ const waitLimit = 10 * time.Second
 // forms.
 func TestTaskState(t *testing.T) {
 	type row struct {
-		status      rpc.Status
+		status      protocol.Status
 		legacy, ext taskStatus
 	}
 	for _, r := range []row{
-		{rpc.StatusCompleted, taskCompleted, taskCompleted},
-		{rpc.StatusCancelled, taskCancelled, taskCancelled},
-		{rpc.StatusTimedOut, taskFailed, taskCompleted},
-		{rpc.StatusLost, taskFailed, taskFailed},
+		{protocol.StatusCompleted, taskCompleted, taskCompleted},
+		{protocol.StatusCancelled, taskCancelled, taskCancelled},
+		{protocol.StatusTimedOut, taskFailed, taskCompleted},
+		{protocol.StatusLost, taskFailed, taskFailed},
 	} {
-		res := &rpc.ToolResult{Status: r.status, TimeoutReason: rpc.TimeoutDeadline}
+		res := &protocol.ToolResult{Status: r.status, TimeoutReason: protocol.TimeoutDeadline}
 		if got, _ := taskState(formLegacy, res); got != r.legacy {
 			t.Errorf("2025-11-25, command %s: task %s, want %s", r.status, got, r.legacy)
 		}
@@ -74,7 +74,7 @@ func TestTaskState(t *testing.T) {
 			t.Errorf("2026-07-28, command %s: task %s, want %s", r.status, got, r.ext)
 		}
 	}
-	if _, msg := taskState(formExt, &rpc.ToolResult{Status: rpc.StatusTimedOut, TimeoutReason: rpc.TimeoutDeadline}); !strings.HasPrefix(msg, "timed out (deadline) after") {
+	if _, msg := taskState(formExt, &protocol.ToolResult{Status: protocol.StatusTimedOut, TimeoutReason: protocol.TimeoutDeadline}); !strings.HasPrefix(msg, "timed out (deadline) after") {
 		t.Errorf("a timeout's status message %q does not say so", msg)
 	}
 }
@@ -92,11 +92,11 @@ func TestTaskEndsOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				st := rpc.StatusCompleted
+				st := protocol.StatusCompleted
 				if i%2 == 1 {
-					st = rpc.StatusCancelled
+					st = protocol.StatusCancelled
 				}
-				tt.end(task, &rpc.ToolResult{HandleID: "h-1", Status: st, ExitCode: ptr(i)}, i%3 == 0)
+				tt.end(task, &protocol.ToolResult{HandleID: "h-1", Status: st, ExitCode: ptr(i)}, i%3 == 0)
 			}()
 		}
 		wg.Add(1)
@@ -120,7 +120,7 @@ func TestTaskEndsOnce(t *testing.T) {
 			t.Errorf("round %d: notified state mismatch (-want +got):\n%s", round, diff)
 		}
 		// A late end changes nothing and sends nothing.
-		tt.end(task, &rpc.ToolResult{HandleID: "h-1", Status: rpc.StatusTimedOut}, true)
+		tt.end(task, &protocol.ToolResult{HandleID: "h-1", Status: protocol.StatusTimedOut}, true)
 		tt.mu.Lock()
 		if task.status != want.Status {
 			t.Errorf("round %d: a late end moved the task from %s to %s", round, want.Status, task.status)
@@ -142,7 +142,7 @@ func TestTaskEndsOnce(t *testing.T) {
 func TestTaskNotifiedAfterAnnounce(t *testing.T) {
 	tt, lines := newTestTable(t)
 	task := tt.create("h-2", formLegacy, time.Hour, "started")
-	tt.end(task, &rpc.ToolResult{HandleID: "h-2", Status: rpc.StatusCancelled}, false) // a tasks/cancel decided
+	tt.end(task, &protocol.ToolResult{HandleID: "h-2", Status: protocol.StatusCancelled}, false) // a tasks/cancel decided
 	tt.announce(task)
 	tt.mu.Lock()
 	sent := task.notified
@@ -150,7 +150,7 @@ func TestTaskNotifiedAfterAnnounce(t *testing.T) {
 	if sent {
 		t.Fatalf("notified before the command's toolResult was routed")
 	}
-	tt.routed(&rpc.ToolResult{HandleID: "h-2", Status: rpc.StatusCancelled})
+	tt.routed(&protocol.ToolResult{HandleID: "h-2", Status: protocol.StatusCancelled})
 	if l := next(t, lines); !strings.Contains(l, `"status":"cancelled"`) {
 		t.Fatalf("notification %q, want the cancelled state", l)
 	}
@@ -163,7 +163,7 @@ func TestTaskExpiry(t *testing.T) {
 	working := tt.create("h-1", formLegacy, 0, "started")
 	ended := tt.create("h-2", formLegacy, 0, "started")
 	tt.announce(ended)
-	tt.end(ended, &rpc.ToolResult{HandleID: "h-2", Status: rpc.StatusCompleted}, true)
+	tt.end(ended, &protocol.ToolResult{HandleID: "h-2", Status: protocol.StatusCompleted}, true)
 	if _, err := tt.lookup(&working.id); err != nil {
 		t.Errorf("a working task past its ttl was let go: %v", err)
 	}
@@ -172,7 +172,7 @@ func TestTaskExpiry(t *testing.T) {
 		t.Errorf("lookup of an expired task: %v, want -32602 saying it expired", err)
 	}
 	tt.announce(working)
-	tt.end(working, &rpc.ToolResult{HandleID: "h-1", Status: rpc.StatusCompleted}, true)
+	tt.end(working, &protocol.ToolResult{HandleID: "h-1", Status: protocol.StatusCompleted}, true)
 	if _, err := tt.lookup(&working.id); !strings.Contains(errString(err), "expired") {
 		t.Errorf("a task that ended past its ttl: %v, want expired", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // maxWaitMs is the longest one toolhost wait may be asked to wait.
@@ -24,14 +24,14 @@ type RunCommandInput struct {
 	InactivityTimeoutMs *int64             `json:"inactivityTimeoutMs,omitempty" jsonschema:"stop the command when it prints nothing for this many milliseconds"`
 	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the inline output kept per stream, head and tail, 1 to 4194304 (default 65536); the artifacts keep all of it"`
 	YieldMs             *int64             `json:"yieldMs,omitempty" jsonschema:"answer after at most this many milliseconds: a command still running then goes on behind a handleId (status running), to follow with wait_command, read_output or cancel_command"`
-	Sandbox             *rpc.Sandbox       `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement: filesystem \"read-only\" (writes only its TMPDIR) or \"workspace-write\" (the default: writes only in the workspace), network false to cut the network off"`
-	Limits              *rpc.Limits        `json:"limits,omitempty" jsonschema:"lower the resource limits of the command's whole process tree: memoryBytes, pids, cpuMs"`
+	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement: filesystem \"read-only\" (writes only its TMPDIR) or \"workspace-write\" (the default: writes only in the workspace), network false to cut the network off"`
+	Limits              *protocol.Limits   `json:"limits,omitempty" jsonschema:"lower the resource limits of the command's whole process tree: memoryBytes, pids, cpuMs"`
 	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (another machine or container the server was started with), not here; see the enum for the names"`
 }
 
 // params returns the toolhost params of run_command.
-func (in *RunCommandInput) params() rpc.RunCommandParams {
-	return rpc.RunCommandParams{
+func (in *RunCommandInput) params() protocol.RunCommandParams {
+	return protocol.RunCommandParams{
 		Argv: in.Argv, Cwd: in.Cwd, Env: in.Env, Stdin: in.Stdin, TimeoutMs: in.TimeoutMs,
 		InactivityTimeoutMs: in.InactivityTimeoutMs, YieldMs: in.YieldMs, OutputLimitBytes: in.OutputLimitBytes,
 		Sandbox: in.Sandbox, Limits: in.Limits, Destination: in.Destination,
@@ -45,7 +45,7 @@ type StepInput struct {
 	Cwd             string             `json:"cwd,omitempty" jsonschema:"the step's working directory (default: the command's)"`
 	Env             map[string]*string `json:"env,omitempty" jsonschema:"variables set for this step on top of the command's"`
 	ContinueOnError bool               `json:"continueOnError,omitempty" jsonschema:"run the next step even if this one fails"`
-	Sandbox         *rpc.Sandbox       `json:"sandbox,omitempty" jsonschema:"tighten this step's confinement further than the command's"`
+	Sandbox         *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten this step's confinement further than the command's"`
 	Pty             *bool              `json:"pty,omitempty" jsonschema:"run this step in a pseudo-terminal (true) or not (false); default: as the command says"`
 }
 
@@ -64,15 +64,15 @@ type StartCommandInput struct {
 	TimeoutMs           *int64             `json:"timeoutMs,omitempty" jsonschema:"stop the command (its whole process tree) after this many milliseconds"`
 	InactivityTimeoutMs *int64             `json:"inactivityTimeoutMs,omitempty" jsonschema:"stop the command when it prints nothing for this many milliseconds"`
 	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the inline output kept per stream, as in run_command"`
-	Sandbox             *rpc.Sandbox       `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement, as in run_command"`
-	Limits              *rpc.Limits        `json:"limits,omitempty" jsonschema:"lower the resource limits, as in run_command"`
+	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement, as in run_command"`
+	Limits              *protocol.Limits   `json:"limits,omitempty" jsonschema:"lower the resource limits, as in run_command"`
 	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (another machine or container the server was started with), not here; see the enum for the names"`
 }
 
 // params returns the toolhost params of start_command.
-func (in *StartCommandInput) params() *rpc.LongRunningParams {
-	p := &rpc.LongRunningParams{
-		RunCommandParams: rpc.RunCommandParams{
+func (in *StartCommandInput) params() *protocol.LongRunningParams {
+	p := &protocol.LongRunningParams{
+		RunCommandParams: protocol.RunCommandParams{
 			Argv: in.Argv, Cwd: in.Cwd, Env: in.Env, Stdin: in.Stdin, TimeoutMs: in.TimeoutMs,
 			InactivityTimeoutMs: in.InactivityTimeoutMs, OutputLimitBytes: in.OutputLimitBytes, Sandbox: in.Sandbox, Limits: in.Limits,
 			Destination: in.Destination,
@@ -81,7 +81,7 @@ func (in *StartCommandInput) params() *rpc.LongRunningParams {
 		OpenStdin: in.OpenStdin,
 	}
 	if in.Pty || in.PtyRows != 0 || in.PtyCols != 0 {
-		size := rpc.DefaultPtySize
+		size := protocol.DefaultPtySize
 		if in.PtyRows != 0 {
 			size.Rows = in.PtyRows
 		}
@@ -91,11 +91,11 @@ func (in *StartCommandInput) params() *rpc.LongRunningParams {
 		p.Pty = &size
 	}
 	for _, st := range in.Steps {
-		step := rpc.StepSpec{Name: st.Name, Argv: st.Argv, Cwd: st.Cwd, Env: st.Env, ContinueOnError: st.ContinueOnError, Sandbox: st.Sandbox}
+		step := protocol.StepSpec{Name: st.Name, Argv: st.Argv, Cwd: st.Cwd, Env: st.Env, ContinueOnError: st.ContinueOnError, Sandbox: st.Sandbox}
 		if st.Pty != nil {
-			size := rpc.PtySize{}
+			size := protocol.PtySize{}
 			if *st.Pty {
-				size = rpc.DefaultPtySize
+				size = protocol.DefaultPtySize
 				if p.Pty.On() {
 					size = *p.Pty
 				}
@@ -163,31 +163,31 @@ func (s *Server) addTools() {
 	readOnly := func() *sdk.ToolAnnotations { return &sdk.ToolAnnotations{ReadOnlyHint: true} }
 	// A command may reach the network (unless its sandbox cuts it off).
 	command := func() *sdk.ToolAnnotations { return &sdk.ToolAnnotations{OpenWorldHint: ptr(true)} }
-	addTool[RunCommandInput, rpc.ToolResult](s, "run_command", "Run a command",
+	addTool[RunCommandInput, protocol.ToolResult](s, "run_command", "Run a command",
 		`Run a command in the workspace and wait for it to end (or for yieldMs). Use it for anything that finishes: tests, builds, git, linters, searches. It returns the status (completed, timedOut, cancelled), the exit code (a non-zero exit code is a result, not an error), and the head and tail of stdout and stderr (64 KiB each at most; the full output is in the resource_links, readable with resources/read in pages). The command runs confined by the kernel to the workspace (writes outside it fail), with a timeout if you give one, and cancelling the call kills its whole process tree. Give a progress token to get progress per step when the command reports steps. For servers or interactive programs use start_command.`,
 		command(), s.runCommand)
-	addTool[StartCommandInput, rpc.LongRunningResult](s, "start_command", "Start a command in the background",
+	addTool[StartCommandInput, protocol.LongRunningResult](s, "start_command", "Start a command in the background",
 		`Start a long-running command (a server, a watcher, a long build, an interactive program) and return at once with its handleId. Follow it with wait_command (its end), read_output (its output so far, by byte offset), write_input (with pty or openStdin), cancel_command, and list_commands. steps runs a recipe of named steps, each reported as progress. pty runs it in a pseudo-terminal for programs that need one. Every command still running when the session ends is killed.`,
 		command(), s.startCommand)
-	addTool[WaitCommandInput, rpc.ToolResult](s, "wait_command", "Wait for a command",
+	addTool[WaitCommandInput, protocol.ToolResult](s, "wait_command", "Wait for a command",
 		`Wait up to timeoutMs for a started command to end and return its result as run_command does (status, exit code, head and tail of the output, resource_links). If it is still running when the time is up, the status is "running" with the output so far; the command goes on. Cancelling the call ends the wait, not the command.`,
 		readOnly(), s.waitCommand)
 	addTool[ReadOutputInput, OutputRead](s, "read_output", "Read a command's output",
 		`Read a command's output from a byte offset, while it runs or after: call again with nextOffset to go on, until eof. waitMs waits for new output instead of polling. stream picks "output" (stdout and stderr interleaved, the default), "stdout" or "stderr". The first text content is the bytes read, exactly (base64 when they are not UTF-8); the structured content gives the offsets, the total size, and whether the command still runs.`,
 		readOnly(), s.readOutput)
-	addTool[WriteInputInput, rpc.WriteInputResult](s, "write_input", "Type into a command",
+	addTool[WriteInputInput, protocol.WriteInputResult](s, "write_input", "Type into a command",
 		`Write text to the stdin of a command started with openStdin, or type it into one started with pty ("\r" is Enter there, "\u0003" Ctrl-C). eof ends the input. Returns how many bytes the command took.`,
 		nil, s.writeInput)
-	addTool[CancelCommandInput, rpc.ToolResult](s, "cancel_command", "Cancel a command",
+	addTool[CancelCommandInput, protocol.ToolResult](s, "cancel_command", "Cancel a command",
 		`Stop a started command: SIGTERM to its whole process tree, then SIGKILL after graceMs. Returns its final result once every process is gone; on a command that has already ended, its result again.`,
 		&sdk.ToolAnnotations{DestructiveHint: ptr(true)}, s.cancelCommand)
-	addTool[ListCommandsInput, rpc.ProgressList](s, "list_commands", "List commands",
+	addTool[ListCommandsInput, protocol.ProgressList](s, "list_commands", "List commands",
 		`List the commands started in this session (running ones and the latest finished), with handleId, label, status, current step, elapsed time, output size and exit code.`,
 		readOnly(), s.listCommands)
 	addTool[ReadFileInput, FileRead](s, "read_file", "Read a file",
 		`Read a text file in the workspace (or a read-only root), whole or a range of lines (line, limit), up to maxBytes. The first text content is the content, exactly (base64 for a binary file); the structured content gives the line range returned, the file's total lines and size, and whether more follows. Paths outside the workspace, .. escapes and symlinks that leave it are refused.`,
 		readOnly(), s.readFile)
-	addTool[WriteFileInput, rpc.WriteFileResult](s, "write_file", "Write a file",
+	addTool[WriteFileInput, protocol.WriteFileResult](s, "write_file", "Write a file",
 		`Create or replace a file in the workspace, whole and atomically (readers never see half of it). createDirs creates missing parent directories; expectedSha256 guards against overwriting a file that changed since you read or wrote it. Returns the path, size and the new sha256. Paths outside the workspace, read-only roots and symlink escapes are refused.`,
 		&sdk.ToolAnnotations{DestructiveHint: ptr(true)}, s.writeFile)
 }
@@ -208,7 +208,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		// The client asked for a task: the command runs behind a handle
 		// from the start, and yieldMs has nothing to do.
 		p.YieldMs = nil
-		started, err := s.th.LongRunning(ctx, &rpc.LongRunningParams{RunCommandParams: p})
+		started, err := s.th.LongRunning(ctx, &protocol.LongRunningParams{RunCommandParams: p})
 		if err != nil {
 			return s.toolError(err)
 		}
@@ -230,7 +230,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 	// yieldMs) as runCommand would.
 	yield := p.YieldMs
 	p.YieldMs = nil
-	started, err := s.th.LongRunning(ctx, &rpc.LongRunningParams{RunCommandParams: p})
+	started, err := s.th.LongRunning(ctx, &protocol.LongRunningParams{RunCommandParams: p})
 	if err != nil {
 		return s.toolError(err)
 	}
@@ -244,14 +244,14 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 	if err != nil {
 		return s.toolError(err)
 	}
-	if res.Status == rpc.StatusRunning && tc != nil {
+	if res.Status == protocol.StatusRunning && tc != nil {
 		// 2026-07-28: the yield passed with the command running, the
 		// moment toolhost's runCommand answers running: it goes on as a
 		// task.
 		s.startTask(ctx, req, tc, started.HandleID, statusLine(res))
 		return s.commandResult(res), nil
 	}
-	if k != nil && res.Status != rpc.StatusRunning {
+	if k != nil && res.Status != protocol.StatusRunning {
 		k.drain(ctx)
 	}
 	return s.commandResult(res), nil
@@ -260,7 +260,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 // waitHandle waits for a handle to end, or for limitMs (nil: no limit).
 // When ctx ends first and cancel is set, the handle is cancelled and waited
 // for: its whole tree is gone when waitHandle returns.
-func (s *Server) waitHandle(ctx context.Context, handleID string, limitMs *int64, cancel bool) (*rpc.ToolResult, error) {
+func (s *Server) waitHandle(ctx context.Context, handleID string, limitMs *int64, cancel bool) (*protocol.ToolResult, error) {
 	var deadline time.Time
 	if limitMs != nil {
 		deadline = time.Now().Add(time.Duration(*limitMs) * time.Millisecond)
@@ -270,17 +270,17 @@ func (s *Server) waitHandle(ctx context.Context, handleID string, limitMs *int64
 		if !deadline.IsZero() {
 			waitMs = max(0, min(waitMs, time.Until(deadline).Milliseconds()))
 		}
-		res, err := s.th.Wait(ctx, &rpc.WaitParams{HandleID: handleID, TimeoutMs: &waitMs})
+		res, err := s.th.Wait(ctx, &protocol.WaitParams{HandleID: handleID, TimeoutMs: &waitMs})
 		if ctx.Err() != nil {
 			if cancel {
-				return s.th.Cancel(context.WithoutCancel(ctx), &rpc.CancelParams{HandleID: handleID})
+				return s.th.Cancel(context.WithoutCancel(ctx), &protocol.CancelParams{HandleID: handleID})
 			}
 			return nil, ctx.Err()
 		}
 		if err != nil {
 			return nil, err
 		}
-		if res.Status != rpc.StatusRunning || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+		if res.Status != protocol.StatusRunning || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 			return res, nil
 		}
 	}
@@ -308,11 +308,11 @@ func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *
 		k, stop = s.events.watch(ctx, req.Session, token, in.HandleID, false)
 		defer stop()
 	}
-	res, err := s.th.Wait(ctx, &rpc.WaitParams{HandleID: in.HandleID, TimeoutMs: in.TimeoutMs})
+	res, err := s.th.Wait(ctx, &protocol.WaitParams{HandleID: in.HandleID, TimeoutMs: in.TimeoutMs})
 	if err != nil {
 		return s.toolError(err)
 	}
-	if k != nil && res.Status != rpc.StatusRunning {
+	if k != nil && res.Status != protocol.StatusRunning {
 		k.drain(ctx)
 	}
 	return s.commandResult(res), nil
@@ -320,7 +320,7 @@ func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *
 
 // readOutput runs read_output: toolhost's readOutput.
 func (s *Server) readOutput(ctx context.Context, req *sdk.CallToolRequest, in *ReadOutputInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.ReadOutput(ctx, &rpc.ReadOutputParams{HandleID: in.HandleID, Stream: rpc.OutputStream(in.Stream),
+	res, err := s.th.ReadOutput(ctx, &protocol.ReadOutputParams{HandleID: in.HandleID, Stream: protocol.OutputStream(in.Stream),
 		Offset: in.Offset, MaxBytes: in.MaxBytes, WaitMs: in.WaitMs})
 	if err != nil {
 		return s.toolError(err)
@@ -330,7 +330,7 @@ func (s *Server) readOutput(ctx context.Context, req *sdk.CallToolRequest, in *R
 
 // writeInput runs write_input: toolhost's writeInput.
 func (s *Server) writeInput(ctx context.Context, req *sdk.CallToolRequest, in *WriteInputInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.WriteInput(ctx, &rpc.WriteInputParams{HandleID: in.HandleID, Data: in.Data, Encoding: rpc.Encoding(in.Encoding), EOF: in.EOF})
+	res, err := s.th.WriteInput(ctx, &protocol.WriteInputParams{HandleID: in.HandleID, Data: in.Data, Encoding: protocol.Encoding(in.Encoding), EOF: in.EOF})
 	if err != nil {
 		return s.toolError(err)
 	}
@@ -339,7 +339,7 @@ func (s *Server) writeInput(ctx context.Context, req *sdk.CallToolRequest, in *W
 
 // cancelCommand runs cancel_command: toolhost's cancel.
 func (s *Server) cancelCommand(ctx context.Context, req *sdk.CallToolRequest, in *CancelCommandInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.Cancel(ctx, &rpc.CancelParams{HandleID: in.HandleID, GraceMs: in.GraceMs})
+	res, err := s.th.Cancel(ctx, &protocol.CancelParams{HandleID: in.HandleID, GraceMs: in.GraceMs})
 	if err != nil {
 		return s.toolError(err)
 	}
@@ -354,10 +354,10 @@ func (s *Server) listCommands(ctx context.Context, req *sdk.CallToolRequest, in 
 	}
 	list := res.List
 	if list == nil {
-		list = &rpc.ProgressList{}
+		list = &protocol.ProgressList{}
 	}
 	if list.Handles == nil {
-		list.Handles = []rpc.Progress{}
+		list.Handles = []protocol.Progress{}
 	}
 	return listContent(list), nil
 }
@@ -368,7 +368,7 @@ func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *Rea
 	// the answer by the transport: a large file is never decoded here nor
 	// encoded again.
 	var raw json.RawMessage
-	if err := s.th.Call(ctx, rpc.MethodReadFile, &rpc.ReadFileParams{Path: in.Path, Line: in.Line, Limit: in.Limit, MaxBytes: in.MaxBytes, Destination: in.Destination}, &raw); err != nil {
+	if err := s.th.Call(ctx, protocol.MethodReadFile, &protocol.ReadFileParams{Path: in.Path, Line: in.Line, Limit: in.Limit, MaxBytes: in.MaxBytes, Destination: in.Destination}, &raw); err != nil {
 		return s.toolError(err)
 	}
 	content, rest, err := cutString(raw, "content")
@@ -386,7 +386,7 @@ func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *Rea
 
 // writeFile runs write_file: toolhost's writeFile.
 func (s *Server) writeFile(ctx context.Context, req *sdk.CallToolRequest, in *WriteFileInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.WriteFile(ctx, &rpc.WriteFileParams{Path: in.Path, Content: in.Content, Encoding: rpc.Encoding(in.Encoding),
+	res, err := s.th.WriteFile(ctx, &protocol.WriteFileParams{Path: in.Path, Content: in.Content, Encoding: protocol.Encoding(in.Encoding),
 		CreateDirs: in.CreateDirs, ExpectedSha256: in.ExpectedSha256, Destination: in.Destination})
 	if err != nil {
 		return s.toolError(err)

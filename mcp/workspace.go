@@ -10,7 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // rootsInput is the id of the roots input request a first tools/call or
@@ -28,7 +28,7 @@ type workspace struct {
 	// opened says initialize was tried; info or err is its outcome. Guarded
 	// by mu; never changed once opened is set.
 	opened bool
-	info   *rpc.InitializeResult
+	info   *protocol.InitializeResult
 	err    error
 }
 
@@ -36,7 +36,7 @@ type workspace struct {
 // the client offers roots and none came with this request, it returns the
 // input requests to make first (the SDK asks a client of a protocol
 // version before 2026-07-28 itself, with roots/list, and calls again).
-func (w *workspace) open(ctx context.Context, ss *sdk.ServerSession, responses sdk.InputResponseMap) (*rpc.InitializeResult, sdk.InputRequestMap, error) {
+func (w *workspace) open(ctx context.Context, ss *sdk.ServerSession, responses sdk.InputResponseMap) (*protocol.InitializeResult, sdk.InputRequestMap, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.opened {
@@ -92,10 +92,10 @@ func offersRoots(ss *sdk.ServerSession) bool {
 //     for any MCP server a client starts in its project.
 //
 // It returns the roots it left out, a sentence each.
-func (s *Server) initializeParams(ss *sdk.ServerSession, roots []*sdk.Root) (*rpc.InitializeParams, []string) {
-	p := &rpc.InitializeParams{ClientInfo: &rpc.ClientInfo{Name: "mcp"}}
+func (s *Server) initializeParams(ss *sdk.ServerSession, roots []*sdk.Root) (*protocol.InitializeParams, []string) {
+	p := &protocol.InitializeParams{ClientInfo: &protocol.ClientInfo{Name: "mcp"}}
 	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
-		p.ClientInfo = &rpc.ClientInfo{Name: "mcp: " + ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
+		p.ClientInfo = &protocol.ClientInfo{Name: "mcp: " + ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
 	}
 	var warnings []string
 	var paths []string
@@ -124,7 +124,7 @@ func (s *Server) initializeParams(ss *sdk.ServerSession, roots []*sdk.Root) (*rp
 	}
 	if len(paths) > 1 {
 		if s.cfg.Root == "" {
-			p.InitializationOptions = &rpc.InitializationOptions{ReadRoots: paths[1:]}
+			p.InitializationOptions = &protocol.InitializationOptions{ReadRoots: paths[1:]}
 		} else {
 			for _, extra := range paths[1:] {
 				warnings = append(warnings, "root "+extra+" left out: with --root, only the first root is used (to narrow it)")

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolhost/toolhost/protocol"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -22,7 +23,7 @@ type Lifecycle interface {
 	// Initialize sets the session up from the client's params. It returns
 	// the result with Workspace and Capabilities.OutputLimitBytes filled;
 	// the server fills the rest.
-	Initialize(ctx context.Context, s *Session, p *InitializeParams) (*InitializeResult, error)
+	Initialize(ctx context.Context, s *Session, p *protocol.InitializeParams) (*protocol.InitializeResult, error)
 	// Shutdown ends all work the session started: every command is
 	// cancelled, its processes are gone and its result is sent before it
 	// returns, or ctx ends. It may be called more than once.
@@ -148,7 +149,7 @@ type batch struct {
 // callAnswer is a client's answer to a request the server sent.
 type callAnswer struct {
 	result json.RawMessage
-	err    *Error
+	err    *protocol.Error
 }
 
 // NewServer returns a server for one session.
@@ -269,10 +270,10 @@ func (s *Server) dispatch(frame []byte) (serve func()) {
 		s.dispatchBatch(frame)
 	default:
 		if !json.Valid(frame) {
-			s.answerError(jsonrpc2.ID{}, NewError(CodeParseError, &ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON"))
+			s.answerError(jsonrpc2.ID{}, protocol.NewError(protocol.CodeParseError, &protocol.ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON"))
 			return
 		}
-		s.answerError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a message must be an object or a batch array"}, "invalid request: not an object"))
+		s.answerError(jsonrpc2.ID{}, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Reason: "a message must be an object or a batch array"}, "invalid request: not an object"))
 	}
 	return nil
 }
@@ -282,18 +283,18 @@ func (s *Server) dispatch(frame []byte) (serve func()) {
 func (s *Server) dispatchBatch(frame []byte) {
 	var members []json.RawMessage
 	if err := json.Unmarshal(frame, &members); err != nil {
-		s.answerError(jsonrpc2.ID{}, NewError(CodeParseError, &ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON"))
+		s.answerError(jsonrpc2.ID{}, protocol.NewError(protocol.CodeParseError, &protocol.ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON"))
 		return
 	}
 	if len(members) == 0 {
-		s.answerError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a batch must not be empty"}, "invalid request: empty batch"))
+		s.answerError(jsonrpc2.ID{}, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Reason: "a batch must not be empty"}, "invalid request: empty batch"))
 		return
 	}
 	s.waitRoom(true)
 	b := &batch{pending: 1} // held until every member is dispatched
 	for _, raw := range members {
 		if raw = bytes.TrimSpace(raw); raw[0] != '{' {
-			b.answer(encodeError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a batch member must be an object"}, "invalid request: not an object")))
+			b.answer(encodeError(jsonrpc2.ID{}, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Reason: "a batch member must be an object"}, "invalid request: not an object")))
 			continue
 		}
 		m, ok := s.parse(raw, b)
@@ -320,7 +321,7 @@ type message struct {
 	method string
 	params []byte
 	result []byte
-	err    *Error // a response's error
+	err    *protocol.Error // a response's error
 }
 
 // parse decodes one message object. An invalid one is answered, alone or
@@ -376,7 +377,7 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	if dup {
 		// Not entered: answered without touching the one in flight.
 		cancel(nil)
-		e := NewError(CodeInvalidRequest, &ErrorData{Method: m.method, Reason: fmt.Sprintf("id %v is already in flight", m.id)}, "invalid request: id already in flight")
+		e := protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Method: m.method, Reason: fmt.Sprintf("id %v is already in flight", m.id)}, "invalid request: id already in flight")
 		if b != nil {
 			s.finishBatchMember(b, nil, encodeError(m.id, e))
 		} else {
@@ -386,23 +387,23 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	}
 
 	switch m.method {
-	case MethodInitialize:
+	case protocol.MethodInitialize:
 		res, e := s.initialize(ctx, m.params)
 		s.reply(req, res, e)
 		return
-	case MethodShutdown:
+	case protocol.MethodShutdown:
 		res, e := s.shutdown()
 		s.reply(req, res, e)
 		return
 	}
-	var refuse *Error
+	var refuse *protocol.Error
 	switch state {
 	case stateNew:
-		refuse = NewError(CodeServerNotInitialized, &ErrorData{Method: m.method, Reason: "send initialize first"}, "server not initialized")
+		refuse = protocol.NewError(protocol.CodeServerNotInitialized, &protocol.ErrorData{Method: m.method, Reason: "send initialize first"}, "server not initialized")
 	case stateShutdown:
-		refuse = NewError(CodeInvalidRequest, &ErrorData{Method: m.method, Reason: "the server is shutting down; only exit is accepted"}, "invalid request: server is shutting down")
+		refuse = protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Method: m.method, Reason: "the server is shutting down; only exit is accepted"}, "invalid request: server is shutting down")
 	case stateEnding:
-		refuse = NewError(CodeInvalidRequest, &ErrorData{Method: m.method, Reason: "the session is ending"}, "invalid request: session is ending")
+		refuse = protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Method: m.method, Reason: "the session is ending"}, "invalid request: session is ending")
 	}
 	if refuse != nil {
 		s.reply(req, nil, refuse)
@@ -410,7 +411,7 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	}
 	h, ok := s.opts.Table.methods[m.method]
 	if !ok {
-		s.reply(req, nil, NewError(CodeMethodNotFound, &ErrorData{Method: m.method, Reason: "no such method"}, "method not found: %s", m.method))
+		s.reply(req, nil, protocol.NewError(protocol.CodeMethodNotFound, &protocol.ErrorData{Method: m.method, Reason: "no such method"}, "method not found: %s", m.method))
 		return
 	}
 	if h.inline {
@@ -422,7 +423,7 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	s.mu.Lock()
 	if s.state == stateEnding {
 		s.mu.Unlock()
-		s.reply(req, nil, NewError(CodeInvalidRequest, &ErrorData{Method: m.method, Reason: "the session is ending"}, "invalid request: session is ending"))
+		s.reply(req, nil, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Method: m.method, Reason: "the session is ending"}, "invalid request: session is ending"))
 		return
 	}
 	s.handlers.Add(1)
@@ -463,19 +464,19 @@ type requestKey struct{}
 
 // run runs (part of) a handler, turning a panic into -32603 and an error
 // returned once the request was cancelled into -32800.
-func (s *Server) run(ctx context.Context, method string, serve func() ([]byte, error)) (res []byte, err *Error) {
+func (s *Server) run(ctx context.Context, method string, serve func() ([]byte, error)) (res []byte, err *protocol.Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("handler panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
-			res, err = nil, NewError(CodeInternalError, &ErrorData{Method: method, Reason: fmt.Sprint(r)}, "internal error: %s failed", method)
+			res, err = nil, protocol.NewError(protocol.CodeInternalError, &protocol.ErrorData{Method: method, Reason: fmt.Sprint(r)}, "internal error: %s failed", method)
 		}
 	}()
 	start := time.Now()
 	out, herr := serve()
 	s.log.Debug("request", "method", method, "duration", time.Since(start), "err", herr)
 	if herr != nil {
-		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && !errors.Is(herr, ErrRequestCancelled) {
-			herr = NewError(CodeRequestCancelled, &ErrorData{Method: method, Reason: cause.Error()}, "request cancelled: %v", cause)
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && !errors.Is(herr, protocol.ErrRequestCancelled) {
+			herr = protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: method, Reason: cause.Error()}, "request cancelled: %v", cause)
 		}
 		return nil, toError(method, herr)
 	}
@@ -485,7 +486,7 @@ func (s *Server) run(ctx context.Context, method string, serve func() ([]byte, e
 // reply queues the answer to req, a result (JSON) or an error, and retires
 // req. It is the only way a request leaves the table, so every request is
 // answered exactly once.
-func (s *Server) reply(req *request, result []byte, e *Error) {
+func (s *Server) reply(req *request, result []byte, e *protocol.Error) {
 	req.cancel(nil)
 	var body []byte
 	if e != nil {
@@ -615,13 +616,13 @@ func (s *Server) waitRoom(call bool) {
 // initialize.
 func (s *Server) notification(method string, params []byte) {
 	switch method {
-	case NotifyExit:
+	case protocol.NotifyExit:
 		go s.End("exit") // owned by Serve through ended; End waits for handlers, and this is the read loop
 		return
-	case MethodCancelRequest:
+	case protocol.MethodCancelRequest:
 		s.cancelRequest(params)
 		return
-	case NotifyInitialized:
+	case protocol.NotifyInitialized:
 		return
 	}
 	s.mu.Lock()
@@ -647,7 +648,7 @@ func (s *Server) notification(method string, params []byte) {
 
 // cancelRequest cancels the request in flight that $/cancelRequest names.
 func (s *Server) cancelRequest(params []byte) {
-	var p CancelRequestParams
+	var p protocol.CancelRequestParams
 	if err := json.Unmarshal(params, &p); err != nil {
 		s.log.Warn("malformed $/cancelRequest", "err", err)
 		return
@@ -713,7 +714,7 @@ func (s *Server) deliver(m message) {
 
 // answerError queues an error answer that no request in flight owns (a bad
 // frame or message).
-func (s *Server) answerError(id jsonrpc2.ID, e *Error) {
+func (s *Server) answerError(id jsonrpc2.ID, e *protocol.Error) {
 	s.out.send(encodeError(id, e), false)
 }
 
@@ -721,7 +722,7 @@ func (s *Server) answerError(id jsonrpc2.ID, e *Error) {
 // (the library's zero-copy view); only a message the scan refuses is
 // decoded again, to say why. An invalid message comes back as an error to
 // answer under id; a malformed response as an error with code 0.
-func decodeMessage(frame []byte) (message, jsonrpc2.ID, *Error) {
+func decodeMessage(frame []byte) (message, jsonrpc2.ID, *protocol.Error) {
 	v, err := jsonrpc2.ScanMessageView(frame)
 	if err == nil {
 		switch v.Kind {
@@ -739,10 +740,10 @@ func decodeMessage(frame []byte) (message, jsonrpc2.ID, *Error) {
 			}
 		case jsonrpc2.MessageViewResponseError:
 			if id, ok := v.ID.ID(); ok {
-				e := &Error{Code: int(v.Error.Code)}
+				e := &protocol.Error{Code: int(v.Error.Code)}
 				e.Message, _ = v.Error.MessageString()
 				if v.Error.Data != nil {
-					e.Data = new(ErrorData)
+					e.Data = new(protocol.ErrorData)
 					if json.Unmarshal(v.Error.Data, e.Data) != nil {
 						e.Data = nil
 					}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolhost/toolhost/protocol"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -113,26 +114,26 @@ func (g *frameReader) readHeaderFrame() ([]byte, error) {
 			break
 		}
 		if lines >= maxHeaderLines {
-			g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: "too many header lines"}, "parse error: too many header lines")
+			g.reply(jsonrpc2.ID{}, protocol.CodeParseError, &protocol.ErrorData{Reason: "too many header lines"}, "parse error: too many header lines")
 			return nil, g.resync()
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok {
-			g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: fmt.Sprintf("malformed header line %q", clip(line, 80))}, "parse error: malformed header line")
+			g.reply(jsonrpc2.ID{}, protocol.CodeParseError, &protocol.ErrorData{Reason: fmt.Sprintf("malformed header line %q", clip(line, 80))}, "parse error: malformed header line")
 			return nil, g.resync()
 		}
 		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
 			value = strings.TrimSpace(value)
 			n, err := strconv.ParseInt(value, 10, 64)
 			if err != nil || n <= 0 {
-				g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: fmt.Sprintf("bad Content-Length %q", clip(value, 40))}, "parse error: bad Content-Length")
+				g.reply(jsonrpc2.ID{}, protocol.CodeParseError, &protocol.ErrorData{Reason: fmt.Sprintf("bad Content-Length %q", clip(value, 40))}, "parse error: bad Content-Length")
 				return nil, g.resync()
 			}
 			length = n
 		}
 	}
 	if length < 0 {
-		g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: "missing Content-Length header"}, "parse error: missing Content-Length header")
+		g.reply(jsonrpc2.ID{}, protocol.CodeParseError, &protocol.ErrorData{Reason: "missing Content-Length header"}, "parse error: missing Content-Length header")
 		return nil, errFrameDone
 	}
 	if length > g.max {
@@ -162,7 +163,7 @@ func (g *frameReader) readHeaderLine() (string, error) {
 		chunk, err := g.in.ReadSlice('\n')
 		line = append(line, chunk...)
 		if len(line) > maxHeaderLine {
-			g.reply(jsonrpc2.ID{}, CodeParseError, &ErrorData{Reason: "header line too long"}, "parse error: header line too long")
+			g.reply(jsonrpc2.ID{}, protocol.CodeParseError, &protocol.ErrorData{Reason: "header line too long"}, "parse error: header line too long")
 			if err == bufio.ErrBufferFull {
 				if err := g.skipLine(); err != nil {
 					return "", err
@@ -290,11 +291,11 @@ func (g *frameReader) readLine() ([]byte, error) {
 func (g *frameReader) tooLarge(prefix []byte, size int64) {
 	id := idFromPrefix(prefix)
 	g.log.Warn("frame over the size limit", "size", size, "limit", g.max)
-	g.reply(id, CodeTooLarge, &ErrorData{Size: size, Limit: g.max, Reason: "message exceeds --max-message-bytes"},
+	g.reply(id, protocol.CodeTooLarge, &protocol.ErrorData{Size: size, Limit: g.max, Reason: "message exceeds --max-message-bytes"},
 		"message of %d bytes exceeds the limit of %d bytes", size, g.max)
 }
 
 // reply answers a frame that broke the framing or the limits.
-func (g *frameReader) reply(id jsonrpc2.ID, code int, data *ErrorData, format string, args ...any) {
-	g.answer(encodeError(id, NewError(code, data, format, args...)))
+func (g *frameReader) reply(id jsonrpc2.ID, code int, data *protocol.ErrorData, format string, args ...any) {
+	g.answer(encodeError(id, protocol.NewError(code, data, format, args...)))
 }

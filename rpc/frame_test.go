@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolhost/toolhost/protocol"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -51,16 +52,16 @@ func TestDecodeMessage(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"exit","params":null}`, got{Kind: "notification", ID: "<nil>", Method: "exit"}},
 		{`{"jsonrpc":"2.0","id":7,"result":null}`, got{Kind: "result", ID: "7", Result: "null"}},
 		{`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}`, got{Kind: "error", ID: "7", Code: -32601}},
-		{`{"id":2,"method":"progress"}`, got{ID: "2", Code: CodeInvalidRequest, Reason: `"jsonrpc" must be "2.0"`}},
-		{`{"jsonrpc":"2.0","id":{},"method":"progress"}`, got{ID: "<nil>", Code: CodeInvalidRequest, Reason: `"id" must be a string or an integer`}},
-		{`{"jsonrpc":"2.0","id":null,"method":"progress"}`, got{ID: "<nil>", Code: CodeInvalidRequest, Reason: `"id" must be a string or an integer`}},
-		{`{"jsonrpc":"2.0","id":1.5,"method":"progress"}`, got{ID: "<nil>", Code: CodeInvalidRequest, Reason: `"id" must be a string or an integer`}},
-		{`{"jsonrpc":"2.0","id":4,"method":5}`, got{ID: "4", Code: CodeInvalidRequest, Reason: `"method" must be a string`}},
-		{`{"jsonrpc":"2.0","id":4,"method":"x","params":5}`, got{ID: "4", Code: CodeInvalidRequest, Reason: `"params" must be an object or an array`}},
-		{`{"jsonrpc":"2.0","id":4,"method":"x","result":5}`, got{ID: "4", Code: CodeInvalidRequest, Reason: `a request has no "result" or "error"`}},
+		{`{"id":2,"method":"progress"}`, got{ID: "2", Code: protocol.CodeInvalidRequest, Reason: `"jsonrpc" must be "2.0"`}},
+		{`{"jsonrpc":"2.0","id":{},"method":"progress"}`, got{ID: "<nil>", Code: protocol.CodeInvalidRequest, Reason: `"id" must be a string or an integer`}},
+		{`{"jsonrpc":"2.0","id":null,"method":"progress"}`, got{ID: "<nil>", Code: protocol.CodeInvalidRequest, Reason: `"id" must be a string or an integer`}},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"progress"}`, got{ID: "<nil>", Code: protocol.CodeInvalidRequest, Reason: `"id" must be a string or an integer`}},
+		{`{"jsonrpc":"2.0","id":4,"method":5}`, got{ID: "4", Code: protocol.CodeInvalidRequest, Reason: `"method" must be a string`}},
+		{`{"jsonrpc":"2.0","id":4,"method":"x","params":5}`, got{ID: "4", Code: protocol.CodeInvalidRequest, Reason: `"params" must be an object or an array`}},
+		{`{"jsonrpc":"2.0","id":4,"method":"x","result":5}`, got{ID: "4", Code: protocol.CodeInvalidRequest, Reason: `a request has no "result" or "error"`}},
 		{`{"jsonrpc":"2.0","id":5}`, got{ID: "5", Code: 0}},
-		{`{not json`, got{ID: "<nil>", Code: CodeParseError, Reason: "malformed JSON: invalid character 'n' looking for beginning of object key string"}},
-		{`{"jsonrpc":"2.0","id":2,"method":"progress"} trailing`, got{ID: "<nil>", Code: CodeParseError, Reason: "malformed JSON: invalid character 't' after top-level value"}},
+		{`{not json`, got{ID: "<nil>", Code: protocol.CodeParseError, Reason: "malformed JSON: invalid character 'n' looking for beginning of object key string"}},
+		{`{"jsonrpc":"2.0","id":2,"method":"progress"} trailing`, got{ID: "<nil>", Code: protocol.CodeParseError, Reason: "malformed JSON: invalid character 't' after top-level value"}},
 	}
 	kinds := map[jsonrpc2.MessageViewKind]string{
 		jsonrpc2.MessageViewCall: "call", jsonrpc2.MessageViewNotification: "notification",

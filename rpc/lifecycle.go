@@ -3,35 +3,36 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolhost/toolhost/protocol"
 	"time"
 )
 
 // initialize answers initialize, once.
-func (s *Server) initialize(ctx context.Context, raw []byte) ([]byte, *Error) {
+func (s *Server) initialize(ctx context.Context, raw []byte) ([]byte, *protocol.Error) {
 	s.mu.Lock()
 	state := s.state
 	s.mu.Unlock()
 	if state != stateNew {
-		return nil, NewError(CodeInvalidRequest, &ErrorData{Method: MethodInitialize, Reason: "initialize may be sent once"}, "invalid request: already initialized")
+		return nil, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Method: protocol.MethodInitialize, Reason: "initialize may be sent once"}, "invalid request: already initialized")
 	}
-	var p InitializeParams
+	var p protocol.InitializeParams
 	if err := decodeParams(raw, &p, false); err != nil {
-		return nil, toError(MethodInitialize, err)
+		return nil, toError(protocol.MethodInitialize, err)
 	}
 	if p.Capabilities != nil {
 		s.session.mu.Lock()
 		s.session.caps = *p.Capabilities
 		s.session.mu.Unlock()
 	}
-	res := &InitializeResult{}
+	res := &protocol.InitializeResult{}
 	if s.opts.Lifecycle != nil {
 		r, err := s.opts.Lifecycle.Initialize(ctx, s.session, &p)
 		if err != nil {
-			return nil, toError(MethodInitialize, err)
+			return nil, toError(protocol.MethodInitialize, err)
 		}
 		res = r
 	}
-	res.ServerInfo = ServerInfo{Name: "toolhost", Version: s.opts.Version}
+	res.ServerInfo = protocol.ServerInfo{Name: "toolhost", Version: s.opts.Version}
 	res.Capabilities.Methods = s.opts.Table.methodNames()
 	res.Capabilities.Notifications = s.opts.Table.sentNames()
 	res.Capabilities.ServerRequests = append([]string{}, s.opts.Table.requests...)
@@ -42,7 +43,7 @@ func (s *Server) initialize(ctx context.Context, raw []byte) ([]byte, *Error) {
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
-		return nil, toError(MethodInitialize, err)
+		return nil, toError(protocol.MethodInitialize, err)
 	}
 	s.mu.Lock()
 	if s.state == stateNew {
@@ -54,20 +55,20 @@ func (s *Server) initialize(ctx context.Context, raw []byte) ([]byte, *Error) {
 
 // shutdown answers shutdown: requests in flight are cancelled and all work
 // ends before the answer; afterwards only exit is accepted.
-func (s *Server) shutdown() ([]byte, *Error) {
+func (s *Server) shutdown() ([]byte, *protocol.Error) {
 	s.mu.Lock()
 	switch s.state {
 	case stateNew:
 		s.mu.Unlock()
-		return nil, NewError(CodeServerNotInitialized, &ErrorData{Method: MethodShutdown, Reason: "send initialize first"}, "server not initialized")
+		return nil, protocol.NewError(protocol.CodeServerNotInitialized, &protocol.ErrorData{Method: protocol.MethodShutdown, Reason: "send initialize first"}, "server not initialized")
 	case stateShutdown, stateEnding:
 		s.mu.Unlock()
-		return nil, NewError(CodeInvalidRequest, &ErrorData{Method: MethodShutdown, Reason: "shutdown was already received"}, "invalid request: already shut down")
+		return nil, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Method: protocol.MethodShutdown, Reason: "shutdown was already received"}, "invalid request: already shut down")
 	}
 	s.state = stateShutdown
 	s.shutdownSeen = true
 	for _, req := range s.inflight {
-		if req.method != MethodShutdown {
+		if req.method != protocol.MethodShutdown {
 			req.cancel(errShuttingDown)
 		}
 	}

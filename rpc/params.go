@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // decodeParams decodes a message's params into v: member names match
@@ -21,7 +22,7 @@ func decodeParams(raw []byte, v any, strict bool) error {
 		raw = []byte("{}")
 	}
 	if raw[0] != '{' {
-		return InvalidParams("", "params must be an object")
+		return protocol.InvalidParams("", "params must be an object")
 	}
 	if bytes.Equal(raw, []byte("{}")) {
 		return nil // the cheapest requests: nothing to decode
@@ -39,15 +40,15 @@ func paramsError(err error) error {
 		field := fieldName(string(se.JSONPointer))
 		switch {
 		case se.Err != nil && strings.Contains(se.Err.Error(), "unknown object member"):
-			return InvalidParams(field, "unknown field")
+			return protocol.InvalidParams(field, "unknown field")
 		case se.Err != nil:
-			return InvalidParams(field, "%v", se.Err)
+			return protocol.InvalidParams(field, "%v", se.Err)
 		case se.GoType != nil:
-			return InvalidParams(field, "must be %s, not %s", jsonKind(se.GoType.Kind().String()), kindName(se.JSONKind.String()))
+			return protocol.InvalidParams(field, "must be %s, not %s", jsonKind(se.GoType.Kind().String()), kindName(se.JSONKind.String()))
 		}
-		return InvalidParams(field, "%v", err)
+		return protocol.InvalidParams(field, "%v", err)
 	}
-	return InvalidParams("", "malformed params: %v", err)
+	return protocol.InvalidParams("", "malformed params: %v", err)
 }
 
 // fieldName turns a JSON pointer into a field path: /steps/0/argv becomes

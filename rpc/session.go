@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolhost/toolhost/protocol"
 	"log/slog"
 	"sync"
 )
@@ -15,11 +16,11 @@ type Session struct {
 	srv *Server
 
 	mu   sync.Mutex
-	caps ClientCapabilities // set by initialize; guarded by mu
+	caps protocol.ClientCapabilities // set by initialize; guarded by mu
 }
 
 // ClientCapabilities returns what the client said it supports.
-func (s *Session) ClientCapabilities() ClientCapabilities {
+func (s *Session) ClientCapabilities() protocol.ClientCapabilities {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.caps
@@ -60,8 +61,8 @@ func (s *Session) NotifyCoalesced(key string, c Coalescable) {
 }
 
 // LogMessage sends window/logMessage: a message the user should see.
-func (s *Session) LogMessage(typ MessageType, format string, args ...any) {
-	s.Notify(NotifyLogMessage, LogMessageParams{Type: typ, Message: fmt.Sprintf(format, args...)})
+func (s *Session) LogMessage(typ protocol.MessageType, format string, args ...any) {
+	s.Notify(protocol.NotifyLogMessage, protocol.LogMessageParams{Type: typ, Message: fmt.Sprintf(format, args...)})
 }
 
 // AfterReply runs fn once the response to the request ctx serves has been

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolhost/toolhost/protocol"
 	"slices"
 )
 
@@ -43,7 +44,7 @@ func NewTable() *Table {
 // encoding/json. h's ctx is cancelled by $/cancelRequest and at the
 // session's end. An *Error h returns goes out with its code and data,
 // anything else as -32603.
-func Handle[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.Context, s *Session, p *P) (*R, error)) {
+func Handle[P, R any](t *Table, rt protocol.RequestType[P, R], h func(ctx context.Context, s *Session, p *P) (*R, error)) {
 	t.methods[rt.Method()] = &method{serve: typed(h)}
 }
 
@@ -51,7 +52,7 @@ func Handle[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.Context
 // microseconds (a snapshot under a lock): it runs on the read loop,
 // without the goroutine a concurrent request costs, so the requests after
 // it wait that long.
-func HandleInline[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.Context, s *Session, p *P) (*R, error)) {
+func HandleInline[P, R any](t *Table, rt protocol.RequestType[P, R], h func(ctx context.Context, s *Session, p *P) (*R, error)) {
 	t.methods[rt.Method()] = &method{serve: typed(h), inline: true}
 }
 
@@ -65,7 +66,7 @@ func HandleInline[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.C
 // (a turn in a queue, a request written to a destination) and returns the
 // rest, which runs on a goroutine of its own, as a Handle handler does,
 // and answers. An error from first answers at once.
-func HandleOrdered[P, R any](t *Table, rt RequestType[P, R], first func(ctx context.Context, s *Session, p *P) (res *R, rest func(context.Context) (*R, error), err error)) {
+func HandleOrdered[P, R any](t *Table, rt protocol.RequestType[P, R], first func(ctx context.Context, s *Session, p *P) (res *R, rest func(context.Context) (*R, error), err error)) {
 	t.methods[rt.Method()] = &method{ordered: func(ctx context.Context, s *Session, params []byte) ([]byte, func(context.Context) ([]byte, error), error) {
 		var p P
 		if err := decodeParams(params, &p, true); err != nil {
@@ -107,7 +108,7 @@ func typed[P, R any](h func(ctx context.Context, s *Session, p *P) (*R, error)) 
 // HandleNotification registers the handler of a client notification. Its
 // params are decoded leniently (LSP clients add members of their own); a
 // notification whose params do not decode is logged and dropped.
-func HandleNotification[P any](t *Table, nt NotificationType[P], h func(ctx context.Context, s *Session, p *P)) {
+func HandleNotification[P any](t *Table, nt protocol.NotificationType[P], h func(ctx context.Context, s *Session, p *P)) {
 	t.notifications[nt.Method()] = func(ctx context.Context, s *Session, params []byte) error {
 		var p P
 		if err := decodeParams(params, &p, false); err != nil {
@@ -140,7 +141,7 @@ func (t *Table) SendsRequests(methods ...string) {
 // methodNames returns every request method served, lifecycle included,
 // sorted.
 func (t *Table) methodNames() []string {
-	names := []string{MethodInitialize, MethodShutdown}
+	names := []string{protocol.MethodInitialize, protocol.MethodShutdown}
 	for m := range t.methods {
 		names = append(names, m)
 	}
@@ -151,8 +152,8 @@ func (t *Table) methodNames() []string {
 // sentNames returns the notifications the server may send, sorted.
 func (t *Table) sentNames() []string {
 	names := slices.Clone(t.sends)
-	if !slices.Contains(names, NotifyLogMessage) {
-		names = append(names, NotifyLogMessage)
+	if !slices.Contains(names, protocol.NotifyLogMessage) {
+		names = append(names, protocol.NotifyLogMessage)
 	}
 	slices.Sort(names)
 	return names

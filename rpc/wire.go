@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/toolhost/toolhost/protocol"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -21,7 +22,7 @@ func encodeResult(id jsonrpc2.ID, result []byte) []byte {
 }
 
 // encodeError encodes an error response.
-func encodeError(id jsonrpc2.ID, e *Error) []byte {
+func encodeError(id jsonrpc2.ID, e *protocol.Error) []byte {
 	return jsonrpc2.AppendResponse(nil, id, nil, wireError(e))
 }
 
@@ -94,29 +95,29 @@ type envelope struct {
 // valid request, notification or response: the error to answer and the
 // id to answer it under. A malformed response comes back with code 0: it
 // is dropped, not answered.
-func whyInvalid(frame []byte) (jsonrpc2.ID, *Error) {
+func whyInvalid(frame []byte) (jsonrpc2.ID, *protocol.Error) {
 	var env envelope
 	if err := json.Unmarshal(frame, &env); err != nil {
 		var syntax *json.SyntaxError
 		if errors.As(err, &syntax) {
-			return jsonrpc2.ID{}, NewError(CodeParseError, &ErrorData{Reason: "malformed JSON: " + err.Error()}, "parse error: malformed JSON")
+			return jsonrpc2.ID{}, protocol.NewError(protocol.CodeParseError, &protocol.ErrorData{Reason: "malformed JSON: " + err.Error()}, "parse error: malformed JSON")
 		}
 		// A member of the wrong JSON type ("jsonrpc": 2).
 		id, _ := parseID(env.ID)
-		return id, NewError(CodeInvalidRequest, &ErrorData{Reason: err.Error()}, "invalid request")
+		return id, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Reason: err.Error()}, "invalid request")
 	}
 	id, idOK := parseID(env.ID)
 	if !idOK {
 		id = jsonrpc2.ID{}
 	}
-	bad := func(reason string) (jsonrpc2.ID, *Error) {
-		return id, NewError(CodeInvalidRequest, &ErrorData{Reason: reason}, "invalid request: %s", reason)
+	bad := func(reason string) (jsonrpc2.ID, *protocol.Error) {
+		return id, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Reason: reason}, "invalid request: %s", reason)
 	}
 	switch {
 	case env.JSONRPC == nil || *env.JSONRPC != "2.0":
 		return bad(`"jsonrpc" must be "2.0"`)
 	case !env.Method.set:
-		return id, &Error{Message: "malformed response"}
+		return id, &protocol.Error{Message: "malformed response"}
 	case env.Method.first != '"':
 		return bad(`"method" must be a string`)
 	case env.ID.set && !idOK:
@@ -200,7 +201,7 @@ func clip(s string, n int) string {
 }
 
 // wireError returns e as the library sends it.
-func wireError(e *Error) *jsonrpc2.Error {
+func wireError(e *protocol.Error) *jsonrpc2.Error {
 	w := jsonrpc2.NewError(jsonrpc2.Code(e.Code), e.Message)
 	if e.Data != nil {
 		if b, err := json.Marshal(e.Data); err == nil {
@@ -213,10 +214,10 @@ func wireError(e *Error) *jsonrpc2.Error {
 // toError turns any error a handler returns into the coded error sent: an
 // *Error keeps its code and data; anything else is -32603 with the method
 // named, so that no error ever goes out with code 0.
-func toError(method string, err error) *Error {
-	var e *Error
+func toError(method string, err error) *protocol.Error {
+	var e *protocol.Error
 	if errors.As(err, &e) {
 		return e
 	}
-	return &Error{Code: CodeInternalError, Message: err.Error(), Data: &ErrorData{Method: method, Reason: err.Error()}}
+	return &protocol.Error{Code: protocol.CodeInternalError, Message: err.Error(), Data: &protocol.ErrorData{Method: method, Reason: err.Error()}}
 }

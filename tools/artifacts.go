@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // artifactsDir is the directory that keeps the session's command output.
@@ -35,10 +35,10 @@ func openArtifactsDir(flag, client string) (*artifactsDir, error) {
 		return &artifactsDir{path: tmp, temp: true}, nil
 	}
 	if !filepath.IsAbs(dir) {
-		return nil, rpc.InvalidParams("initializationOptions.artifactsDir", "must be an absolute path, not %q", dir)
+		return nil, protocol.InvalidParams("initializationOptions.artifactsDir", "must be an absolute path, not %q", dir)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, rpc.NewError(rpc.CodeNotFound, &rpc.ErrorData{Path: dir, Reason: err.Error()}, "cannot create the artifacts directory %q", dir)
+		return nil, protocol.NewError(protocol.CodeNotFound, &protocol.ErrorData{Path: dir, Reason: err.Error()}, "cannot create the artifacts directory %q", dir)
 	}
 	return &artifactsDir{path: dir}, nil
 }

@@ -4,17 +4,18 @@ import (
 	"context"
 	"time"
 
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
 // cancel stops a handle's processes (TERM to the group, the grace, then
 // KILL) and answers with its final ToolResult once they are gone. A handle
 // that already ended answers its final result again.
-func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *rpc.CancelParams) (*rpc.ToolResult, error) {
+func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *protocol.CancelParams) (*protocol.ToolResult, error) {
 	if p.HandleID == "" {
-		return nil, rpc.InvalidParams("handleId", "required")
+		return nil, protocol.InvalidParams("handleId", "required")
 	}
-	if r, handled, err := forwardHandle(ctx, s, t, rpc.CancelRequest, p, func(p *rpc.CancelParams) *string { return &p.HandleID }); handled {
+	if r, handled, err := forwardHandle(ctx, s, t, protocol.CancelRequest, p, func(p *protocol.CancelParams) *string { return &p.HandleID }); handled {
 		return r, err
 	}
 	_, mgr := t.state()
@@ -25,7 +26,7 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *rpc.CancelParams)
 	var grace time.Duration // 0: the server's kill grace
 	if p.GraceMs != nil {
 		if *p.GraceMs < 0 {
-			return nil, rpc.InvalidParams("graceMs", "must not be negative")
+			return nil, protocol.InvalidParams("graceMs", "must not be negative")
 		}
 		grace = time.Duration(*p.GraceMs) * time.Millisecond
 		if grace == 0 {
@@ -37,7 +38,7 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *rpc.CancelParams)
 	select {
 	case <-cmd.Done():
 	case <-ctx.Done():
-		return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodCancel, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
+		return nil, protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: protocol.MethodCancel, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
 			"request cancelled before the handle's processes were gone")
 	}
 	res := toolResult(cmd.Result())
@@ -46,6 +47,6 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *rpc.CancelParams)
 
 // handleNotFound is the error for an unknown handle.
 func handleNotFound(id string) error {
-	return rpc.NewError(rpc.CodeHandleNotFound, &rpc.ErrorData{HandleID: id, Reason: "no running or recently finished handle has this id"},
+	return protocol.NewError(protocol.CodeHandleNotFound, &protocol.ErrorData{HandleID: id, Reason: "no running or recently finished handle has this id"},
 		"handle not found: %q", id)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
@@ -21,14 +22,14 @@ type DebugSleepResult struct {
 // what no real method should do through the real binary.
 var (
 	// DebugPanicRequest panics in its handler.
-	DebugPanicRequest = rpc.RequestType[rpc.Null, rpc.Null]("debug/panic")
+	DebugPanicRequest = protocol.RequestType[protocol.Null, protocol.Null]("debug/panic")
 	// DebugSleepRequest waits for ms milliseconds or until it is cancelled.
-	DebugSleepRequest = rpc.RequestType[DebugSleepParams, DebugSleepResult]("debug/sleep")
+	DebugSleepRequest = protocol.RequestType[DebugSleepParams, DebugSleepResult]("debug/sleep")
 )
 
 // RegisterDebug puts the debug methods into the table.
 func (t *Tools) RegisterDebug(tab *rpc.Table) {
-	rpc.Handle(tab, DebugPanicRequest, func(ctx context.Context, s *rpc.Session, _ *rpc.Null) (*rpc.Null, error) {
+	rpc.Handle(tab, DebugPanicRequest, func(ctx context.Context, s *rpc.Session, _ *protocol.Null) (*protocol.Null, error) {
 		panic("debug/panic was called")
 	})
 	rpc.Handle(tab, DebugSleepRequest, func(ctx context.Context, s *rpc.Session, p *DebugSleepParams) (*DebugSleepResult, error) {

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/toolhost/toolhost/hub"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
 // destinations lists the session's destinations and their states.
-func (t *Tools) destinations(context.Context, *rpc.Session, *rpc.DestinationsParams) (*rpc.DestinationList, error) {
-	l := rpc.DestinationList(t.hub.List())
+func (t *Tools) destinations(context.Context, *rpc.Session, *protocol.DestinationsParams) (*protocol.DestinationList, error) {
+	l := protocol.DestinationList(t.hub.List())
 	return &l, nil
 }
 
@@ -18,7 +19,7 @@ func (t *Tools) destinations(context.Context, *rpc.Session, *rpc.DestinationsPar
 // for the current one, connecting it if needed) and decodes its answer,
 // its ids and artifact paths prefixed with the destination's name. A
 // handle the answer names sends nothing before the answer is queued.
-func forward[P, R any](ctx context.Context, s *rpc.Session, d *hub.Destination, epoch int, rt rpc.RequestType[P, R], p *P) (*R, error) {
+func forward[P, R any](ctx context.Context, s *rpc.Session, d *hub.Destination, epoch int, rt protocol.RequestType[P, R], p *P) (*R, error) {
 	raw, err := d.Call(ctx, epoch, rt.Method(), p, func(announce func()) { s.AfterReply(ctx, announce) })
 	if err != nil {
 		return nil, err
@@ -30,7 +31,7 @@ func forward[P, R any](ctx context.Context, s *rpc.Session, d *hub.Destination, 
 func decodeForwarded[R any](method string, d *hub.Destination, raw json.RawMessage) (*R, error) {
 	var r R
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, rpc.NewError(rpc.CodeInternalError, &rpc.ErrorData{Method: method, Destination: d.Name(), Reason: err.Error()},
+		return nil, protocol.NewError(protocol.CodeInternalError, &protocol.ErrorData{Method: method, Destination: d.Name(), Reason: err.Error()},
 			"destination %q answered %s with a result that does not decode: %v", d.Name(), method, err)
 	}
 	return &r, nil
@@ -58,7 +59,7 @@ func (t *Tools) routeHandle(id string) (hub.Target, error) {
 // forwardHandle forwards a request about a destination's handle (id(p) is
 // "NAME/h-3") with the handle's id there, and waits for the answer;
 // handled is false for a handle of this server.
-func forwardHandle[P, R any](ctx context.Context, s *rpc.Session, t *Tools, rt rpc.RequestType[P, R], p *P, id func(*P) *string) (r *R, handled bool, err error) {
+func forwardHandle[P, R any](ctx context.Context, s *rpc.Session, t *Tools, rt protocol.RequestType[P, R], p *P, id func(*P) *string) (r *R, handled bool, err error) {
 	rest, handled, err := forwardHandleLater(s, t, rt, p, id)
 	if !handled || err != nil {
 		return nil, handled, err
@@ -71,7 +72,7 @@ func forwardHandle[P, R any](ctx context.Context, s *rpc.Session, t *Tools, rt r
 // forwardHandleLater is forwardHandle for a handler in two parts
 // (rpc.HandleOrdered): it routes now and returns the forwarding, to run
 // as the rest.
-func forwardHandleLater[P, R any](s *rpc.Session, t *Tools, rt rpc.RequestType[P, R], p *P, id func(*P) *string) (rest func(context.Context) (*R, error), handled bool, err error) {
+func forwardHandleLater[P, R any](s *rpc.Session, t *Tools, rt protocol.RequestType[P, R], p *P, id func(*P) *string) (rest func(context.Context) (*R, error), handled bool, err error) {
 	tg, err := t.routeHandle(*id(p))
 	if err != nil {
 		return nil, true, err

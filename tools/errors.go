@@ -4,14 +4,14 @@ import (
 	"errors"
 
 	"github.com/toolhost/toolhost/process"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/workspace"
 )
 
 // wsError maps a workspace error to its wire error, with data saying which
 // path and why.
 func wsError(err error) error {
-	data := &rpc.ErrorData{Reason: err.Error()}
+	data := &protocol.ErrorData{Reason: err.Error()}
 	var pe *workspace.PathError
 	if errors.As(err, &pe) {
 		data.Path, data.Reason = pe.Path, pe.Reason
@@ -21,26 +21,26 @@ func wsError(err error) error {
 			data.Reason = err.Error()
 		}
 	}
-	code := rpc.CodeInternalError
+	code := protocol.CodeInternalError
 	switch {
 	case errors.Is(err, workspace.ErrOutside):
-		code = rpc.CodePathOutsideWorkspace
+		code = protocol.CodePathOutsideWorkspace
 	case errors.Is(err, workspace.ErrNotFound):
-		code = rpc.CodeNotFound
+		code = protocol.CodeNotFound
 	case errors.Is(err, workspace.ErrReadOnly):
-		code = rpc.CodeReadOnlyRoot
+		code = protocol.CodeReadOnlyRoot
 	case errors.Is(err, workspace.ErrTooLarge):
-		code = rpc.CodeTooLarge
+		code = protocol.CodeTooLarge
 	case errors.Is(err, workspace.ErrConflict):
-		code = rpc.CodeConflict
+		code = protocol.CodeConflict
 	case errors.Is(err, workspace.ErrNotRegular), errors.Is(err, workspace.ErrInvalid):
-		code = rpc.CodeInvalidParams
+		code = protocol.CodeInvalidParams
 		data.Field = "path"
 		if pe != nil && pe.Field != "" {
 			data.Field = pe.Field // bad content or expectedSha256, not the path
 		}
 	}
-	return rpc.NewError(code, data, "%v", err)
+	return protocol.NewError(code, data, "%v", err)
 }
 
 // procError maps a process error to its wire error.
@@ -48,27 +48,27 @@ func procError(err error) error {
 	if e, ok := sandboxError(err); ok {
 		return e
 	}
-	data := &rpc.ErrorData{Reason: err.Error()}
+	data := &protocol.ErrorData{Reason: err.Error()}
 	var se *process.SpawnError
 	if errors.As(err, &se) {
 		data.Argv0, data.Reason = se.Argv0, se.Reason
 	}
 	switch {
 	case errors.Is(err, process.ErrSpawn):
-		return rpc.NewError(rpc.CodeSpawnFailed, data, "%v", err)
+		return protocol.NewError(protocol.CodeSpawnFailed, data, "%v", err)
 	case errors.Is(err, process.ErrBusy):
-		return rpc.NewError(rpc.CodeBusy, data, "%v", err)
+		return protocol.NewError(protocol.CodeBusy, data, "%v", err)
 	case errors.Is(err, process.ErrNotFound):
-		return rpc.NewError(rpc.CodeNotFound, data, "%v", err)
+		return protocol.NewError(protocol.CodeNotFound, data, "%v", err)
 	case errors.Is(err, process.ErrClosed):
 		data.Reason = "the session is ending"
-		return rpc.NewError(rpc.CodeInvalidRequest, data, "%v", err)
+		return protocol.NewError(protocol.CodeInvalidRequest, data, "%v", err)
 	case errors.Is(err, process.ErrInvalid):
 		var ie *process.InvalidError
 		if errors.As(err, &ie) {
-			return rpc.InvalidParams(ie.Field, "%s", ie.Reason)
+			return protocol.InvalidParams(ie.Field, "%s", ie.Reason)
 		}
-		return rpc.NewError(rpc.CodeInvalidParams, data, "%v", err)
+		return protocol.NewError(protocol.CodeInvalidParams, data, "%v", err)
 	}
-	return rpc.NewError(rpc.CodeInternalError, data, "%v", err)
+	return protocol.NewError(protocol.CodeInternalError, data, "%v", err)
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
@@ -41,7 +42,7 @@ type watcher struct {
 
 	mu sync.Mutex
 	// token, begun, ended and carry are guarded by mu.
-	token *rpc.ProgressToken
+	token *protocol.ProgressToken
 	begun bool
 	// ended is set by finish: $/progress end is sent exactly once, there.
 	ended bool
@@ -53,7 +54,7 @@ type watcher struct {
 }
 
 // newWatcher returns a watcher; token may be nil.
-func newWatcher(s *rpc.Session, token *rpc.ProgressToken, title string, notifySteps bool) *watcher {
+func newWatcher(s *rpc.Session, token *protocol.ProgressToken, title string, notifySteps bool) *watcher {
 	return &watcher{s: s, token: token, title: title, notifySteps: notifySteps, ready: make(chan struct{})}
 }
 
@@ -76,7 +77,7 @@ func (w *watcher) abandon() {
 }
 
 // setToken gives the watcher a token created after the start.
-func (w *watcher) setToken(tok rpc.ProgressToken) bool {
+func (w *watcher) setToken(tok protocol.ProgressToken) bool {
 	w.mu.Lock()
 	if w.ended || w.token != nil {
 		w.mu.Unlock()
@@ -96,7 +97,7 @@ func (w *watcher) begin() {
 		return
 	}
 	w.begun = true
-	w.s.Notify(rpc.NotifyProgress, rpc.ProgressNotification{Token: *w.token, Value: rpc.WorkDoneProgressBegin{
+	w.s.Notify(protocol.NotifyProgress, protocol.ProgressNotification{Token: *w.token, Value: protocol.WorkDoneProgressBegin{
 		Kind: "begin", Title: w.title, Cancellable: true,
 	}})
 }
@@ -122,8 +123,8 @@ func (w *watcher) onStep(ev process.StepEvent) {
 		w.progress.step(ev, w.cmd.PID())
 	}
 	if w.notifySteps {
-		w.s.Notify(rpc.NotifyStepTransition, rpc.StepTransitionParams{
-			HandleID: w.handleID, CommandID: w.commandID, Step: ev.Step, Status: rpc.StepStatus(ev.Status),
+		w.s.Notify(protocol.NotifyStepTransition, protocol.StepTransitionParams{
+			HandleID: w.handleID, CommandID: w.commandID, Step: ev.Step, Status: protocol.StepStatus(ev.Status),
 			Index: ev.Index, Total: ev.Total, ElapsedMs: ev.Elapsed.Milliseconds(), TS: ts.UTC(),
 		})
 	}
@@ -132,16 +133,16 @@ func (w *watcher) onStep(ev process.StepEvent) {
 	if w.token == nil || !w.begun || w.ended {
 		return
 	}
-	report := rpc.WorkDoneProgressReport{Kind: "report", Cancellable: true, Message: stepMessage(ev)}
+	report := protocol.WorkDoneProgressReport{Kind: "report", Cancellable: true, Message: stepMessage(ev)}
 	if ev.Total > 0 {
 		done := ev.Index - 1
-		if ev.Status != string(rpc.StepStart) {
+		if ev.Status != string(protocol.StepStart) {
 			done = ev.Index
 		}
 		pct := min(100, max(0, done*100/ev.Total))
 		report.Percentage = &pct
 	}
-	w.s.NotifyCoalesced("progress/"+w.token.String(), replaceItem{method: rpc.NotifyProgress, params: rpc.ProgressNotification{Token: *w.token, Value: report}})
+	w.s.NotifyCoalesced("progress/"+w.token.String(), replaceItem{method: protocol.NotifyProgress, params: protocol.ProgressNotification{Token: *w.token, Value: report}})
 }
 
 // stepMessage describes a step event for a $/progress report: "step 2/5:
@@ -157,7 +158,7 @@ func stepMessage(ev process.StepEvent) string {
 	default:
 		msg = ev.Step
 	}
-	if ev.Status != string(rpc.StepStart) {
+	if ev.Status != string(protocol.StepStart) {
 		msg += " (" + ev.Status + ")"
 	}
 	return msg
@@ -168,7 +169,7 @@ func (w *watcher) onHeartbeat(ev process.HeartbeatEvent) {
 	if !w.notifySteps {
 		return
 	}
-	w.s.NotifyCoalesced("heartbeat/"+w.commandID, replaceItem{method: rpc.NotifyHeartbeat, params: rpc.HeartbeatParams{
+	w.s.NotifyCoalesced("heartbeat/"+w.commandID, replaceItem{method: protocol.NotifyHeartbeat, params: protocol.HeartbeatParams{
 		HandleID: w.handleID, CommandID: w.commandID, Step: ev.Step, ElapsedMs: ev.Elapsed.Milliseconds(),
 	}})
 }
@@ -176,14 +177,14 @@ func (w *watcher) onHeartbeat(ev process.HeartbeatEvent) {
 // streams are the output streams, in the order of per-stream arrays: each
 // has its own seq, "pty" too, though a terminal's bytes are kept in
 // stdout.log.
-var streams = [...]rpc.Stream{rpc.StreamStdout, rpc.StreamStderr, rpc.StreamPty}
+var streams = [...]protocol.Stream{protocol.StreamStdout, protocol.StreamStderr, protocol.StreamPty}
 
 // streamIndex returns the index of a stream in per-stream arrays.
 func streamIndex(stream string) int {
-	switch rpc.Stream(stream) {
-	case rpc.StreamStderr:
+	switch protocol.Stream(stream) {
+	case protocol.StreamStderr:
 		return 1
-	case rpc.StreamPty:
+	case protocol.StreamPty:
 		return 2
 	}
 	return 0
@@ -218,14 +219,14 @@ func (w *watcher) onOutput(stream string, p []byte) {
 func (w *watcher) sendOutput(stream string, data []byte) {
 	i := streamIndex(stream)
 	w.s.NotifyCoalesced("output/"+w.commandID+"/"+stream, &outputItem{
-		handleID: w.handleID, stream: rpc.Stream(stream), data: data, seq: &w.seq[i],
+		handleID: w.handleID, stream: protocol.Stream(stream), data: data, seq: &w.seq[i],
 	})
 }
 
 // finish flushes what the watcher holds and sends $/progress end, exactly
 // once: ended is set under mu by the first call and checked by every
 // sender.
-func (w *watcher) finish(res rpc.ToolResult) {
+func (w *watcher) finish(res protocol.ToolResult) {
 	if w.progress != nil {
 		w.progress.finish(res) // the file says the end before the toolResult does
 	}
@@ -245,16 +246,16 @@ func (w *watcher) finish(res rpc.ToolResult) {
 		}
 	}
 	if token != nil && begun {
-		w.s.NotifyCritical(rpc.NotifyProgress, rpc.ProgressNotification{Token: *token, Value: rpc.WorkDoneProgressEnd{
+		w.s.NotifyCritical(protocol.NotifyProgress, protocol.ProgressNotification{Token: *token, Value: protocol.WorkDoneProgressEnd{
 			Kind: "end", Message: endMessage(res),
 		}})
 	}
 }
 
 // endMessage describes a result for $/progress end.
-func endMessage(res rpc.ToolResult) string {
+func endMessage(res protocol.ToolResult) string {
 	switch {
-	case res.Status != rpc.StatusCompleted:
+	case res.Status != protocol.StatusCompleted:
 		return string(res.Status)
 	case res.ExitCode != nil:
 		return fmt.Sprintf("completed (exit %d)", *res.ExitCode)
@@ -277,13 +278,13 @@ func (r replaceItem) Params() any                                 { return r.par
 // skipped.
 type outputItem struct {
 	handleID string
-	stream   rpc.Stream
+	stream   protocol.Stream
 	skipped  int64
 	data     []byte
 	seq      *atomic.Int64
 }
 
-func (o *outputItem) Method() string { return rpc.NotifyOutput }
+func (o *outputItem) Method() string { return protocol.NotifyOutput }
 
 func (o *outputItem) Merge(newer rpc.Coalescable) rpc.Coalescable {
 	n := newer.(*outputItem)
@@ -303,12 +304,12 @@ func (o *outputItem) Merge(newer rpc.Coalescable) rpc.Coalescable {
 // Params assigns the next seq of the stream: the writer calls it once per
 // notification written, in order.
 func (o *outputItem) Params() any {
-	p := rpc.OutputParams{HandleID: o.handleID, Stream: o.stream, Seq: o.seq.Add(1), Skipped: o.skipped}
+	p := protocol.OutputParams{HandleID: o.handleID, Stream: o.stream, Seq: o.seq.Add(1), Skipped: o.skipped}
 	if utf8.Valid(o.data) {
 		p.Data = string(o.data)
 	} else {
 		p.Data = base64.StdEncoding.EncodeToString(o.data)
-		p.Encoding = rpc.EncodingBase64
+		p.Encoding = protocol.EncodingBase64
 	}
 	return p
 }
@@ -318,8 +319,8 @@ func (o *outputItem) Params() any {
 // command's pump, and so the command, waits with it.
 func (w *watcher) onEvent(line []byte) {
 	<-w.ready
-	p := rpc.EventParams{HandleID: w.handleID, Seq: w.eventSeq.Add(1), Event: json.RawMessage(bytes.Clone(line))}
-	if err := w.s.NotifyInOrder(context.Background(), rpc.NotifyEvent, p); err != nil {
+	p := protocol.EventParams{HandleID: w.handleID, Seq: w.eventSeq.Add(1), Event: json.RawMessage(bytes.Clone(line))}
+	if err := w.s.NotifyInOrder(context.Background(), protocol.NotifyEvent, p); err != nil {
 		w.s.Logger().Warn("event not sent", "handle", w.handleID, "seq", p.Seq, "err", err)
 	}
 }
@@ -329,8 +330,8 @@ func (w *watcher) onEvent(line []byte) {
 func (w *watcher) onPort(ev process.PortEvent) {
 	<-w.ready
 	if ev.Open {
-		w.s.NotifyCritical(rpc.NotifyPortOpened, rpc.PortOpenedParams{HandleID: w.handleID, Port: ev.Port.Port, Address: ev.Address, PID: ev.PID})
+		w.s.NotifyCritical(protocol.NotifyPortOpened, protocol.PortOpenedParams{HandleID: w.handleID, Port: ev.Port.Port, Address: ev.Address, PID: ev.PID})
 		return
 	}
-	w.s.NotifyCritical(rpc.NotifyPortClosed, rpc.PortClosedParams{HandleID: w.handleID, Port: ev.Port.Port, Address: ev.Address})
+	w.s.NotifyCritical(protocol.NotifyPortClosed, protocol.PortClosedParams{HandleID: w.handleID, Port: ev.Port.Port, Address: ev.Address})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
 )
@@ -17,10 +18,10 @@ import (
 // Initialize sets the session up: it resolves the root and read roots (the
 // command line's, narrowed by the client's), opens the workspace and the
 // artifacts directory and starts the process manager.
-func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.InitializeParams) (*rpc.InitializeResult, error) {
+func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.InitializeParams) (*protocol.InitializeResult, error) {
 	opts := p.InitializationOptions
 	if opts == nil {
-		opts = &rpc.InitializationOptions{}
+		opts = &protocol.InitializationOptions{}
 	}
 	root, err := t.chooseRoot(p)
 	if err != nil {
@@ -55,7 +56,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 	if opts.KillGraceMs != nil {
 		if *opts.KillGraceMs < 0 {
 			cleanup()
-			return nil, rpc.InvalidParams("initializationOptions.killGraceMs", "must not be negative")
+			return nil, protocol.InvalidParams("initializationOptions.killGraceMs", "must not be negative")
 		}
 		killGrace = time.Duration(*opts.KillGraceMs) * time.Millisecond
 	}
@@ -63,7 +64,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 	if opts.DefaultTimeoutMs != nil {
 		if *opts.DefaultTimeoutMs < 0 {
 			cleanup()
-			return nil, rpc.InvalidParams("initializationOptions.defaultTimeoutMs", "must not be negative")
+			return nil, protocol.InvalidParams("initializationOptions.defaultTimeoutMs", "must not be negative")
 		}
 		defaultTimeout = time.Duration(*opts.DefaultTimeoutMs) * time.Millisecond
 	}
@@ -71,11 +72,11 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 	if opts.OutputLimitBytes != nil {
 		if *opts.OutputLimitBytes <= 0 || *opts.OutputLimitBytes > maxOutputLimit {
 			cleanup()
-			return nil, rpc.InvalidParams("initializationOptions.outputLimitBytes", "must be between 1 and %d", maxOutputLimit)
+			return nil, protocol.InvalidParams("initializationOptions.outputLimitBytes", "must be between 1 and %d", maxOutputLimit)
 		}
 		outputLimit = *opts.OutputLimitBytes
 	}
-	caps := rpc.ClientCapabilities{}
+	caps := protocol.ClientCapabilities{}
 	if p.Capabilities != nil {
 		caps = *p.Capabilities
 	}
@@ -105,7 +106,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 		ws.Close()
 		cleanup()
 		if errors.Is(err, process.ErrInvalid) {
-			return nil, rpc.InvalidParams("initializationOptions.env.allow", "%v", err)
+			return nil, protocol.InvalidParams("initializationOptions.env.allow", "%v", err)
 		}
 		return nil, fmt.Errorf("cannot start the process manager: %w", err)
 	}
@@ -119,13 +120,13 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 	t.mu.Unlock()
 	sandboxCap := conf.capability()
 	if conf.mode == SandboxAuto && !sandboxCap.Available {
-		s.LogMessage(rpc.MessageWarning, "toolhost: commands run unconfined: %s", sandboxCap.Reason)
+		s.LogMessage(protocol.MessageWarning, "toolhost: commands run unconfined: %s", sandboxCap.Reason)
 	}
 	t.log.Info("workspace ready", "root", ws.Root(), "readRoots", ws.ReadRoots(), "artifactsDir", ws.ArtifactsDir())
 
-	res := &rpc.InitializeResult{
-		Capabilities: rpc.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap},
-		Workspace: rpc.WorkspaceInfo{
+	res := &protocol.InitializeResult{
+		Capabilities: protocol.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap},
+		Workspace: protocol.WorkspaceInfo{
 			Root:         ws.Root(),
 			ReadRoots:    append([]string{}, ws.ReadRoots()...),
 			ArtifactsDir: ws.ArtifactsDir(),
@@ -142,13 +143,13 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *rpc.Initializ
 
 // chooseRoot returns the root: --root, narrowed by the client's rootUri or
 // rootPath when one is given; else the client's.
-func (t *Tools) chooseRoot(p *rpc.InitializeParams) (string, error) {
+func (t *Tools) chooseRoot(p *protocol.InitializeParams) (string, error) {
 	var client, field string
 	switch {
 	case p.RootURI != nil && *p.RootURI != "":
 		path, err := uriPath(*p.RootURI)
 		if err != nil {
-			return "", rpc.InvalidParams("rootUri", "%v", err)
+			return "", protocol.InvalidParams("rootUri", "%v", err)
 		}
 		client, field = path, "rootUri"
 	case p.RootPath != nil && *p.RootPath != "":
@@ -156,10 +157,10 @@ func (t *Tools) chooseRoot(p *rpc.InitializeParams) (string, error) {
 	}
 	if t.cfg.Root == "" {
 		if client == "" {
-			return "", rpc.InvalidParams("rootUri", "no workspace root: give rootUri or rootPath, or start the server with --root")
+			return "", protocol.InvalidParams("rootUri", "no workspace root: give rootUri or rootPath, or start the server with --root")
 		}
 		if !filepath.IsAbs(client) {
-			return "", rpc.InvalidParams(field, "must be an absolute path, not %q", client)
+			return "", protocol.InvalidParams(field, "must be an absolute path, not %q", client)
 		}
 		return client, nil
 	}
@@ -167,11 +168,11 @@ func (t *Tools) chooseRoot(p *rpc.InitializeParams) (string, error) {
 		return t.cfg.Root, nil
 	}
 	if !filepath.IsAbs(client) {
-		return "", rpc.InvalidParams(field, "must be an absolute path, not %q", client)
+		return "", protocol.InvalidParams(field, "must be an absolute path, not %q", client)
 	}
 	dir, err := narrow(workspace.Config{Root: t.cfg.Root}, field, client)
 	if errors.Is(err, workspace.ErrOutside) {
-		return "", rpc.NewError(rpc.CodePathOutsideWorkspace, &rpc.ErrorData{Field: field, Path: client, Reason: "the client may narrow --root, never widen it"},
+		return "", protocol.NewError(protocol.CodePathOutsideWorkspace, &protocol.ErrorData{Field: field, Path: client, Reason: "the client may narrow --root, never widen it"},
 			"%s %q is outside the server's --root %q", field, client, t.cfg.Root)
 	}
 	return dir, err
@@ -191,11 +192,11 @@ func (t *Tools) chooseReadRoots(root string, client []string) ([]string, error) 
 		if strings.HasPrefix(c, "file:") {
 			var err error
 			if path, err = uriPath(c); err != nil {
-				return nil, rpc.InvalidParams(field, "%v", err)
+				return nil, protocol.InvalidParams(field, "%v", err)
 			}
 		}
 		if !filepath.IsAbs(path) {
-			return nil, rpc.InvalidParams(field, "must be an absolute path or a file URI, not %q", c)
+			return nil, protocol.InvalidParams(field, "must be an absolute path or a file URI, not %q", c)
 		}
 		paths = append(paths, path)
 	}
@@ -207,8 +208,8 @@ func (t *Tools) chooseReadRoots(root string, client []string) ([]string, error) 
 		field := fmt.Sprintf("initializationOptions.readRoots[%d]", i)
 		dir, err := narrow(bounds, field, path)
 		if errors.Is(err, workspace.ErrOutside) {
-			return nil, rpc.NewError(rpc.CodePathOutsideWorkspace,
-				&rpc.ErrorData{Field: field, Path: path, Reason: "the client may narrow the command line's roots, never widen them"},
+			return nil, protocol.NewError(protocol.CodePathOutsideWorkspace,
+				&protocol.ErrorData{Field: field, Path: path, Reason: "the client may narrow the command line's roots, never widen them"},
 				"read root %q is outside the server's --root and --read-root", path)
 		}
 		if err != nil {
@@ -265,9 +266,9 @@ func initError(field string, err error) error {
 	}
 	switch {
 	case errors.Is(err, workspace.ErrNotFound):
-		return rpc.NewError(rpc.CodeNotFound, &rpc.ErrorData{Path: path, Reason: "the root does not exist"}, "%v", err)
+		return protocol.NewError(protocol.CodeNotFound, &protocol.ErrorData{Path: path, Reason: "the root does not exist"}, "%v", err)
 	case errors.Is(err, workspace.ErrNotRegular):
-		return rpc.NewError(rpc.CodeInvalidParams, &rpc.ErrorData{Field: field, Path: path, Reason: "the root is not a directory"}, "%v", err)
+		return protocol.NewError(protocol.CodeInvalidParams, &protocol.ErrorData{Field: field, Path: path, Reason: "the root is not a directory"}, "%v", err)
 	}
 	return wsError(err)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
@@ -15,9 +16,9 @@ import (
 // for the command to read, cancellable, and does not detach: a client that
 // keeps writing to a command that does not read stops being read once 32
 // requests wait, so the server holds at most their params.
-func (t *Tools) writeInput(ctx context.Context, s *rpc.Session, p *rpc.WriteInputParams) (*rpc.WriteInputResult, func(context.Context) (*rpc.WriteInputResult, error), error) {
+func (t *Tools) writeInput(ctx context.Context, s *rpc.Session, p *protocol.WriteInputParams) (*protocol.WriteInputResult, func(context.Context) (*protocol.WriteInputResult, error), error) {
 	if p.HandleID == "" {
-		return nil, nil, rpc.InvalidParams("handleId", "required")
+		return nil, nil, protocol.InvalidParams("handleId", "required")
 	}
 	if tg, err := t.routeHandle(p.HandleID); tg.Dest != nil || err != nil {
 		if err != nil {
@@ -27,29 +28,29 @@ func (t *Tools) writeInput(ctx context.Context, s *rpc.Session, p *rpc.WriteInpu
 		d := tg.Dest
 		q := *p
 		q.HandleID = tg.Far
-		wait, err := d.Send(ctx, tg.Epoch, rpc.MethodWriteInput, &q)
+		wait, err := d.Send(ctx, tg.Epoch, protocol.MethodWriteInput, &q)
 		if err != nil {
 			return nil, nil, err
 		}
-		return nil, func(ctx context.Context) (*rpc.WriteInputResult, error) {
+		return nil, func(ctx context.Context) (*protocol.WriteInputResult, error) {
 			raw, err := wait(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return decodeForwarded[rpc.WriteInputResult](rpc.MethodWriteInput, d, raw)
+			return decodeForwarded[protocol.WriteInputResult](protocol.MethodWriteInput, d, raw)
 		}, nil
 	}
 	var data []byte
 	switch p.Encoding {
-	case "", rpc.EncodingUTF8:
+	case "", protocol.EncodingUTF8:
 		data = []byte(p.Data)
-	case rpc.EncodingBase64:
+	case protocol.EncodingBase64:
 		var err error
 		if data, err = base64.StdEncoding.DecodeString(p.Data); err != nil {
-			return nil, nil, rpc.InvalidParams("data", "not valid base64: %v", err)
+			return nil, nil, protocol.InvalidParams("data", "not valid base64: %v", err)
 		}
 	default:
-		return nil, nil, rpc.InvalidParams("encoding", `must be "utf-8" or "base64", not %q`, p.Encoding)
+		return nil, nil, protocol.InvalidParams("encoding", `must be "utf-8" or "base64", not %q`, p.Encoding)
 	}
 	cmd, err := t.lookup(p.HandleID)
 	if err != nil {
@@ -62,26 +63,26 @@ func (t *Tools) writeInput(ctx context.Context, s *rpc.Session, p *rpc.WriteInpu
 	// The waiting part holds the bytes once: not the params' text too.
 	handleID, eof := p.HandleID, p.EOF
 	p.Data = ""
-	return nil, func(ctx context.Context) (*rpc.WriteInputResult, error) {
+	return nil, func(ctx context.Context) (*protocol.WriteInputResult, error) {
 		n, err := cmd.WriteInput(ctx, turn, data, eof)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodWriteInput, HandleID: handleID, Reason: err.Error()},
+				return nil, protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: protocol.MethodWriteInput, HandleID: handleID, Reason: err.Error()},
 					"request cancelled: %v", err)
 			}
 			return nil, inputError(handleID, err)
 		}
-		return &rpc.WriteInputResult{BytesWritten: int64(n)}, nil
+		return &protocol.WriteInputResult{BytesWritten: int64(n)}, nil
 	}, nil
 }
 
 // resize sets a handle's terminal size, at once; a destination's, once it
 // answers.
-func (t *Tools) resize(_ context.Context, s *rpc.Session, p *rpc.ResizeParams) (*rpc.ResizeResult, func(context.Context) (*rpc.ResizeResult, error), error) {
+func (t *Tools) resize(_ context.Context, s *rpc.Session, p *protocol.ResizeParams) (*protocol.ResizeResult, func(context.Context) (*protocol.ResizeResult, error), error) {
 	if p.HandleID == "" {
-		return nil, nil, rpc.InvalidParams("handleId", "required")
+		return nil, nil, protocol.InvalidParams("handleId", "required")
 	}
-	if rest, handled, err := forwardHandleLater(s, t, rpc.ResizeRequest, p, func(p *rpc.ResizeParams) *string { return &p.HandleID }); handled {
+	if rest, handled, err := forwardHandleLater(s, t, protocol.ResizeRequest, p, func(p *protocol.ResizeParams) *string { return &p.HandleID }); handled {
 		return nil, rest, err
 	}
 	res, err := t.localResize(p)
@@ -89,7 +90,7 @@ func (t *Tools) resize(_ context.Context, s *rpc.Session, p *rpc.ResizeParams) (
 }
 
 // localResize sets the terminal size of a handle of this server.
-func (t *Tools) localResize(p *rpc.ResizeParams) (*rpc.ResizeResult, error) {
+func (t *Tools) localResize(p *protocol.ResizeParams) (*protocol.ResizeResult, error) {
 	if err := checkSide("rows", p.Rows); err != nil {
 		return nil, err
 	}
@@ -103,16 +104,16 @@ func (t *Tools) localResize(p *rpc.ResizeParams) (*rpc.ResizeResult, error) {
 	if err := cmd.Resize(process.Winsize{Rows: p.Rows, Cols: p.Cols}); err != nil {
 		return nil, inputError(p.HandleID, err)
 	}
-	return &rpc.ResizeResult{}, nil
+	return &protocol.ResizeResult{}, nil
 }
 
 // signal sends a signal to a handle's foreground process group, at once;
 // to a destination's, once it answers.
-func (t *Tools) signal(_ context.Context, s *rpc.Session, p *rpc.SignalParams) (*rpc.SignalResult, func(context.Context) (*rpc.SignalResult, error), error) {
+func (t *Tools) signal(_ context.Context, s *rpc.Session, p *protocol.SignalParams) (*protocol.SignalResult, func(context.Context) (*protocol.SignalResult, error), error) {
 	if p.HandleID == "" {
-		return nil, nil, rpc.InvalidParams("handleId", "required")
+		return nil, nil, protocol.InvalidParams("handleId", "required")
 	}
-	if rest, handled, err := forwardHandleLater(s, t, rpc.SignalRequest, p, func(p *rpc.SignalParams) *string { return &p.HandleID }); handled {
+	if rest, handled, err := forwardHandleLater(s, t, protocol.SignalRequest, p, func(p *protocol.SignalParams) *string { return &p.HandleID }); handled {
 		return nil, rest, err
 	}
 	res, err := t.localSignal(p)
@@ -120,10 +121,10 @@ func (t *Tools) signal(_ context.Context, s *rpc.Session, p *rpc.SignalParams) (
 }
 
 // localSignal signals a handle of this server.
-func (t *Tools) localSignal(p *rpc.SignalParams) (*rpc.SignalResult, error) {
+func (t *Tools) localSignal(p *protocol.SignalParams) (*protocol.SignalResult, error) {
 	sig, err := process.LookupSignal(p.Signal)
 	if err != nil {
-		return nil, rpc.InvalidParams("signal", "%v", err)
+		return nil, protocol.InvalidParams("signal", "%v", err)
 	}
 	cmd, err := t.lookup(p.HandleID)
 	if err != nil {
@@ -133,7 +134,7 @@ func (t *Tools) localSignal(p *rpc.SignalParams) (*rpc.SignalResult, error) {
 	if err != nil {
 		return nil, inputError(p.HandleID, err)
 	}
-	return &rpc.SignalResult{ProcessGroupID: pgrp}, nil
+	return &protocol.SignalResult{ProcessGroupID: pgrp}, nil
 }
 
 // lookup returns a handle's command, or HandleNotFound.
@@ -151,12 +152,12 @@ func inputError(handleID string, err error) error {
 	var nr *process.NotRunningError
 	switch {
 	case errors.As(err, &nr):
-		return rpc.NewError(rpc.CodeNotRunning, &rpc.ErrorData{HandleID: handleID, Status: rpc.Status(nr.Status), Reason: nr.Reason},
+		return protocol.NewError(protocol.CodeNotRunning, &protocol.ErrorData{HandleID: handleID, Status: protocol.Status(nr.Status), Reason: nr.Reason},
 			"not running: %s", nr.Reason)
 	case errors.Is(err, process.ErrNoInput):
-		return rpc.InvalidParams("handleId", "%s was started without pty or openStdin: it takes no input", handleID)
+		return protocol.InvalidParams("handleId", "%s was started without pty or openStdin: it takes no input", handleID)
 	case errors.Is(err, process.ErrNoTerminal):
-		return rpc.InvalidParams("handleId", "%s was started without pty: it has no terminal to resize", handleID)
+		return protocol.InvalidParams("handleId", "%s was started without pty: it has no terminal to resize", handleID)
 	}
-	return rpc.NewError(rpc.CodeInternalError, &rpc.ErrorData{HandleID: handleID, Reason: err.Error()}, "%v", err)
+	return protocol.NewError(protocol.CodeInternalError, &protocol.ErrorData{HandleID: handleID, Reason: err.Error()}, "%v", err)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
@@ -41,9 +42,9 @@ func (h *clientLog) Handle(ctx context.Context, r slog.Record) error {
 			add(a)
 		}
 		r.Attrs(add)
-		typ := rpc.MessageWarning
+		typ := protocol.MessageWarning
 		if r.Level >= slog.LevelError {
-			typ = rpc.MessageError
+			typ = protocol.MessageError
 		}
 		h.s.LogMessage(typ, "%s", b.String())
 	}

@@ -7,23 +7,24 @@ import (
 
 	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
 // longRunning starts a command, or a recipe of steps, behind a handle and
 // answers at once. The handle ends in exactly one toolResult notification.
-func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunningParams) (*rpc.LongRunningResult, error) {
+func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *protocol.LongRunningParams) (*protocol.LongRunningResult, error) {
 	if d, err := t.destination(p.Destination); d != nil || err != nil {
 		if err != nil {
 			return nil, err
 		}
 		q := *p
 		q.Destination = ""
-		return forward(ctx, s, d, 0, rpc.LongRunningRequest, &q)
+		return forward(ctx, s, d, 0, protocol.LongRunningRequest, &q)
 	}
 	ws, mgr := t.state()
 	if p.YieldMs != nil {
-		return nil, rpc.InvalidParams("yieldMs", "is for runCommand: a longRunning answers at once")
+		return nil, protocol.InvalidParams("yieldMs", "is for runCommand: a longRunning answers at once")
 	}
 	spec, err := t.commandSpec(ws, &p.RunCommandParams, p.Steps)
 	if err != nil {
@@ -36,19 +37,19 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunn
 	}
 	spec.OpenStdin = p.OpenStdin
 	switch p.StdoutFormat {
-	case "", rpc.StdoutText:
-	case rpc.StdoutJSONL:
+	case "", protocol.StdoutText:
+	case protocol.StdoutJSONL:
 		if anyPtyOf(spec) {
-			return nil, rpc.InvalidParams("stdoutFormat", `"jsonl" needs a plain stdout: a terminal's output is one stream`)
+			return nil, protocol.InvalidParams("stdoutFormat", `"jsonl" needs a plain stdout: a terminal's output is one stream`)
 		}
 		spec.StdoutJSONL = true
 		spec.MaxEventBytes = t.maxEventBytes()
 	default:
-		return nil, rpc.InvalidParams("stdoutFormat", `must be "text" or "jsonl", not %q`, p.StdoutFormat)
+		return nil, protocol.InvalidParams("stdoutFormat", `must be "text" or "jsonl", not %q`, p.StdoutFormat)
 	}
 	spec.WatchPorts = true
 	if (anyPtyOf(spec) || p.OpenStdin) && p.Stdin != nil {
-		return nil, rpc.InvalidParams("stdin", "a command with pty or openStdin takes its input from writeInput")
+		return nil, protocol.InvalidParams("stdin", "a command with pty or openStdin takes its input from writeInput")
 	}
 	spec.Handle = true
 	spec.Label = p.Label
@@ -93,7 +94,7 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunn
 
 	t.sendToolResult(s, w.ready, w, cmd, token, wantToken)
 
-	return &rpc.LongRunningResult{
+	return &protocol.LongRunningResult{
 		HandleID:       cmd.HandleID(),
 		CommandID:      cmd.ID(),
 		PID:            cmd.PID(),
@@ -117,7 +118,7 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *rpc.LongRunn
 // goroutine sends after Done, when the result is final. t.senders owns the
 // goroutine and Shutdown waits for it, so a session's end still sends
 // every result.
-func (t *Tools) sendToolResult(s *rpc.Session, answered <-chan struct{}, w *watcher, cmd *process.Command, token *rpc.ProgressToken, wantToken bool) {
+func (t *Tools) sendToolResult(s *rpc.Session, answered <-chan struct{}, w *watcher, cmd *process.Command, token *protocol.ProgressToken, wantToken bool) {
 	t.senders.Go(func() {
 		// The response that names the handle goes first: before the
 		// window/workDoneProgress/create request that names it, and before
@@ -132,15 +133,15 @@ func (t *Tools) sendToolResult(s *rpc.Session, answered <-chan struct{}, w *watc
 		if token != nil {
 			t.untrackToken(*token)
 		}
-		s.NotifyCritical(rpc.NotifyToolResult, res)
+		s.NotifyCritical(protocol.NotifyToolResult, res)
 	})
 }
 
 // createToken asks the client for a progress token for a handle, when the
 // client advertised window.workDoneProgress and gave none. It returns nil
 // if the client refuses or does not answer in time.
-func (t *Tools) createToken(s *rpc.Session, w *watcher, cmd *process.Command) *rpc.ProgressToken {
-	tok := rpc.NewStringToken("toolhost/" + cmd.HandleID())
+func (t *Tools) createToken(s *rpc.Session, w *watcher, cmd *process.Command) *protocol.ProgressToken {
+	tok := protocol.NewStringToken("toolhost/" + cmd.HandleID())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	go func() { // owned by createToken: ends with it
@@ -150,7 +151,7 @@ func (t *Tools) createToken(s *rpc.Session, w *watcher, cmd *process.Command) *r
 		case <-ctx.Done():
 		}
 	}()
-	if err := s.Call(ctx, rpc.MethodWorkDoneProgressCreate, rpc.WorkDoneProgressCreateParams{Token: tok}, nil); err != nil {
+	if err := s.Call(ctx, protocol.MethodWorkDoneProgressCreate, protocol.WorkDoneProgressCreateParams{Token: tok}, nil); err != nil {
 		t.log.Debug("client did not create a progress token", "handle", cmd.HandleID(), "err", err)
 		return nil
 	}
@@ -163,26 +164,26 @@ func (t *Tools) createToken(s *rpc.Session, w *watcher, cmd *process.Command) *r
 }
 
 // trackToken records the command behind a progress token.
-func (t *Tools) trackToken(tok rpc.ProgressToken, cmd *process.Command) {
+func (t *Tools) trackToken(tok protocol.ProgressToken, cmd *process.Command) {
 	t.mu.Lock()
 	t.tokens[tok.String()] = cmd
 	t.mu.Unlock()
 }
 
 // untrackToken forgets a progress token.
-func (t *Tools) untrackToken(tok rpc.ProgressToken) {
+func (t *Tools) untrackToken(tok protocol.ProgressToken) {
 	t.mu.Lock()
 	delete(t.tokens, tok.String())
 	t.mu.Unlock()
 }
 
 // workDoneProgressCancel cancels the command behind a progress token.
-func (t *Tools) workDoneProgressCancel(_ context.Context, s *rpc.Session, p *rpc.WorkDoneProgressCancelParams) {
+func (t *Tools) workDoneProgressCancel(_ context.Context, s *rpc.Session, p *protocol.WorkDoneProgressCancelParams) {
 	t.mu.Lock()
 	cmd := t.tokens[p.Token.String()]
 	t.mu.Unlock()
 	// A token given to a destination's command is known only there.
-	t.hub.ForEachReady(func(d *hub.Destination) { d.Notify(context.Background(), rpc.NotifyWorkDoneProgressCancel, p) })
+	t.hub.ForEachReady(func(d *hub.Destination) { d.Notify(context.Background(), protocol.NotifyWorkDoneProgressCancel, p) })
 	if cmd == nil {
 		t.log.Debug("window/workDoneProgress/cancel for an unknown token", "token", strings.TrimPrefix(p.Token.String(), "s:"))
 		return

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/process"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/workspace"
 )
 
@@ -45,7 +45,7 @@ type progressFile struct {
 
 // openProgressFile prepares the progress file a longRunning asks for: a
 // path in the root, or one beside the artifacts.
-func (t *Tools) openProgressFile(ws *workspace.Workspace, opt *rpc.ProgressFileOption, label string) (*progressFile, error) {
+func (t *Tools) openProgressFile(ws *workspace.Workspace, opt *protocol.ProgressFileOption, label string) (*progressFile, error) {
 	var (
 		r   *workspace.Replacer
 		err error
@@ -54,7 +54,7 @@ func (t *Tools) openProgressFile(ws *workspace.Workspace, opt *rpc.ProgressFileO
 	case opt.Path != "":
 		if r, err = ws.OpenReplacer(opt.Path); err != nil {
 			e := wsError(err)
-			if we, ok := e.(*rpc.Error); ok && we.Data != nil {
+			if we, ok := e.(*protocol.Error); ok && we.Data != nil {
 				we.Data.Field = "progressFile"
 			}
 			return nil, e
@@ -65,12 +65,12 @@ func (t *Tools) openProgressFile(ws *workspace.Workspace, opt *rpc.ProgressFileO
 		n := t.progressFiles
 		t.mu.Unlock()
 		if r, err = workspace.NewReplacer(ws.ArtifactsDir(), fmt.Sprintf("progress-%d.json", n)); err != nil {
-			return nil, rpc.NewError(rpc.CodeInternalError, &rpc.ErrorData{Field: "progressFile", Path: ws.ArtifactsDir(), Reason: err.Error()}, "progress file: %v", err)
+			return nil, protocol.NewError(protocol.CodeInternalError, &protocol.ErrorData{Field: "progressFile", Path: ws.ArtifactsDir(), Reason: err.Error()}, "progress file: %v", err)
 		}
 	default:
 		return nil, nil
 	}
-	pf := &progressFile{r: r, snap: progressSnapshot{RecipeName: label, Status: string(rpc.StatusRunning)}}
+	pf := &progressFile{r: r, snap: progressSnapshot{RecipeName: label, Status: string(protocol.StatusRunning)}}
 	// The file exists before the command starts, so that it can read it.
 	pf.mu.Lock()
 	pf.writeLocked()
@@ -78,7 +78,7 @@ func (t *Tools) openProgressFile(ws *workspace.Workspace, opt *rpc.ProgressFileO
 	pf.mu.Unlock()
 	if err != nil {
 		_ = r.Close()
-		return nil, rpc.NewError(rpc.CodeInternalError, &rpc.ErrorData{Field: "progressFile", Path: r.Path(), Reason: err.Error()}, "progress file: %v", err)
+		return nil, protocol.NewError(protocol.CodeInternalError, &protocol.ErrorData{Field: "progressFile", Path: r.Path(), Reason: err.Error()}, "progress file: %v", err)
 	}
 	return pf, nil
 }
@@ -116,7 +116,7 @@ func (pf *progressFile) step(ev process.StepEvent, pid int) {
 }
 
 // finish writes the final snapshot and releases the file.
-func (pf *progressFile) finish(res rpc.ToolResult) {
+func (pf *progressFile) finish(res protocol.ToolResult) {
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
 	if pf.ended {
@@ -124,11 +124,11 @@ func (pf *progressFile) finish(res rpc.ToolResult) {
 	}
 	pf.ended = true
 	switch {
-	case res.Status == rpc.StatusCompleted && res.Success:
+	case res.Status == protocol.StatusCompleted && res.Success:
 		pf.snap.Status = "completed"
-	case res.Status == rpc.StatusCompleted:
+	case res.Status == protocol.StatusCompleted:
 		pf.snap.Status = "failed"
-	case res.Status == rpc.StatusTimedOut:
+	case res.Status == protocol.StatusTimedOut:
 		pf.snap.Status = "timed_out"
 	default:
 		pf.snap.Status = string(res.Status)

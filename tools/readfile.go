@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/toolhost/toolhost/hub"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
 )
@@ -14,7 +15,7 @@ const maxReadBytes = 64 << 20
 
 // readFile reads a file, or a range of its lines, inside the root, a read
 // root or the artifacts directory.
-func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *rpc.ReadFileParams) (*rpc.ReadFileResult, error) {
+func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *protocol.ReadFileParams) (*protocol.ReadFileResult, error) {
 	d, err := t.destination(p.Destination)
 	q := *p
 	epoch := 0
@@ -30,29 +31,29 @@ func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *rpc.ReadFilePar
 	}
 	if d != nil {
 		q.Destination = ""
-		return forward(ctx, s, d, epoch, rpc.ReadFileRequest, &q)
+		return forward(ctx, s, d, epoch, protocol.ReadFileRequest, &q)
 	}
 	switch {
 	case p.Path == "":
-		return nil, rpc.InvalidParams("path", "required")
+		return nil, protocol.InvalidParams("path", "required")
 	case p.Line < 0:
-		return nil, rpc.InvalidParams("line", "must be 1 or more (lines are 1-based)")
+		return nil, protocol.InvalidParams("line", "must be 1 or more (lines are 1-based)")
 	case p.Limit < 0:
-		return nil, rpc.InvalidParams("limit", "must not be negative")
+		return nil, protocol.InvalidParams("limit", "must not be negative")
 	case p.MaxBytes < 0:
-		return nil, rpc.InvalidParams("maxBytes", "must not be negative")
+		return nil, protocol.InvalidParams("maxBytes", "must not be negative")
 	case p.MaxBytes > maxReadBytes:
-		return nil, rpc.InvalidParams("maxBytes", "must be at most %d (64 MiB); page larger files with line and limit", maxReadBytes)
+		return nil, protocol.InvalidParams("maxBytes", "must be at most %d (64 MiB); page larger files with line and limit", maxReadBytes)
 	}
 	ws, _ := t.state()
 	r, err := ws.ReadFile(workspace.ReadOptions{Path: p.Path, Line: p.Line, Limit: p.Limit, MaxBytes: p.MaxBytes})
 	if err != nil {
 		return nil, wsError(err)
 	}
-	return &rpc.ReadFileResult{
+	return &protocol.ReadFileResult{
 		Path:       r.Path,
 		Content:    r.Content,
-		Encoding:   rpc.Encoding(r.Encoding),
+		Encoding:   protocol.Encoding(r.Encoding),
 		Size:       r.Size,
 		StartLine:  r.StartLine,
 		EndLine:    r.EndLine,

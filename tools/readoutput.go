@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/capture"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
@@ -28,35 +29,35 @@ const (
 // capture), and with waitMs it waits on the capture's broadcast of new
 // bytes, not on a clock: it answers as soon as bytes arrive or the command
 // ends.
-func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutputParams) (*rpc.ReadOutputResult, error) {
+func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *protocol.ReadOutputParams) (*protocol.ReadOutputResult, error) {
 	if p.HandleID == "" {
-		return nil, rpc.InvalidParams("handleId", "required")
+		return nil, protocol.InvalidParams("handleId", "required")
 	}
-	if r, handled, err := forwardHandle(ctx, s, t, rpc.ReadOutputRequest, p, func(p *rpc.ReadOutputParams) *string { return &p.HandleID }); handled {
+	if r, handled, err := forwardHandle(ctx, s, t, protocol.ReadOutputRequest, p, func(p *protocol.ReadOutputParams) *string { return &p.HandleID }); handled {
 		return r, err
 	}
 	stream := p.Stream
 	switch stream {
 	case "":
-		stream = rpc.OutputStreamOutput
-	case rpc.OutputStreamOutput, rpc.OutputStreamStdout, rpc.OutputStreamStderr:
-	case rpc.OutputStreamPty:
-		stream = rpc.OutputStreamStdout // a terminal's output is kept as stdout
+		stream = protocol.OutputStreamOutput
+	case protocol.OutputStreamOutput, protocol.OutputStreamStdout, protocol.OutputStreamStderr:
+	case protocol.OutputStreamPty:
+		stream = protocol.OutputStreamStdout // a terminal's output is kept as stdout
 	default:
-		return nil, rpc.InvalidParams("stream", `must be "output", "stdout", "stderr" or "pty", not %q`, stream)
+		return nil, protocol.InvalidParams("stream", `must be "output", "stdout", "stderr" or "pty", not %q`, stream)
 	}
 	maxBytes := int64(defaultOutputReadBytes)
 	if p.MaxBytes != nil {
 		maxBytes = *p.MaxBytes
 		if maxBytes < 1 || maxBytes > maxOutputReadBytes {
-			return nil, rpc.InvalidParams("maxBytes", "must be between 1 and %d, not %d", maxOutputReadBytes, maxBytes)
+			return nil, protocol.InvalidParams("maxBytes", "must be between 1 and %d, not %d", maxOutputReadBytes, maxBytes)
 		}
 	}
 	var waitMs int64
 	if p.WaitMs != nil {
 		waitMs = *p.WaitMs
 		if waitMs < 0 || waitMs > maxReadWaitMs {
-			return nil, rpc.InvalidParams("waitMs", "must be between 0 and %d, not %d", maxReadWaitMs, waitMs)
+			return nil, protocol.InvalidParams("waitMs", "must be between 0 and %d, not %d", maxReadWaitMs, waitMs)
 		}
 	}
 	var offset int64
@@ -72,9 +73,9 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutpu
 	stdoutPath, stderrPath, outputPath := cp.Paths()
 	path, length := outputPath, func(l capture.Lengths) int64 { return l.Output }
 	switch stream {
-	case rpc.OutputStreamStdout:
+	case protocol.OutputStreamStdout:
 		path, length = stdoutPath, func(l capture.Lengths) int64 { return l.Stdout }
-	case rpc.OutputStreamStderr:
+	case protocol.OutputStreamStderr:
 		path, length = stderrPath, func(l capture.Lengths) int64 { return l.Stderr }
 	}
 
@@ -111,7 +112,7 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutpu
 		case <-deadline:
 			return res, nil
 		case <-ctx.Done():
-			return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodReadOutput, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
+			return nil, protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: protocol.MethodReadOutput, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
 				"request cancelled while waiting for output")
 		}
 		if offset < 0 {
@@ -125,7 +126,7 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *rpc.ReadOutpu
 // the end is left for the next read, unless that would leave nothing
 // though more bytes follow (more: then the caller would wait for bytes
 // that are already there), or the command has ended (more is then set).
-func readArtifact(path string, off, n int64, more bool) (*rpc.ReadOutputResult, error) {
+func readArtifact(path string, off, n int64, more bool) (*protocol.ReadOutputResult, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
@@ -140,12 +141,12 @@ func readArtifact(path string, off, n int64, more bool) (*rpc.ReadOutputResult, 
 	if k := completeRunes(buf); k > 0 || !more {
 		buf = buf[:k]
 	}
-	res := &rpc.ReadOutputResult{Offset: off, NextOffset: off + int64(len(buf)), Encoding: rpc.EncodingUTF8}
+	res := &protocol.ReadOutputResult{Offset: off, NextOffset: off + int64(len(buf)), Encoding: protocol.EncodingUTF8}
 	if utf8.Valid(buf) {
 		res.Data = string(buf)
 	} else {
 		res.Data = base64.StdEncoding.EncodeToString(buf)
-		res.Encoding = rpc.EncodingBase64
+		res.Encoding = protocol.EncodingBase64
 	}
 	return res, nil
 }
@@ -168,11 +169,11 @@ func completeRunes(b []byte) int {
 // file of an ended command was evicted.
 func (t *Tools) readError(handleID, path string, closed bool, err error) error {
 	if closed && errors.Is(err, fs.ErrNotExist) {
-		return rpc.NewError(rpc.CodeNotFound, &rpc.ErrorData{HandleID: handleID, Path: path,
+		return protocol.NewError(protocol.CodeNotFound, &protocol.ErrorData{HandleID: handleID, Path: path,
 			Reason: "evicted: the command's artifacts were removed to keep the artifacts directory under --artifacts-cap-bytes"},
 			"artifact evicted: %s", path)
 	}
 	t.log.Warn("reading an artifact", "handle", handleID, "path", path, "err", err)
-	return rpc.NewError(rpc.CodeInternalError, &rpc.ErrorData{HandleID: handleID, Path: path, Reason: err.Error()},
+	return protocol.NewError(protocol.CodeInternalError, &protocol.ErrorData{HandleID: handleID, Path: path, Reason: err.Error()},
 		"cannot read the artifact %s", path)
 }

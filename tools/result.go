@@ -4,40 +4,40 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/process"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
 // toolResult converts a command's result to the wire.
-func toolResult(r process.Result) rpc.ToolResult {
+func toolResult(r process.Result) protocol.ToolResult {
 	var sig *string
 	if r.Signal != "" {
 		s := r.Signal
 		sig = &s
 	}
-	status := rpc.Status(r.Status)
-	steps := make([]rpc.StepResult, 0, len(r.Steps))
+	status := protocol.Status(r.Status)
+	steps := make([]protocol.StepResult, 0, len(r.Steps))
 	for _, st := range r.Steps {
-		steps = append(steps, rpc.StepResult{
+		steps = append(steps, protocol.StepResult{
 			Name:       st.Name,
-			Status:     rpc.StepStatus(st.Status),
+			Status:     protocol.StepStatus(st.Status),
 			DurationMs: st.Duration.Milliseconds(),
 			ExitCode:   st.ExitCode,
 			Sandbox:    sandboxApplied(st.Sandbox),
 		})
 	}
 	o := r.Output
-	var events *rpc.EventCounts
+	var events *protocol.EventCounts
 	if e := r.Events; e != nil {
-		events = &rpc.EventCounts{Count: e.Events, InvalidLines: e.Invalid, OversizeLines: e.Oversize}
+		events = &protocol.EventCounts{Count: e.Events, InvalidLines: e.Invalid, OversizeLines: e.Oversize}
 	}
-	return rpc.ToolResult{
+	return protocol.ToolResult{
 		Events:          events,
 		CommandID:       r.CommandID,
 		HandleID:        r.HandleID,
 		Status:          status,
-		TimeoutReason:   rpc.TimeoutReason(r.TimeoutReason),
-		Success:         status == rpc.StatusCompleted && r.ExitCode != nil && *r.ExitCode == 0,
+		TimeoutReason:   protocol.TimeoutReason(r.TimeoutReason),
+		Success:         status == protocol.StatusCompleted && r.ExitCode != nil && *r.ExitCode == 0,
 		ExitCode:        r.ExitCode,
 		Signal:          sig,
 		StartedAt:       r.StartedAt.UTC(),
@@ -47,7 +47,7 @@ func toolResult(r process.Result) rpc.ToolResult {
 		Stderr:          o.Stderr,
 		StdoutTruncated: o.StdoutTruncated,
 		StderrTruncated: o.StderrTruncated,
-		Artifacts: rpc.Artifacts{
+		Artifacts: protocol.Artifacts{
 			StdoutPath: o.StdoutPath,
 			StderrPath: o.StderrPath,
 			OutputPath: o.OutputPath,
@@ -73,24 +73,24 @@ func limitOf(l sandbox.Limit) *string {
 }
 
 // progressOf converts a command's snapshot to the wire.
-func progressOf(s process.Snapshot) rpc.Progress {
+func progressOf(s process.Snapshot) protocol.Progress {
 	var hb *time.Time
 	if !s.LastHeartbeatAt.IsZero() {
 		t := s.LastHeartbeatAt.UTC()
 		hb = &t
 	}
-	var pty *rpc.PtySize
+	var pty *protocol.PtySize
 	if s.Pty.On() {
-		pty = &rpc.PtySize{Rows: s.Pty.Rows, Cols: s.Pty.Cols}
+		pty = &protocol.PtySize{Rows: s.Pty.Rows, Cols: s.Pty.Cols}
 	}
-	ports := make([]rpc.Port, 0, len(s.Ports))
+	ports := make([]protocol.Port, 0, len(s.Ports))
 	for _, p := range s.Ports {
-		ports = append(ports, rpc.Port{Port: p.Port, Address: p.Address, PID: p.PID})
+		ports = append(ports, protocol.Port{Port: p.Port, Address: p.Address, PID: p.PID})
 	}
 	if len(ports) == 0 {
 		ports = nil
 	}
-	return rpc.Progress{
+	return protocol.Progress{
 		Ports:           ports,
 		ProgressPath:    s.ProgressPath,
 		Pty:             pty,
@@ -98,7 +98,7 @@ func progressOf(s process.Snapshot) rpc.Progress {
 		HandleID:        s.HandleID,
 		CommandID:       s.CommandID,
 		Label:           s.Label,
-		Status:          rpc.Status(s.Status),
+		Status:          protocol.Status(s.Status),
 		PID:             s.PID,
 		CurrentStep:     s.CurrentStep,
 		TotalSteps:      s.TotalSteps,

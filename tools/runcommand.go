@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
@@ -17,7 +18,7 @@ const maxYieldMs = 3_600_000
 // command still running then becomes a handle and the answer is its
 // snapshot (status "running"); from then on $/cancelRequest no longer
 // reaches it.
-func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunCommandParams) (*rpc.ToolResult, error) {
+func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunCommandParams) (*protocol.ToolResult, error) {
 	if d, err := t.destination(p.Destination); d != nil || err != nil {
 		if err != nil {
 			return nil, err
@@ -25,7 +26,7 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunComman
 		s.Detach(ctx) // it waits on the destination
 		q := *p
 		q.Destination = ""
-		return forward(ctx, s, d, 0, rpc.RunCommandRequest, &q)
+		return forward(ctx, s, d, 0, protocol.RunCommandRequest, &q)
 	}
 	ws, mgr := t.state()
 	spec, err := t.commandSpec(ws, p, nil)
@@ -62,8 +63,8 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunComman
 		res := toolResult(cmd.Result())
 		w.finish(res)
 		t.untrack(p.WorkDoneToken)
-		return nil, rpc.NewError(rpc.CodeRequestCancelled,
-			&rpc.ErrorData{Method: rpc.MethodRunCommand, Reason: context.Cause(ctx).Error(), Partial: &res},
+		return nil, protocol.NewError(protocol.CodeRequestCancelled,
+			&protocol.ErrorData{Method: protocol.MethodRunCommand, Reason: context.Cause(ctx).Error(), Partial: &res},
 			"request cancelled: the command was stopped")
 	}
 	res := toolResult(cmd.Result())
@@ -77,7 +78,7 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *rpc.RunComman
 // toolResult, and its $/progress end when it has a token, are sent by the
 // handle's one sender once that answer is queued. It reports false when
 // the command had already finished (then it has no handle).
-func (t *Tools) yieldHandle(ctx context.Context, s *rpc.Session, w *watcher, cmd *process.Command, token *rpc.ProgressToken) (*rpc.ToolResult, bool) {
+func (t *Tools) yieldHandle(ctx context.Context, s *rpc.Session, w *watcher, cmd *process.Command, token *protocol.ProgressToken) (*protocol.ToolResult, bool) {
 	if _, ok := cmd.Promote(); !ok {
 		return nil, false
 	}
@@ -90,7 +91,7 @@ func (t *Tools) yieldHandle(ctx context.Context, s *rpc.Session, w *watcher, cmd
 }
 
 // untrack forgets a progress token, if there is one.
-func (t *Tools) untrack(tok *rpc.ProgressToken) {
+func (t *Tools) untrack(tok *protocol.ProgressToken) {
 	if tok != nil {
 		t.untrackToken(*tok)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/process"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/workspace"
 )
@@ -37,16 +37,16 @@ type confinement struct {
 
 // level is a filesystem mode and a network setting.
 type level struct {
-	fs      rpc.SandboxFilesystem
+	fs      protocol.SandboxFilesystem
 	network bool
 }
 
 // strictness orders the filesystem modes: a request may only go up.
-var strictness = map[rpc.SandboxFilesystem]int{rpc.SandboxFull: 0, rpc.SandboxWorkspaceWrite: 1, rpc.SandboxReadOnly: 2}
+var strictness = map[protocol.SandboxFilesystem]int{protocol.SandboxFull: 0, protocol.SandboxWorkspaceWrite: 1, protocol.SandboxReadOnly: 2}
 
 // tighten returns base narrowed by asked; field names asked for errors. A
 // looser mode, or the network on where base has it off, is InvalidParams.
-func tighten(base level, asked *rpc.Sandbox, field string) (level, error) {
+func tighten(base level, asked *protocol.Sandbox, field string) (level, error) {
 	if asked == nil {
 		return base, nil
 	}
@@ -54,16 +54,16 @@ func tighten(base level, asked *rpc.Sandbox, field string) (level, error) {
 	if asked.Filesystem != "" {
 		n, ok := strictness[asked.Filesystem]
 		if !ok {
-			return base, rpc.InvalidParams(field+".filesystem", `must be "workspace-write", "read-only" or "full", not %q`, asked.Filesystem)
+			return base, protocol.InvalidParams(field+".filesystem", `must be "workspace-write", "read-only" or "full", not %q`, asked.Filesystem)
 		}
 		if n < strictness[base.fs] {
-			return base, rpc.InvalidParams(field+".filesystem", "%q is looser than %q, which the server or the session set; a client may tighten confinement, never loosen it", asked.Filesystem, base.fs)
+			return base, protocol.InvalidParams(field+".filesystem", "%q is looser than %q, which the server or the session set; a client may tighten confinement, never loosen it", asked.Filesystem, base.fs)
 		}
 		out.fs = asked.Filesystem
 	}
 	if asked.Network != nil {
 		if *asked.Network && !base.network {
-			return base, rpc.InvalidParams(field+".network", "the network is off for this session (--sandbox-network off or initializationOptions.sandbox); a client may turn it off, never on")
+			return base, protocol.InvalidParams(field+".network", "the network is off for this session (--sandbox-network off or initializationOptions.sandbox); a client may turn it off, never on")
 		}
 		out.network = *asked.Network
 	}
@@ -72,7 +72,7 @@ func tighten(base level, asked *rpc.Sandbox, field string) (level, error) {
 
 // newConfinement sets up the session's confinement: the session directory,
 // the kernel's capabilities and the default, narrowed by asked.
-func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *rpc.Sandbox) (*confinement, error) {
+func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.Sandbox) (*confinement, error) {
 	c := &confinement{
 		mode:   cfg.Mode,
 		def:    level{fs: cfg.Filesystem, network: cfg.Network},
@@ -83,10 +83,10 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *rpc.Sandb
 		c.mode = SandboxAuto
 	}
 	if c.def.fs == "" {
-		c.def.fs = rpc.SandboxWorkspaceWrite
+		c.def.fs = protocol.SandboxWorkspaceWrite
 	}
 	if c.mode == SandboxOff {
-		c.def = level{fs: rpc.SandboxFull, network: true} // nothing is confined
+		c.def = level{fs: protocol.SandboxFull, network: true} // nothing is confined
 	}
 	def, err := tighten(c.def, asked, "initializationOptions.sandbox")
 	if err != nil {
@@ -148,12 +148,12 @@ func (c *confinement) tmpRoot() string {
 }
 
 // capability reports the confinement for initialize.
-func (c *confinement) capability() rpc.SandboxCapability {
+func (c *confinement) capability() protocol.SandboxCapability {
 	net := c.def.network
-	cap := rpc.SandboxCapability{
+	cap := protocol.SandboxCapability{
 		Mode:    c.mode,
 		ABI:     c.caps.LandlockABI,
-		Default: rpc.Sandbox{Filesystem: c.def.fs, Network: &net},
+		Default: protocol.Sandbox{Filesystem: c.def.fs, Network: &net},
 		Layers:  []string{},
 	}
 	if c.mode == SandboxOff {
@@ -208,7 +208,7 @@ func (c *confinement) policy(l level) sandbox.Policy {
 // confinement, and points the caches of a workspace-write command at the
 // session's cache directory unless env sets them. It returns nil for a
 // command that runs unconfined (--sandbox off, and nothing asked).
-func (c *confinement) confine(p *rpc.RunCommandParams, spec *process.Spec, steps []rpc.StepSpec) error {
+func (c *confinement) confine(p *protocol.RunCommandParams, spec *process.Spec, steps []protocol.StepSpec) error {
 	explicit := c.explicit || p.Sandbox != nil || p.Limits != nil
 	for _, st := range steps {
 		explicit = explicit || st.Sandbox != nil
@@ -228,12 +228,12 @@ func (c *confinement) confine(p *rpc.RunCommandParams, spec *process.Spec, steps
 		}
 	}
 	if c.mode == SandboxOff {
-		asked := lvl != level{fs: rpc.SandboxFull, network: true} || limits != (sandbox.Limits{})
+		asked := lvl != level{fs: protocol.SandboxFull, network: true} || limits != (sandbox.Limits{})
 		for _, sl := range levels {
 			asked = asked || sl != lvl
 		}
 		if explicit && asked {
-			return rpc.NewError(rpc.CodeSandboxUnavailable, &rpc.ErrorData{Field: "sandbox", Reason: "the server runs with --sandbox off", Missing: []string{"confinement is off (--sandbox off)"}},
+			return protocol.NewError(protocol.CodeSandboxUnavailable, &protocol.ErrorData{Field: "sandbox", Reason: "the server runs with --sandbox off", Missing: []string{"confinement is off (--sandbox off)"}},
 				"sandbox unavailable: the server runs with --sandbox off")
 		}
 		return nil
@@ -244,13 +244,13 @@ func (c *confinement) confine(p *rpc.RunCommandParams, spec *process.Spec, steps
 		Require: c.mode == SandboxRequired || explicit,
 		Caps:    &c.caps,
 	}
-	workspaceWrite := lvl.fs == rpc.SandboxWorkspaceWrite
+	workspaceWrite := lvl.fs == protocol.SandboxWorkspaceWrite
 	for i, sl := range levels {
 		if sl != lvl {
 			pol := c.policy(sl)
 			spec.Steps[i].Policy = &pol
 		}
-		workspaceWrite = workspaceWrite || sl.fs == rpc.SandboxWorkspaceWrite
+		workspaceWrite = workspaceWrite || sl.fs == protocol.SandboxWorkspaceWrite
 	}
 	if workspaceWrite {
 		spec.Env = c.cacheEnv(spec.Env)
@@ -279,7 +279,7 @@ func (c *confinement) cacheEnv(env map[string]*string) map[string]*string {
 }
 
 // narrowLimits returns the server's limits lowered by asked.
-func (c *confinement) narrowLimits(asked *rpc.Limits) (sandbox.Limits, error) {
+func (c *confinement) narrowLimits(asked *protocol.Limits) (sandbox.Limits, error) {
 	l := c.limits
 	if asked == nil {
 		return l, nil
@@ -289,10 +289,10 @@ func (c *confinement) narrowLimits(asked *rpc.Limits) (sandbox.Limits, error) {
 			return cur, nil
 		}
 		if *v <= 0 {
-			return 0, rpc.InvalidParams("limits."+field, "must be positive, not %d", *v)
+			return 0, protocol.InvalidParams("limits."+field, "must be positive, not %d", *v)
 		}
 		if cur > 0 && *v > cur {
-			return 0, rpc.InvalidParams("limits."+field, "must be at most %d (%s); a client may lower a limit, never raise it", cur, flag)
+			return 0, protocol.InvalidParams("limits."+field, "must be at most %d (%s); a client may lower a limit, never raise it", cur, flag)
 		}
 		return *v, nil
 	}
@@ -317,17 +317,17 @@ func sandboxError(err error) (error, bool) {
 	if !errors.As(err, &ue) {
 		return nil, false
 	}
-	return rpc.NewError(rpc.CodeSandboxUnavailable, &rpc.ErrorData{Reason: err.Error(), Missing: ue.Missing},
+	return protocol.NewError(protocol.CodeSandboxUnavailable, &protocol.ErrorData{Reason: err.Error(), Missing: ue.Missing},
 		"sandbox unavailable: the kernel cannot give the confinement asked: %s", strings.Join(ue.Missing, "; ")), true
 }
 
 // sandboxApplied converts a sandbox report to the wire.
-func sandboxApplied(r *sandbox.Report) *rpc.SandboxApplied {
+func sandboxApplied(r *sandbox.Report) *protocol.SandboxApplied {
 	if r == nil {
 		return nil
 	}
-	a := &rpc.SandboxApplied{
-		Filesystem:  rpc.SandboxFilesystem(r.Filesystem),
+	a := &protocol.SandboxApplied{
+		Filesystem:  protocol.SandboxFilesystem(r.Filesystem),
 		Network:     r.Network,
 		EnforcedBy:  r.EnforcedBy,
 		NotEnforced: r.NotEnforced,

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/process"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/workspace"
 )
 
 // commandSpec checks the params runCommand and longRunning share, and a
 // recipe's steps, and turns them into a process spec, confined as the
 // session and the request say. With steps, argv must be empty.
-func (t *Tools) commandSpec(ws *workspace.Workspace, p *rpc.RunCommandParams, steps []rpc.StepSpec) (process.Spec, error) {
+func (t *Tools) commandSpec(ws *workspace.Workspace, p *protocol.RunCommandParams, steps []protocol.StepSpec) (process.Spec, error) {
 	spec, err := t.plainSpec(ws, p)
 	if err != nil {
 		return spec, err
@@ -31,7 +31,7 @@ func (t *Tools) commandSpec(ws *workspace.Workspace, p *rpc.RunCommandParams, st
 
 // plainSpec checks the params runCommand and longRunning share but argv
 // and env, which the process manager checks when the command starts.
-func (t *Tools) plainSpec(ws *workspace.Workspace, p *rpc.RunCommandParams) (process.Spec, error) {
+func (t *Tools) plainSpec(ws *workspace.Workspace, p *protocol.RunCommandParams) (process.Spec, error) {
 	var spec process.Spec
 	dir, err := ws.Dir(p.Cwd)
 	if err != nil {
@@ -43,25 +43,25 @@ func (t *Tools) plainSpec(ws *workspace.Workspace, p *rpc.RunCommandParams) (pro
 	}
 	if p.TimeoutMs != nil {
 		if *p.TimeoutMs <= 0 {
-			return spec, rpc.InvalidParams("timeoutMs", "must be a positive number of milliseconds, not %d", *p.TimeoutMs)
+			return spec, protocol.InvalidParams("timeoutMs", "must be a positive number of milliseconds, not %d", *p.TimeoutMs)
 		}
 		spec.Timeout = time.Duration(*p.TimeoutMs) * time.Millisecond
 	}
 	if p.InactivityTimeoutMs != nil {
 		if *p.InactivityTimeoutMs <= 0 {
-			return spec, rpc.InvalidParams("inactivityTimeoutMs", "must be a positive number of milliseconds, not %d", *p.InactivityTimeoutMs)
+			return spec, protocol.InvalidParams("inactivityTimeoutMs", "must be a positive number of milliseconds, not %d", *p.InactivityTimeoutMs)
 		}
 		spec.InactivityTimeout = time.Duration(*p.InactivityTimeoutMs) * time.Millisecond
 	}
 	if p.YieldMs != nil && (*p.YieldMs < 0 || *p.YieldMs > maxYieldMs) {
-		return spec, rpc.InvalidParams("yieldMs", "must be between 0 and %d, not %d", maxYieldMs, *p.YieldMs)
+		return spec, protocol.InvalidParams("yieldMs", "must be between 0 and %d, not %d", maxYieldMs, *p.YieldMs)
 	}
 	t.mu.Lock()
 	spec.OutputLimit = int(t.outputLimit)
 	t.mu.Unlock()
 	if p.OutputLimitBytes != nil {
 		if *p.OutputLimitBytes <= 0 || *p.OutputLimitBytes > maxOutputLimit {
-			return spec, rpc.InvalidParams("outputLimitBytes", "must be between 1 and %d, not %d", maxOutputLimit, *p.OutputLimitBytes)
+			return spec, protocol.InvalidParams("outputLimitBytes", "must be between 1 and %d, not %d", maxOutputLimit, *p.OutputLimitBytes)
 		}
 		spec.OutputLimit = int(*p.OutputLimitBytes)
 	}
@@ -69,14 +69,14 @@ func (t *Tools) plainSpec(ws *workspace.Workspace, p *rpc.RunCommandParams) (pro
 }
 
 // stepsSpec checks a recipe's steps and adds them to spec.
-func stepsSpec(ws *workspace.Workspace, spec *process.Spec, steps []rpc.StepSpec) error {
+func stepsSpec(ws *workspace.Workspace, spec *process.Spec, steps []protocol.StepSpec) error {
 	if len(spec.Argv) > 0 {
-		return rpc.InvalidParams("steps", "give argv or steps, not both")
+		return protocol.InvalidParams("steps", "give argv or steps, not both")
 	}
 	for i, st := range steps {
 		field := fmt.Sprintf("steps[%d]", i)
 		if strings.TrimSpace(st.Name) == "" {
-			return rpc.InvalidParams(field+".name", "required")
+			return protocol.InvalidParams(field+".name", "required")
 		}
 		dir := spec.Dir
 		if st.Cwd != "" {
@@ -104,7 +104,7 @@ func stepsSpec(ws *workspace.Workspace, spec *process.Spec, steps []rpc.StepSpec
 const maxPtySide = 10000
 
 // ptySize checks a terminal size from the wire; false is the zero size.
-func ptySize(field string, p *rpc.PtySize) (process.Winsize, error) {
+func ptySize(field string, p *protocol.PtySize) (process.Winsize, error) {
 	if !p.On() {
 		return process.Winsize{}, nil
 	}
@@ -120,7 +120,7 @@ func ptySize(field string, p *rpc.PtySize) (process.Winsize, error) {
 // checkSide checks one side of a terminal.
 func checkSide(field string, n int) error {
 	if n < 1 || n > maxPtySide {
-		return rpc.InvalidParams(field, "must be between 1 and %d, not %d", maxPtySide, n)
+		return protocol.InvalidParams(field, "must be between 1 and %d, not %d", maxPtySide, n)
 	}
 	return nil
 }
@@ -143,7 +143,7 @@ func mergeEnv(base, over map[string]*string) map[string]*string {
 // cwdError maps a workspace error about a working directory.
 func cwdError(field string, err error) error {
 	e := wsError(err)
-	if we, ok := e.(*rpc.Error); ok && we.Data != nil && we.Code == rpc.CodeInvalidParams {
+	if we, ok := e.(*protocol.Error); ok && we.Data != nil && we.Code == protocol.CodeInvalidParams {
 		we.Data.Field = field
 	}
 	return e

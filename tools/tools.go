@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
 )
@@ -75,7 +76,7 @@ type SandboxConfig struct {
 	Mode string
 	// Filesystem is the default filesystem mode (--sandbox-default);
 	// "" is workspace-write.
-	Filesystem rpc.SandboxFilesystem
+	Filesystem protocol.SandboxFilesystem
 	// Network is the default network (--sandbox-network on).
 	Network bool
 	// Writable are extra directories writable in workspace-write mode.
@@ -150,23 +151,23 @@ func NewServer(cfg Config, opts rpc.Options) *rpc.Server {
 
 // Register puts the tools' methods into the table.
 func (t *Tools) Register(tab *rpc.Table) {
-	rpc.Handle(tab, rpc.RunCommandRequest, t.runCommand)
-	rpc.Handle(tab, rpc.LongRunningRequest, t.longRunning)
-	rpc.Handle(tab, rpc.CancelRequest, t.cancel)
-	rpc.Handle(tab, rpc.ReadFileRequest, t.readFile)
-	rpc.Handle(tab, rpc.WriteFileRequest, t.writeFile)
-	rpc.HandleOrdered(tab, rpc.ProgressRequest, t.progress) // a snapshot under a lock, answered on the read loop; a destination's later
-	rpc.Handle(tab, rpc.WaitRequest, t.wait)
-	rpc.Handle(tab, rpc.ReadOutputRequest, t.readOutput)
-	rpc.HandleOrdered(tab, rpc.WriteInputRequest, t.writeInput)
-	rpc.HandleOrdered(tab, rpc.ResizeRequest, t.resize) // an ioctl on the read loop; a destination's later
-	rpc.HandleOrdered(tab, rpc.SignalRequest, t.signal) // a kill(2) on the read loop; a destination's later
-	rpc.HandleInline(tab, rpc.DestinationsRequest, t.destinations)
-	rpc.HandleNotification(tab, rpc.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
-	tab.Sends(rpc.NotifyToolResult, rpc.NotifyStepTransition, rpc.NotifyHeartbeat, rpc.NotifyOutput,
-		rpc.NotifyEvent, rpc.NotifyPortOpened, rpc.NotifyPortClosed,
-		rpc.NotifyProgress, rpc.NotifyLogMessage)
-	tab.SendsRequests(rpc.MethodWorkDoneProgressCreate)
+	rpc.Handle(tab, protocol.RunCommandRequest, t.runCommand)
+	rpc.Handle(tab, protocol.LongRunningRequest, t.longRunning)
+	rpc.Handle(tab, protocol.CancelRequest, t.cancel)
+	rpc.Handle(tab, protocol.ReadFileRequest, t.readFile)
+	rpc.Handle(tab, protocol.WriteFileRequest, t.writeFile)
+	rpc.HandleOrdered(tab, protocol.ProgressRequest, t.progress) // a snapshot under a lock, answered on the read loop; a destination's later
+	rpc.Handle(tab, protocol.WaitRequest, t.wait)
+	rpc.Handle(tab, protocol.ReadOutputRequest, t.readOutput)
+	rpc.HandleOrdered(tab, protocol.WriteInputRequest, t.writeInput)
+	rpc.HandleOrdered(tab, protocol.ResizeRequest, t.resize) // an ioctl on the read loop; a destination's later
+	rpc.HandleOrdered(tab, protocol.SignalRequest, t.signal) // a kill(2) on the read loop; a destination's later
+	rpc.HandleInline(tab, protocol.DestinationsRequest, t.destinations)
+	rpc.HandleNotification(tab, protocol.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
+	tab.Sends(protocol.NotifyToolResult, protocol.NotifyStepTransition, protocol.NotifyHeartbeat, protocol.NotifyOutput,
+		protocol.NotifyEvent, protocol.NotifyPortOpened, protocol.NotifyPortClosed,
+		protocol.NotifyProgress, protocol.NotifyLogMessage)
+	tab.SendsRequests(protocol.MethodWorkDoneProgressCreate)
 }
 
 // state returns the workspace and the process manager, set by Initialize.

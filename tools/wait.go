@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 )
 
@@ -16,18 +17,18 @@ const (
 // wait answers a handle's final ToolResult once it has ended, or its
 // snapshot (status "running") when timeoutMs passes first. It only waits:
 // the command goes on, and any number of waits on one handle each answer.
-func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *rpc.WaitParams) (*rpc.ToolResult, error) {
+func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *protocol.WaitParams) (*protocol.ToolResult, error) {
 	if p.HandleID == "" {
-		return nil, rpc.InvalidParams("handleId", "required")
+		return nil, protocol.InvalidParams("handleId", "required")
 	}
-	if r, handled, err := forwardHandle(ctx, s, t, rpc.WaitRequest, p, func(p *rpc.WaitParams) *string { return &p.HandleID }); handled {
+	if r, handled, err := forwardHandle(ctx, s, t, protocol.WaitRequest, p, func(p *protocol.WaitParams) *string { return &p.HandleID }); handled {
 		return r, err
 	}
 	ms := int64(defaultWaitMs)
 	if p.TimeoutMs != nil {
 		ms = *p.TimeoutMs
 		if ms < 0 || ms > maxWaitMs {
-			return nil, rpc.InvalidParams("timeoutMs", "must be between 0 and %d, not %d", maxWaitMs, ms)
+			return nil, protocol.InvalidParams("timeoutMs", "must be between 0 and %d, not %d", maxWaitMs, ms)
 		}
 	}
 	_, mgr := t.state()
@@ -48,7 +49,7 @@ func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *rpc.WaitParams) (*r
 	case <-cmd.Done():
 	case <-tm.C:
 	case <-ctx.Done():
-		return nil, rpc.NewError(rpc.CodeRequestCancelled, &rpc.ErrorData{Method: rpc.MethodWait, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
+		return nil, protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: protocol.MethodWait, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
 			"request cancelled: the wait ended, the command goes on")
 	}
 	// The final result once Done is closed, else the snapshot now.

@@ -3,27 +3,28 @@ package tools
 import (
 	"context"
 
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
 )
 
 // writeFile writes a file atomically inside the root.
-func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, p *rpc.WriteFileParams) (*rpc.WriteFileResult, error) {
+func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, p *protocol.WriteFileParams) (*protocol.WriteFileResult, error) {
 	if d, err := t.destination(p.Destination); d != nil || err != nil {
 		if err != nil {
 			return nil, err
 		}
 		q := *p
 		q.Destination = ""
-		return forward(ctx, s, d, 0, rpc.WriteFileRequest, &q)
+		return forward(ctx, s, d, 0, protocol.WriteFileRequest, &q)
 	}
 	if p.Path == "" {
-		return nil, rpc.InvalidParams("path", "required")
+		return nil, protocol.InvalidParams("path", "required")
 	}
 	switch p.Encoding {
-	case "", rpc.EncodingUTF8, rpc.EncodingBase64:
+	case "", protocol.EncodingUTF8, protocol.EncodingBase64:
 	default:
-		return nil, rpc.InvalidParams("encoding", `must be "utf-8" or "base64", not %q`, p.Encoding)
+		return nil, protocol.InvalidParams("encoding", `must be "utf-8" or "base64", not %q`, p.Encoding)
 	}
 	o := workspace.WriteOptions{Path: p.Path, Content: p.Content, Encoding: string(p.Encoding), CreateDirs: p.CreateDirs}
 	if p.ExpectedSha256 != nil {
@@ -34,5 +35,5 @@ func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, p *rpc.WriteFileP
 	if err != nil {
 		return nil, wsError(err)
 	}
-	return &rpc.WriteFileResult{Path: r.Path, Size: r.Size, Sha256: r.Sha256}, nil
+	return &protocol.WriteFileResult{Path: r.Path, Size: r.Size, Sha256: r.Sha256}, nil
 }

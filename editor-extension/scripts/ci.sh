@@ -7,7 +7,7 @@
 #   TOOLHOST_SKIP_E2E=1 scripts/ci.sh          # without code-server/chromium
 #
 #  1. go test ./internal/tsgen   protocol.ts and PROTOCOL.md's reference are
-#                                what `go generate ./rpc` makes
+#                                what `go generate ./protocol` makes
 #  2. tsc --noEmit               strict typecheck of the extension and tests
 #  3. node --test out/test/      unit tests + protocol tests against the real
 #                                Go binary in header and ndjson framing

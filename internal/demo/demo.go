@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -55,8 +56,8 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	c := client.New(cin, cout, nil)
 	defer c.Close()
 	c.OnEveryNotification(func(method string, params json.RawMessage) { p.show("◆", method, params) })
-	results := make(chan *rpc.ToolResult, 8)
-	client.OnNotification(c, rpc.ToolResultNotification, func(r *rpc.ToolResult) { results <- r })
+	results := make(chan *protocol.ToolResult, 8)
+	client.OnNotification(c, protocol.ToolResultNotification, func(r *protocol.ToolResult) { results <- r })
 	d := &session{c: c, p: p}
 
 	p.say("toolhost demo: a session against the temporary workspace " + root)
@@ -64,8 +65,8 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 
 	rootURI := (&url.URL{Scheme: "file", Path: root}).String()
 	pid := os.Getpid()
-	if err := d.call(rpc.MethodInitialize, rpc.InitializeParams{ProcessID: &pid, RootURI: &rootURI,
-		ClientInfo: &rpc.ClientInfo{Name: "toolhost-demo"}}, nil); err != nil {
+	if err := d.call(protocol.MethodInitialize, protocol.InitializeParams{ProcessID: &pid, RootURI: &rootURI,
+		ClientInfo: &protocol.ClientInfo{Name: "toolhost-demo"}}, nil); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -75,19 +76,19 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	}
 
 	p.say("\nWrite a file, then read two of its lines back:")
-	if err := d.call(rpc.MethodWriteFile, rpc.WriteFileParams{Path: "notes/hello.txt", Content: "one\ntwo\nthree\nfour\n", CreateDirs: true}, nil); err != nil {
+	if err := d.call(protocol.MethodWriteFile, protocol.WriteFileParams{Path: "notes/hello.txt", Content: "one\ntwo\nthree\nfour\n", CreateDirs: true}, nil); err != nil {
 		return err
 	}
-	if err := d.call(rpc.MethodReadFile, rpc.ReadFileParams{Path: "notes/hello.txt", Line: 2, Limit: 2}, nil); err != nil {
+	if err := d.call(protocol.MethodReadFile, protocol.ReadFileParams{Path: "notes/hello.txt", Line: 2, Limit: 2}, nil); err != nil {
 		return err
 	}
 	p.say("\nA path that climbs out of the root is refused:")
-	if err := d.call(rpc.MethodReadFile, rpc.ReadFileParams{Path: "../../etc/passwd"}, nil); err != nil {
+	if err := d.call(protocol.MethodReadFile, protocol.ReadFileParams{Path: "../../etc/passwd"}, nil); err != nil {
 		return err
 	}
 
 	p.say("\nRun a command to completion (argv, never a shell):")
-	if err := d.call(rpc.MethodRunCommand, rpc.RunCommandParams{Argv: []string{"sh", "-c", "echo hello from $0; echo a warning >&2; exit 3"}}, nil); err != nil {
+	if err := d.call(protocol.MethodRunCommand, protocol.RunCommandParams{Argv: []string{"sh", "-c", "echo hello from $0; echo a warning >&2; exit 3"}}, nil); err != nil {
 		return err
 	}
 
@@ -95,15 +96,15 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	p.say("and its result says which layers enforced that:")
 	outside := filepath.Join(os.TempDir(), fmt.Sprintf("toolhost-demo-outside-%d", os.Getpid()))
 	defer os.Remove(outside)
-	if err := d.call(rpc.MethodRunCommand, rpc.RunCommandParams{
+	if err := d.call(protocol.MethodRunCommand, protocol.RunCommandParams{
 		Argv:    []string{"sh", "-c", `echo inside > inside.txt && echo wrote inside.txt; echo outside > "$0" && echo wrote "$0"`, outside},
-		Sandbox: &rpc.Sandbox{Filesystem: rpc.SandboxWorkspaceWrite},
+		Sandbox: &protocol.Sandbox{Filesystem: protocol.SandboxWorkspaceWrite},
 	}, nil); err != nil {
 		return err
 	}
 
 	p.say("\nRun a recipe of three steps behind a handle; its transitions arrive live:")
-	if err := d.call(rpc.MethodLongRunning, rpc.LongRunningParams{Label: "build", Steps: []rpc.StepSpec{
+	if err := d.call(protocol.MethodLongRunning, protocol.LongRunningParams{Label: "build", Steps: []protocol.StepSpec{
 		{Name: "fetch", Argv: []string{"sh", "-c", "echo fetching"}},
 		{Name: "compile", Argv: []string{"sh", "-c", "echo compiling"}},
 		{Name: "test", Argv: []string{"sh", "-c", "echo testing"}},
@@ -117,17 +118,17 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	p.say("\nAt an agent's pace: run a command but wait at most 300 ms for it; it outlives that,")
 	p.say("so the answer is a snapshot (status running) with a handle, and the command goes on:")
 	yield := int64(300)
-	var snap rpc.ToolResult
-	if err := d.call(rpc.MethodRunCommand, rpc.RunCommandParams{Argv: []string{"sh", "-c", "echo part 1; sleep 1; echo part 2"}, YieldMs: &yield}, &snap); err != nil {
+	var snap protocol.ToolResult
+	if err := d.call(protocol.MethodRunCommand, protocol.RunCommandParams{Argv: []string{"sh", "-c", "echo part 1; sleep 1; echo part 2"}, YieldMs: &yield}, &snap); err != nil {
 		return err
 	}
 	p.say("Read its output from where the snapshot stopped; the read waits for new bytes and answers")
 	p.say("as soon as they arrive, then wait for the end:")
 	from, waitMs := snap.Artifacts.ByteCount, int64(10000)
-	if err := d.call(rpc.MethodReadOutput, rpc.ReadOutputParams{HandleID: snap.HandleID, Offset: &from, WaitMs: &waitMs}, nil); err != nil {
+	if err := d.call(protocol.MethodReadOutput, protocol.ReadOutputParams{HandleID: snap.HandleID, Offset: &from, WaitMs: &waitMs}, nil); err != nil {
 		return err
 	}
-	if err := d.call(rpc.MethodWait, rpc.WaitParams{HandleID: snap.HandleID, TimeoutMs: &waitMs}, nil); err != nil {
+	if err := d.call(protocol.MethodWait, protocol.WaitParams{HandleID: snap.HandleID, TimeoutMs: &waitMs}, nil); err != nil {
 		return err
 	}
 	if err := waitResult(results); err != nil {
@@ -135,16 +136,16 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	}
 
 	p.say("\nStart a long command with streamed output, look at it, then cancel it:")
-	var started rpc.LongRunningResult
-	if err := d.call(rpc.MethodLongRunning, rpc.LongRunningParams{Label: "sleepy", StreamOutput: true,
-		RunCommandParams: rpc.RunCommandParams{Argv: []string{"sh", "-c", "echo started; exec sleep 300"}}}, &started); err != nil {
+	var started protocol.LongRunningResult
+	if err := d.call(protocol.MethodLongRunning, protocol.LongRunningParams{Label: "sleepy", StreamOutput: true,
+		RunCommandParams: protocol.RunCommandParams{Argv: []string{"sh", "-c", "echo started; exec sleep 300"}}}, &started); err != nil {
 		return err
 	}
-	if err := d.call(rpc.MethodProgress, rpc.ProgressParams{}, nil); err != nil {
+	if err := d.call(protocol.MethodProgress, protocol.ProgressParams{}, nil); err != nil {
 		return err
 	}
 	grace := int64(500)
-	if err := d.call(rpc.MethodCancel, rpc.CancelParams{HandleID: started.HandleID, GraceMs: &grace}, nil); err != nil {
+	if err := d.call(protocol.MethodCancel, protocol.CancelParams{HandleID: started.HandleID, GraceMs: &grace}, nil); err != nil {
 		return err
 	}
 	if err := waitResult(results); err != nil {
@@ -159,7 +160,7 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	}
 
 	p.say("\nEnd the session:")
-	if err := d.call(rpc.MethodShutdown, nil, nil); err != nil {
+	if err := d.call(protocol.MethodShutdown, nil, nil); err != nil {
 		return err
 	}
 	if err := c.Exit(ctx); err != nil {
@@ -184,7 +185,7 @@ func awaitExit(p *printer, exit <-chan int) error {
 }
 
 // waitResult waits for one toolResult notification.
-func waitResult(results <-chan *rpc.ToolResult) error {
+func waitResult(results <-chan *protocol.ToolResult) error {
 	select {
 	case <-results:
 		return nil
@@ -212,7 +213,7 @@ func (s *session) call(method string, params, v any) error {
 	defer cancel()
 	var raw json.RawMessage
 	err := s.c.Call(ctx, method, params, &raw)
-	var e *rpc.Error
+	var e *protocol.Error
 	if errors.As(err, &e) {
 		body, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "data": e.Data})
 		s.p.show("←", "error", body)

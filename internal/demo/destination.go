@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/toolhost/toolhost/hub"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // localDestination returns a destination that reaches another toolhost on
@@ -22,31 +22,31 @@ func localDestination(root string) (hub.Spec, error) {
 
 // destination drives the local destination: list it, run a command and a
 // handle there, and read an artifact back through its prefixed path.
-func (d *session) destination(ctx context.Context, results <-chan *rpc.ToolResult) error {
+func (d *session) destination(ctx context.Context, results <-chan *protocol.ToolResult) error {
 	d.p.say("\nA destination is a toolhost elsewhere (ssh, kubectl or docker exec; here, another")
 	d.p.say("toolhost on this machine with a root of its own). It connects on first use:")
-	if err := d.call(rpc.MethodDestinations, rpc.DestinationsParams{}, nil); err != nil {
+	if err := d.call(protocol.MethodDestinations, protocol.DestinationsParams{}, nil); err != nil {
 		return err
 	}
-	var res rpc.ToolResult
-	if err := d.call(rpc.MethodRunCommand, rpc.RunCommandParams{Destination: "local", Argv: []string{"sh", "-c", "echo running in $PWD"}}, &res); err != nil {
+	var res protocol.ToolResult
+	if err := d.call(protocol.MethodRunCommand, protocol.RunCommandParams{Destination: "local", Argv: []string{"sh", "-c", "echo running in $PWD"}}, &res); err != nil {
 		return err
 	}
 	d.p.say("Its handles, notifications and artifact paths carry its name:")
-	var started rpc.LongRunningResult
-	if err := d.call(rpc.MethodLongRunning, rpc.LongRunningParams{StreamOutput: true,
-		RunCommandParams: rpc.RunCommandParams{Destination: "local", Argv: []string{"sh", "-c", "echo far output"}}}, &started); err != nil {
+	var started protocol.LongRunningResult
+	if err := d.call(protocol.MethodLongRunning, protocol.LongRunningParams{StreamOutput: true,
+		RunCommandParams: protocol.RunCommandParams{Destination: "local", Argv: []string{"sh", "-c", "echo far output"}}}, &started); err != nil {
 		return err
 	}
-	var final *rpc.ToolResult
+	var final *protocol.ToolResult
 	select {
 	case final = <-results:
 	case <-ctx.Done():
 		return fmt.Errorf("no toolResult from the destination: %w", ctx.Err())
 	}
 	d.p.say("Read its stdout artifact back through the prefixed path:")
-	if err := d.call(rpc.MethodReadFile, rpc.ReadFileParams{Path: final.Artifacts.StdoutPath}, nil); err != nil {
+	if err := d.call(protocol.MethodReadFile, protocol.ReadFileParams{Path: final.Artifacts.StdoutPath}, nil); err != nil {
 		return err
 	}
-	return d.call(rpc.MethodDestinations, rpc.DestinationsParams{}, nil)
+	return d.call(protocol.MethodDestinations, protocol.DestinationsParams{}, nil)
 }

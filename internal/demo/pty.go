@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/toolhost/toolhost/client"
-	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // terminal collects the output a handle streams, so that the demo can
@@ -21,8 +21,8 @@ type terminal struct {
 // watchTerminal follows the "pty" output of every handle of c.
 func watchTerminal(c *client.Client) (*terminal, func()) {
 	t := &terminal{changed: make(chan struct{})}
-	stop := client.OnNotification(c, rpc.OutputNotification, func(o *rpc.OutputParams) {
-		if o.Stream != rpc.StreamPty {
+	stop := client.OnNotification(c, protocol.OutputNotification, func(o *protocol.OutputParams) {
+		if o.Stream != protocol.StreamPty {
 			return
 		}
 		t.mu.Lock()
@@ -54,14 +54,14 @@ func (t *terminal) waitFor(ctx context.Context, from int, s string) (int, error)
 
 // ptyShell drives an interactive shell in a pseudo-terminal: it types a
 // command, resizes the terminal, interrupts a sleep with Ctrl-C and exits.
-func (d *session) ptyShell(ctx context.Context, results <-chan *rpc.ToolResult) error {
+func (d *session) ptyShell(ctx context.Context, results <-chan *protocol.ToolResult) error {
 	term, stop := watchTerminal(d.c)
 	defer stop()
 	d.p.say("\nAn interactive shell in a real terminal (pty): type into it, resize it, interrupt it:")
-	var started rpc.LongRunningResult
-	if err := d.call(rpc.MethodLongRunning, rpc.LongRunningParams{Label: "shell", StreamOutput: true,
-		Pty:              &rpc.PtySize{Rows: 24, Cols: 80},
-		RunCommandParams: rpc.RunCommandParams{Argv: []string{"sh", "-i"}, Env: map[string]*string{"PS1": ptr("demo$ ")}}}, &started); err != nil {
+	var started protocol.LongRunningResult
+	if err := d.call(protocol.MethodLongRunning, protocol.LongRunningParams{Label: "shell", StreamOutput: true,
+		Pty:              &protocol.PtySize{Rows: 24, Cols: 80},
+		RunCommandParams: protocol.RunCommandParams{Argv: []string{"sh", "-i"}, Env: map[string]*string{"PS1": ptr("demo$ ")}}}, &started); err != nil {
 		return err
 	}
 	h := started.HandleID
@@ -69,16 +69,16 @@ func (d *session) ptyShell(ctx context.Context, results <-chan *rpc.ToolResult) 
 	if err != nil {
 		return err
 	}
-	if err := d.call(rpc.MethodWriteInput, rpc.WriteInputParams{HandleID: h, Data: "echo typed in a terminal: $((6*7)); tty\r"}, nil); err != nil {
+	if err := d.call(protocol.MethodWriteInput, protocol.WriteInputParams{HandleID: h, Data: "echo typed in a terminal: $((6*7)); tty\r"}, nil); err != nil {
 		return err
 	}
 	if at, err = term.waitFor(ctx, at, "/dev/pts/"); err != nil {
 		return err
 	}
-	if err := d.call(rpc.MethodResize, rpc.ResizeParams{HandleID: h, Rows: 30, Cols: 100}, nil); err != nil {
+	if err := d.call(protocol.MethodResize, protocol.ResizeParams{HandleID: h, Rows: 30, Cols: 100}, nil); err != nil {
 		return err
 	}
-	if err := d.call(rpc.MethodWriteInput, rpc.WriteInputParams{HandleID: h, Data: "stty size\r"}, nil); err != nil {
+	if err := d.call(protocol.MethodWriteInput, protocol.WriteInputParams{HandleID: h, Data: "stty size\r"}, nil); err != nil {
 		return err
 	}
 	if at, err = term.waitFor(ctx, at, "30 100"); err != nil {
@@ -87,27 +87,27 @@ func (d *session) ptyShell(ctx context.Context, results <-chan *rpc.ToolResult) 
 	// The job says it runs once it is the terminal's foreground job (the
 	// shell hands the terminal over before the job starts), in words its
 	// echoed command line does not hold.
-	if err := d.call(rpc.MethodWriteInput, rpc.WriteInputParams{HandleID: h, Data: "sh -c 'echo \"now sleep\"ing; exec sleep 300'\r"}, nil); err != nil {
+	if err := d.call(protocol.MethodWriteInput, protocol.WriteInputParams{HandleID: h, Data: "sh -c 'echo \"now sleep\"ing; exec sleep 300'\r"}, nil); err != nil {
 		return err
 	}
 	if at, err = term.waitFor(ctx, at, "now sleeping"); err != nil {
 		return err
 	}
 	d.p.say("Ctrl-C, written as a key, interrupts the sleep; the shell goes on:")
-	if err := d.call(rpc.MethodWriteInput, rpc.WriteInputParams{HandleID: h, Data: "\x03"}, nil); err != nil {
+	if err := d.call(protocol.MethodWriteInput, protocol.WriteInputParams{HandleID: h, Data: "\x03"}, nil); err != nil {
 		return err
 	}
 	if at, err = term.waitFor(ctx, at, "demo$ "); err != nil {
 		return err
 	}
-	if err := d.call(rpc.MethodWriteInput, rpc.WriteInputParams{HandleID: h, Data: "exit 0\r"}, nil); err != nil {
+	if err := d.call(protocol.MethodWriteInput, protocol.WriteInputParams{HandleID: h, Data: "exit 0\r"}, nil); err != nil {
 		return err
 	}
 	if err := waitResult(results); err != nil {
 		return err
 	}
 	d.p.say("Input to a handle that has ended is refused:")
-	return d.call(rpc.MethodWriteInput, rpc.WriteInputParams{HandleID: h, Data: "echo too late\r"}, nil)
+	return d.call(protocol.MethodWriteInput, protocol.WriteInputParams{HandleID: h, Data: "echo too late\r"}, nil)
 }
 
 func ptr[T any](v T) *T { return &v }

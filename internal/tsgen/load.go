@@ -5,13 +5,16 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // source is one Go file the generator reads.
 type source struct {
-	name string // as headers and errors show it: rpc/protocol.go
+	name string // as headers and errors show it: protocol/commands.go
 	src  []byte
 }
 
@@ -101,7 +104,9 @@ func load(typeFiles []source, codes *source) (*protocol, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.names = append(p.names, codes.name)
+		if !slices.Contains(p.names, codes.name) {
+			p.names = append(p.names, codes.name)
+		}
 		if err := p.collectCodes(f); err != nil {
 			return nil, err
 		}
@@ -317,6 +322,15 @@ func (p *protocol) sourceList() string {
 		return n[0]
 	}
 	return strings.Join(n[:len(n)-1], ", ") + " and " + n[len(n)-1]
+}
+
+// dir is the directory of the sources, as go generate names its
+// package: "protocol".
+func (p *protocol) dir() string {
+	if len(p.names) == 0 {
+		return "."
+	}
+	return path.Dir(filepath.ToSlash(p.names[0]))
 }
 
 // exprString prints a type expression for messages.

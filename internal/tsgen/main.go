@@ -1,10 +1,10 @@
 // Command tsgen writes, from the Go declarations of toolhost's protocol, the
 // extension's TypeScript twin of them and the reference part of PROTOCOL.md.
-// rpc/protocol.go carries
+// protocol/doc.go carries
 //
-//	//go:generate go run ../internal/tsgen -out ../editor-extension/src/protocol.ts -md ../PROTOCOL.md -codes errors.go protocol.go methods.go
+//	//go:generate go run ../internal/tsgen -out ../editor-extension/src/protocol.ts -md ../PROTOCOL.md -codes errors.go lifecycle.go … errors.go
 //
-// so `go generate ./rpc` refreshes editor-extension/src/protocol.ts and the
+// so `go generate ./protocol` refreshes editor-extension/src/protocol.ts and the
 // part of PROTOCOL.md between its "<!-- BEGIN GENERATED" and
 // "<!-- END GENERATED -->" lines; the tests in this package run that same
 // line and fail when either checked-in output drifts from the Go.
@@ -143,7 +143,7 @@ func plan(dir string, args []string) ([]output, error) {
 }
 
 // sourceName names an input as headers show it, by its directory and
-// base name: rpc/protocol.go.
+// base name: protocol/commands.go.
 func sourceName(path string) string {
 	if abs, err := filepath.Abs(path); err == nil {
 		return filepath.Join(filepath.Base(filepath.Dir(abs)), filepath.Base(abs))

@@ -84,7 +84,7 @@ func (p *protocol) markdown() ([]byte, error) {
 		m.errorsOf[d] = rows
 	}
 
-	m.printf("%s by internal/tsgen from %s; DO NOT EDIT: change those and run go generate ./rpc -->\n\n", beginMarker, p.sourceList())
+	m.printf("%s by internal/tsgen from %s; DO NOT EDIT: change those and run go generate ./%s -->\n\n", beginMarker, p.sourceList(), p.dir())
 	m.printf("# REFERENCE\n\n")
 	m.printf("Every method, notification and type of the protocol, generated from %s, the same declarations the extension's `protocol.ts` and the Go code are made of. ", p.sourceList())
 	m.printf("In the tables, *required* says that a member must be given (params) or is always present (results); a type `T | null` is present and may be `null`.\n\n")

@@ -35,16 +35,16 @@ func TestFixture(t *testing.T) {
 }
 
 // The checked-in editor-extension/src/protocol.ts, and the generated part
-// of PROTOCOL.md, must be what `go generate ./rpc` makes from rpc/ today.
-// The test runs rpc's own go:generate line, so it checks exactly what that
+// of PROTOCOL.md, must be what `go generate ./protocol` makes from protocol/ today.
+// The test runs protocol's own go:generate line, so it checks exactly what that
 // line writes.
 func TestCheckedInOutputsMatchGo(t *testing.T) {
-	dir := filepath.Join("..", "..", "rpc")
+	dir := filepath.Join("..", "..", "protocol")
 	args, err := generateArgs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkOutputs(t, dir, args, "rpc/'s", "go generate ./rpc")
+	checkOutputs(t, dir, args, "protocol/'s", "go generate ./protocol")
 }
 
 // checkOutputs runs the generator with args in dir and compares what it

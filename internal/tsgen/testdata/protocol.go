@@ -1,4 +1,4 @@
-// Package fixture is a stand-in for rpc/protocol.go: it uses every shape the
+// Package fixture is a stand-in for the protocol package: it uses every shape the
 // generator maps.
 package fixture
 

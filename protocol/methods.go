@@ -1,9 +1,4 @@
-package rpc
-
-import (
-	"bytes"
-	"encoding/json"
-)
+package protocol
 
 // RequestType names a request method together with the Go types of its
 // params and result, so that the method table, the Go client and the
@@ -20,56 +15,45 @@ type NotificationType[P any] string
 // Method returns the method name.
 func (t NotificationType[P]) Method() string { return string(t) }
 
-// Null stands for absent params or a null result (shutdown, exit).
-//
-//tsgen:type null
-type Null struct{}
+// Requests a client sends.
+const (
+	MethodInitialize    = "initialize"
+	MethodShutdown      = "shutdown"
+	MethodRunCommand    = "runCommand"
+	MethodLongRunning   = "longRunning"
+	MethodCancel        = "cancel"
+	MethodReadFile      = "readFile"
+	MethodWriteFile     = "writeFile"
+	MethodProgress      = "progress"
+	MethodWait          = "wait"
+	MethodReadOutput    = "readOutput"
+	MethodWriteInput    = "writeInput"
+	MethodResize        = "resize"
+	MethodSignal        = "signal"
+	MethodDestinations  = "destinations"
+	MethodCancelRequest = "$/cancelRequest" // a notification, though LSP calls it a method
+)
 
-// MarshalJSON encodes null.
-func (Null) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
+// Notifications a client sends.
+const (
+	NotifyInitialized            = "initialized"
+	NotifyExit                   = "exit"
+	NotifyWorkDoneProgressCancel = "window/workDoneProgress/cancel"
+)
 
-// UnmarshalJSON accepts anything: the value carries nothing.
-func (*Null) UnmarshalJSON([]byte) error { return nil }
-
-// InitializedParams are the params of initialized: an empty object.
-type InitializedParams struct{}
-
-// ProgressResult is the result of progress: one handle's snapshot when the
-// params name a handle, else the list of every handle's. In Go, exactly one
-// of One and List is set.
-//
-//tsgen:type Progress | ProgressList
-type ProgressResult struct {
-	One  *Progress
-	List *ProgressList
-}
-
-// MarshalJSON encodes the snapshot or the list that is set.
-func (r ProgressResult) MarshalJSON() ([]byte, error) {
-	if r.One != nil {
-		return json.Marshal(r.One)
-	}
-	if r.List == nil {
-		return []byte(`{"handles":[]}`), nil
-	}
-	return json.Marshal(r.List)
-}
-
-// UnmarshalJSON decodes a list (an object with "handles") or a snapshot.
-func (r *ProgressResult) UnmarshalJSON(b []byte) error {
-	var probe struct {
-		Handles json.RawMessage `json:"handles"`
-	}
-	if err := json.Unmarshal(b, &probe); err != nil {
-		return err
-	}
-	if probe.Handles != nil && !bytes.Equal(bytes.TrimSpace(probe.Handles), []byte("null")) {
-		r.One, r.List = nil, new(ProgressList)
-		return json.Unmarshal(b, r.List)
-	}
-	r.One, r.List = new(Progress), nil
-	return json.Unmarshal(b, r.One)
-}
+// Notifications and requests the server sends.
+const (
+	NotifyToolResult             = "toolResult"
+	NotifyStepTransition         = "stepTransition"
+	NotifyHeartbeat              = "heartbeat"
+	NotifyOutput                 = "output"
+	NotifyEvent                  = "event"
+	NotifyPortOpened             = "portOpened"
+	NotifyPortClosed             = "portClosed"
+	NotifyProgress               = "$/progress"
+	NotifyLogMessage             = "window/logMessage"
+	MethodWorkDoneProgressCreate = "window/workDoneProgress/create"
+)
 
 // Requests the client sends.
 var (

@@ -1,31 +1,6 @@
-package rpc
+package protocol
 
-import (
-	"fmt"
-)
-
-// The error codes toolhost sends: JSON-RPC's, LSP's, and its own.
-const (
-	CodeParseError           = -32700 // not JSON; a bad header
-	CodeInvalidRequest       = -32600 // not a JSON-RPC request; an id already in flight; initialize twice; anything but exit after shutdown
-	CodeMethodNotFound       = -32601 // an unknown method (data.method)
-	CodeInvalidParams        = -32602 // a param of the wrong type, unknown, missing or out of range (data.field)
-	CodeInternalError        = -32603 // a failure of the server itself, a handler panic
-	CodeServerNotInitialized = -32002 // a request before initialize
-	CodeRequestCancelled     = -32800 // $/cancelRequest, or the session ending
-
-	CodePathOutsideWorkspace   = -32001 // a path resolves outside the root and read roots (data.path, data.reason)
-	CodeNotFound               = -32003 // a file, directory or cwd that does not exist
-	CodeHandleNotFound         = -32004 // an unknown handleId
-	CodeSpawnFailed            = -32005 // the executable is missing or not runnable (data.argv0, data.reason)
-	CodeTooLarge               = -32006 // over maxBytes or --max-message-bytes (data.size, data.limit)
-	CodeBusy                   = -32007 // over --max-processes; nothing was started
-	CodeReadOnlyRoot           = -32008 // a write into a read root or the artifacts directory
-	CodeConflict               = -32009 // expectedSha256 does not match (data.expected, data.actual)
-	CodeSandboxUnavailable     = -32010 // a command asks for confinement the kernel cannot give (data.missing)
-	CodeNotRunning             = -32011 // writeInput, resize or signal to a handle that has ended, or whose input is closed (data.handleId, data.status)
-	CodeDestinationUnavailable = -32012 // a destination that cannot be started or initialized, or whose transport died (data.destination, data.reason)
-)
+import "fmt"
 
 // Error is an error that travels on the wire: a code, a message and data
 // saying what and where.
