@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // mcpToolSchemas returns the input schemas of tools/list by tool name.
@@ -188,4 +189,60 @@ func hasNote(notes []taskNote, method string) bool {
 		}
 	}
 	return false
+}
+
+// TestMCPTasksOnDestinationEndedFirst asks for a far task's result only
+// after its command has ended and its status notification has come: the
+// result is there. (The task table once looked for the far artifacts'
+// path on this machine, found nothing, and dropped every far task that
+// ended before it was asked for as "evicted".)
+func TestMCPTasksOnDestinationEndedFirst(t *testing.T) {
+	far := localDest(t, "far")
+	s, _ := startTasks2025(t, "--destination", far.flag())
+	var created createTask2025
+	s.toolCall("start_command", map[string]any{"argv": []string{"echo", "far away"}, "destination": "far"}, map[string]any{}).result(&created)
+	if created.Task == nil {
+		t.Fatal("start_command with a task member made no task")
+	}
+	s.awaitNotes("the far task's status", func(n []taskNote) bool { return hasNote(n, "notifications/tasks/status") })
+	var got task2025
+	s.call("tasks/get", map[string]any{"taskId": created.Task.TaskID}, &got)
+	if got.Status != "completed" {
+		t.Errorf("tasks/get of the ended far task: %+v, want completed", got)
+	}
+	var res callResult
+	s.call("tasks/result", map[string]any{"taskId": created.Task.TaskID}, &res)
+	if res.StructuredContent == nil || res.StructuredContent.Status != "completed" || res.StructuredContent.Stdout != "far away\n" {
+		t.Fatalf("tasks/result of the far task that ended first: %+v", res.StructuredContent)
+	}
+}
+
+// TestMCPTasksOnDestinationArtifactsEvicted lets go of an ended far task
+// once the far toolhost has evicted its artifacts: the far side, which
+// keeps them, is asked.
+func TestMCPTasksOnDestinationArtifactsEvicted(t *testing.T) {
+	far := localDest(t, "far", "--artifacts-cap-bytes", "4096")
+	s, _ := startTasks2025(t, "--destination", far.flag())
+	s.call("logging/setLevel", map[string]any{"level": "warning"}, nil)
+	fill := []string{"sh", "-c", "head -c 8000 /dev/zero | tr '\\0' x"}
+	var created createTask2025
+	s.toolCall("start_command", map[string]any{"argv": fill, "destination": "far"}, map[string]any{}).result(&created)
+	var res callResult
+	s.call("tasks/result", map[string]any{"taskId": created.Task.TaskID}, &res)
+	s.awaitNotes("the task's status", func(n []taskNote) bool { return hasNote(n, "notifications/tasks/status") })
+	var again callResult
+	s.toolCall("run_command", map[string]any{"argv": fill, "destination": "far"}, nil).result(&again)
+	// The far toolhost's warning of the eviction, relayed, is the event.
+	s.awaitNotes("the far eviction's warning", func(notes []taskNote) bool {
+		for _, n := range notes {
+			if n.Method == "notifications/message" && strings.Contains(string(n.Params), "evicted") {
+				return true
+			}
+		}
+		return false
+	})
+	e := s.callErr("tasks/get", map[string]any{"taskId": created.Task.TaskID}, jsonrpc.CodeInvalidParams)
+	if !strings.Contains(e.Message, "evicted") || !strings.Contains(e.Message, created.Task.TaskID) {
+		t.Errorf("tasks/get of a far task whose artifacts were evicted: %q, want it named and the eviction said", e.Message)
+	}
 }

@@ -68,13 +68,6 @@ func (f *farDirs) dir(commandID string) (string, bool) {
 	return f.dirs.get(commandID)
 }
 
-// commandResult is the MCP result of a command's ToolResult; the
-// artifacts of a destination command are remembered for resources/read.
-func (s *Server) commandResult(res *protocol.ToolResult) *sdk.CallToolResult {
-	s.far.note(res)
-	return toolResultContent(res)
-}
-
 // artifactURI returns the URI of a command's artifact.
 func artifactURI(commandID, stream string) string {
 	return "toolhost://artifacts/" + url.PathEscape(commandID) + "/" + stream

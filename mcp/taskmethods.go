@@ -285,7 +285,7 @@ func (s *Server) taskFor(ctx context.Context, method string, legacy, ext bool, i
 	if err != nil {
 		return info, nil, err
 	}
-	t, err := s.tasks.lookup(id)
+	t, err := s.tasks.lookup(ctx, id)
 	return info, t, err
 }
 

@@ -3,10 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -67,12 +65,13 @@ type task struct {
 	message string
 	updated time.Time
 	// result is what tools/call would have answered, once terminal (for a
-	// failed 2026-07-28 task, rpcErr instead); artifact is the file whose
-	// eviction ends the task's life early; size is what the result holds.
-	result   *sdk.CallToolResult
-	rpcErr   *wireError
-	artifact string
-	size     int
+	// failed 2026-07-28 task, rpcErr instead); artifacts says the result
+	// links to its command's artifacts, whose eviction ends the task's
+	// life early; size is what the result holds.
+	result    *sdk.CallToolResult
+	rpcErr    *wireError
+	artifacts bool
+	size      int
 	// done is closed when the task reaches its terminal state: the one
 	// place that closes it is finishLocked, which runs once per task.
 	done chan struct{}
@@ -92,9 +91,33 @@ type task struct {
 	lastActivity time.Time
 }
 
+// backend is what the task table asks of the session under it: the
+// toolhost session that runs the commands, and the MCP connection that
+// carries what the SDK has no method for. *Server is one.
+type backend interface {
+	// finished reports whether the router has seen handleID's toolResult.
+	finished(handleID string) bool
+	// wait returns handleID's result; the handle has ended.
+	wait(ctx context.Context, handleID string) (*protocol.ToolResult, error)
+	// progress returns a running handle's snapshot.
+	progress(ctx context.Context, handleID string) (*protocol.Progress, error)
+	// callResult is the MCP result of a command's ToolResult: what
+	// tools/call would have answered.
+	callResult(res *protocol.ToolResult) *sdk.CallToolResult
+	// artifactsGone reports whether the artifacts of handleID, an ended
+	// command's, were evicted. It asks whoever keeps them (toolhost here,
+	// or the far toolhost through the hub), and says false when that
+	// cannot be known.
+	artifactsGone(ctx context.Context, handleID string) bool
+	// notify writes a notification on the MCP connection.
+	notify(method string, params any) error
+	// logger is where the table says what it could not do.
+	logger() *slog.Logger
+}
+
 // taskTable holds the tasks of one MCP session.
 type taskTable struct {
-	s          *Server
+	s          backend
 	defaultTTL time.Duration
 	maxTTL     time.Duration
 
@@ -110,14 +133,11 @@ type taskTable struct {
 	next      int
 	bytes     int
 	listeners map[*listener]bool
-	// statted is when the artifacts of ended tasks were last looked at.
-	// Guarded by mu.
-	statted time.Time
 }
 
 // newTaskTable returns the task table of s's session; a ttl of 0 or less
 // is the default.
-func newTaskTable(s *Server, defaultTTL, maxTTL time.Duration) *taskTable {
+func newTaskTable(s backend, defaultTTL, maxTTL time.Duration) *taskTable {
 	if maxTTL <= 0 {
 		maxTTL = DefaultTaskTTLMax
 	}
@@ -163,10 +183,10 @@ func (tt *taskTable) bind(ctx context.Context, t *task) {
 	// The task is in the table before the router is asked, and the router
 	// marks a handle finished before it calls routed: one of the two sees
 	// the other.
-	if !tt.s.events.isFinished(t.handleID) {
+	if !tt.s.finished(t.handleID) {
 		return
 	}
-	res, err := tt.s.th.Wait(context.WithoutCancel(ctx), &protocol.WaitParams{HandleID: t.handleID, TimeoutMs: ptr(int64(maxWaitMs))})
+	res, err := tt.s.wait(context.WithoutCancel(ctx), t.handleID)
 	if err != nil {
 		tt.fail(t, err)
 		return
@@ -202,12 +222,12 @@ func (tt *taskTable) end(t *task, res *protocol.ToolResult, routed bool) {
 			data, _ := json.Marshal(res)
 			t.rpcErr = &wireError{Code: protocol.CodeDestinationUnavailable, Message: msg, Data: data}
 		} else {
-			t.result = tt.s.commandResult(res)
+			t.result = tt.s.callResult(res)
 		}
 		if t.cancelAsked && status == taskCancelled {
 			msg = "cancelled by tasks/cancel: " + msg
 		}
-		t.artifact = res.Artifacts.OutputPath
+		t.artifacts = res.Artifacts.OutputPath != ""
 		t.size = len(res.Stdout) + len(res.Stderr) + 2048
 		tt.bytes += t.size
 		tt.finishLocked(t, status, msg)
@@ -307,8 +327,8 @@ func (tt *taskTable) maybeNotifyLocked(t *task) {
 	t.notified = true
 	switch t.form {
 	case formLegacy:
-		if err := tt.s.out.notify(methodTaskStatus, t.legacyLocked(time.Now())); err != nil {
-			tt.s.log.Debug("task status not sent", "task", t.id, "err", err)
+		if err := tt.s.notify(methodTaskStatus, t.legacyLocked(time.Now())); err != nil {
+			tt.s.logger().Debug("task status not sent", "task", t.id, "err", err)
 		}
 	case formExt:
 		for l := range tt.listeners {
@@ -322,19 +342,27 @@ func (tt *taskTable) maybeNotifyLocked(t *task) {
 
 // lookup returns the task id names, or the -32602 that says it is
 // unknown, expired or evicted. It lets go of the tasks whose time has
-// come.
-func (tt *taskTable) lookup(id *string) (*task, error) {
+// come, and of the task asked for if its artifacts were evicted: that is
+// asked of whoever keeps them, outside the lock, each time an ended task
+// is looked up.
+func (tt *taskTable) lookup(ctx context.Context, id *string) (*task, error) {
 	if id == nil {
 		return nil, wireErr(errTaskInvalidArgs, nil, "invalid params: taskId is required")
 	}
 	tt.mu.Lock()
-	defer tt.mu.Unlock()
 	tt.sweepLocked(time.Now())
-	if t := tt.tasks[*id]; t != nil {
-		if !t.evictedLocked() {
-			return t, nil
-		}
+	t := tt.tasks[*id]
+	ask := t != nil && t.status.terminal() && t.notified && t.artifacts
+	tt.mu.Unlock()
+	if ask && tt.s.artifactsGone(ctx, t.handleID) {
+		tt.mu.Lock()
 		tt.dropLocked(t, artifactsEvicted)
+		tt.mu.Unlock()
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if t := tt.tasks[*id]; t != nil {
+		return t, nil
 	}
 	if why, ok := tt.gone.get(*id); ok {
 		return nil, wireErr(errTaskNotFound, map[string]string{"taskId": *id, "reason": why}, "failed to retrieve task %s: %s", *id, why)
@@ -343,39 +371,18 @@ func (tt *taskTable) lookup(id *string) (*task, error) {
 }
 
 // sweepLocked lets go of the tasks past their ttl (never one that works:
-// that one goes when it ends, after its terminal notification) and of the
-// ended tasks whose output artifacts were evicted; tt.mu is held.
+// that one goes when it ends, after its terminal notification); tt.mu is
+// held. Evicted artifacts are found by lookup, which may ask far away.
 func (tt *taskTable) sweepLocked(now time.Time) {
-	// Artifacts are looked at once a second at most: a tasks/get costs
-	// no file system call per task kept.
-	stat := now.Sub(tt.statted) >= time.Second
-	if stat {
-		tt.statted = now
-	}
 	for _, t := range tt.order {
-		if !t.status.terminal() || !t.notified {
-			continue
-		}
-		if now.Sub(t.created) >= t.ttl {
+		if t.status.terminal() && t.notified && now.Sub(t.created) >= t.ttl {
 			tt.dropLocked(t, t.expiredReason())
-		} else if stat && t.evictedLocked() {
-			tt.dropLocked(t, artifactsEvicted)
 		}
 	}
 }
 
 // artifactsEvicted says why a task whose artifacts went is gone.
 const artifactsEvicted = "task has expired: its command's artifacts were evicted (--artifacts-cap-bytes), and its result links to them"
-
-// evictedLocked reports whether t has ended and the artifacts its result
-// links to are gone; the table's mu is held.
-func (t *task) evictedLocked() bool {
-	if !t.status.terminal() || !t.notified || t.artifact == "" {
-		return false
-	}
-	_, err := os.Lstat(t.artifact)
-	return errors.Is(err, fs.ErrNotExist)
-}
 
 // expiredReason says why an expired task is gone.
 func (t *task) expiredReason() string {
@@ -412,11 +419,10 @@ func (tt *taskTable) refresh(ctx context.Context, t *task) {
 	if !working {
 		return
 	}
-	res, err := tt.s.th.Progress(ctx, &protocol.ProgressParams{HandleID: t.handleID})
-	if err != nil || res.One == nil {
+	p, err := tt.s.progress(ctx, t.handleID)
+	if err != nil {
 		return
 	}
-	p := res.One
 	now := time.Now()
 	tt.mu.Lock()
 	defer tt.mu.Unlock()

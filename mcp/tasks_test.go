@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"bufio"
 	"encoding/json"
 	"errors"
@@ -164,20 +165,20 @@ func TestTaskExpiry(t *testing.T) {
 	ended := tt.create("h-2", formLegacy, 0, "started")
 	tt.announce(ended)
 	tt.end(ended, &protocol.ToolResult{HandleID: "h-2", Status: protocol.StatusCompleted}, true)
-	if _, err := tt.lookup(&working.id); err != nil {
+	if _, err := tt.lookup(context.Background(), &working.id); err != nil {
 		t.Errorf("a working task past its ttl was let go: %v", err)
 	}
-	_, err := tt.lookup(&ended.id)
+	_, err := tt.lookup(context.Background(), &ended.id)
 	if !errors.Is(err, errTaskNotFound) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("lookup of an expired task: %v, want -32602 saying it expired", err)
 	}
 	tt.announce(working)
 	tt.end(working, &protocol.ToolResult{HandleID: "h-1", Status: protocol.StatusCompleted}, true)
-	if _, err := tt.lookup(&working.id); !strings.Contains(errString(err), "expired") {
+	if _, err := tt.lookup(context.Background(), &working.id); !strings.Contains(errString(err), "expired") {
 		t.Errorf("a task that ended past its ttl: %v, want expired", err)
 	}
 	unknown := "h-9"
-	if _, err := tt.lookup(&unknown); !errors.Is(err, errTaskNotFound) || strings.Contains(err.Error(), "expired") {
+	if _, err := tt.lookup(context.Background(), &unknown); !errors.Is(err, errTaskNotFound) || strings.Contains(err.Error(), "expired") {
 		t.Errorf("an unknown id: %v, want -32602 not found", err)
 	}
 }
@@ -185,7 +186,7 @@ func TestTaskExpiry(t *testing.T) {
 // TestTaskTTL parses the 2025-11-25 task member.
 func TestTaskTTL(t *testing.T) {
 	tt, _ := newTestTable(t)
-	s := tt.s
+	s := tt.s.(*Server)
 	s.tasks = tt
 	for raw, want := range map[string]time.Duration{
 		`{}`:                   time.Hour,
@@ -211,4 +212,47 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// fakeBackend is a backend whose answers the test sets: gone says which
+// handles' artifacts were evicted; asked counts the questions.
+type fakeBackend struct {
+	*Server
+	gone  map[string]bool
+	asked map[string]int
+}
+
+func (f *fakeBackend) artifactsGone(_ context.Context, handleID string) bool {
+	f.asked[handleID]++
+	return f.gone[handleID]
+}
+
+// TestTaskArtifactsAskedOfTheirKeeper keeps an ended destination task
+// whose result names a far file that does not exist on this machine, for
+// as long as the far side says its artifacts are there, and lets it go
+// once it says they were evicted: the table never looks at a result's
+// paths itself.
+func TestTaskArtifactsAskedOfTheirKeeper(t *testing.T) {
+	base, _ := newTestTable(t)
+	f := &fakeBackend{Server: base.s.(*Server), gone: map[string]bool{}, asked: map[string]int{}}
+	tt := newTaskTable(f, time.Hour, 24*time.Hour)
+	far := tt.create("far/h-1", formLegacy, 0, "started")
+	far.ttl = time.Hour
+	tt.announce(far)
+	res := &protocol.ToolResult{HandleID: "far/h-1", CommandID: "far/cmd-1", Status: protocol.StatusCompleted,
+		Artifacts: protocol.Artifacts{OutputPath: "far//tmp/toolhost-artifacts-x/cmd-1/output.log"}}
+	tt.end(far, res, true)
+	for range 3 {
+		if _, err := tt.lookup(context.Background(), &far.id); err != nil {
+			t.Fatalf("an ended far task whose artifacts are there: %v", err)
+		}
+	}
+	if f.asked["far/h-1"] != 3 {
+		t.Errorf("the keeper was asked %d times in 3 lookups, want 3", f.asked["far/h-1"])
+	}
+	f.gone["far/h-1"] = true
+	_, err := tt.lookup(context.Background(), &far.id)
+	if !errors.Is(err, errTaskNotFound) || !strings.Contains(err.Error(), "evicted") {
+		t.Errorf("lookup once the far artifacts were evicted: %v, want -32602 saying so", err)
+	}
 }

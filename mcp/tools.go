@@ -223,7 +223,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		if err != nil {
 			return s.toolError(err)
 		}
-		return s.commandResult(res), nil
+		return s.callResult(res), nil
 	}
 	// With a progress token the command runs behind a handle, whose step
 	// transitions and heartbeats name it; the call waits for it (up to
@@ -249,12 +249,12 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		// moment toolhost's runCommand answers running: it goes on as a
 		// task.
 		s.startTask(ctx, req, tc, started.HandleID, statusLine(res))
-		return s.commandResult(res), nil
+		return s.callResult(res), nil
 	}
 	if k != nil && res.Status != protocol.StatusRunning {
 		k.drain(ctx)
 	}
-	return s.commandResult(res), nil
+	return s.callResult(res), nil
 }
 
 // waitHandle waits for a handle to end, or for limitMs (nil: no limit).
@@ -315,7 +315,7 @@ func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *
 	if k != nil && res.Status != protocol.StatusRunning {
 		k.drain(ctx)
 	}
-	return s.commandResult(res), nil
+	return s.callResult(res), nil
 }
 
 // readOutput runs read_output: toolhost's readOutput.
@@ -343,7 +343,7 @@ func (s *Server) cancelCommand(ctx context.Context, req *sdk.CallToolRequest, in
 	if err != nil {
 		return s.toolError(err)
 	}
-	return s.commandResult(res), nil
+	return s.callResult(res), nil
 }
 
 // listCommands runs list_commands: toolhost's progress of every handle.
