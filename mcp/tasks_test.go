@@ -1,8 +1,8 @@
 package mcp
 
 import (
-	"context"
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
