@@ -46,7 +46,7 @@ func (s *Server) artifactsGone(ctx context.Context, handleID string) bool {
 }
 
 // notify writes a notification the SDK has no method for.
-func (s *Server) notify(method string, params any) error { return s.out.notify(method, params) }
+func (s *Server) notify(method string, params any) error { return s.out.Notify(method, params) }
 
 // logger is the session's logger.
 func (s *Server) logger() *slog.Logger { return s.log }

@@ -22,16 +22,22 @@
 //   - artifacts are resources, toolhost://artifacts/{commandId}/{stream},
 //     read in pages of lines (resources.go);
 //   - a start_command or run_command may become an MCP task (tasks.go,
-//     taskmethods.go, taskwire.go): the 2025-11-25 experimental tasks, or
+//     taskmethods.go; the wire types in internal/taskwire): the 2025-11-25 experimental tasks, or
 //     the 2026-07-28 extension io.modelcontextprotocol/tasks. A task is its
 //     command's handle: same id, states from the handle's one toolResult
 //     (decided once, under the task table's lock), and the result
-//     run_command would have answered. The SDK has no tasks: a receiving
-//     middleware and custom methods add them, and the stdio transport
-//     (transport.go, lift.go) carries what the SDK's types cannot;
+//     run_command would have answered. The task table reaches the session
+//     only through a small interface (backend, in tasks.go). The SDK has
+//     no tasks: a receiving middleware and custom methods add them, and
+//     the stdio transport (internal/stdio) carries what the SDK's types
+//     cannot;
 //   - a destination argument runs a command, or reads and writes a file, on
 //     a destination of --destination;
 //   - the end of stdin ends toolhost's session, which ends every process.
+//
+// What extends the SDK lives under internal/: the stdio transport with its
+// lift and splice (internal/stdio), and the task wire types
+// (internal/taskwire). Neither imports anything of toolhost.
 //
 // [IsMCP] tells an MCP client's first message from one of toolhost's own
 // protocol, so that plain toolhost can hand the connection over.

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/mcp/internal/stdio"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -170,7 +171,7 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 	if err != nil {
 		return nil, protocolError(err)
 	}
-	content, rest, err := cutString(raw, "content")
+	content, rest, err := stdio.CutString(raw, "content")
 	var res FileRead
 	if err == nil {
 		err = json.Unmarshal(rest, &res)
@@ -208,7 +209,7 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 		// An empty page: text would be left out of the JSON, an empty blob is not.
 		c.Blob = []byte{}
 	default:
-		placeholder, drop := s.splice.hold(content)
+		placeholder, drop := s.splice.Hold(content)
 		context.AfterFunc(ctx, drop) // the answer of a cancelled read is not sent
 		c.Text = placeholder
 	}

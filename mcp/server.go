@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/mcp/internal/stdio"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
@@ -42,11 +43,11 @@ type Server struct {
 	mcp    *sdk.Server
 	ws     workspace
 	events router
-	splice *splicer
+	splice *stdio.Splicer
 	// tasks are the session's MCP tasks; out writes the notifications
 	// about them, which the SDK has no method for.
 	tasks *taskTable
-	out   *outlet
+	out   *stdio.Outlet
 	// far knows where destination commands keep their artifacts.
 	far farDirs
 
@@ -78,7 +79,7 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 	// framing reads a large answer in one piece, where go.lsp.dev/jsonrpc2's
 	// NDJSON reader grows the line by doubling.
 	opts.Framing = rpc.FramingHeader
-	s := &Server{cfg: cfg, opts: opts, version: version, log: log, innerExit: make(chan int, 1), splice: newSplicer(), out: &outlet{}}
+	s := &Server{cfg: cfg, opts: opts, version: version, log: log, innerExit: make(chan int, 1), splice: stdio.NewSplicer(), out: &stdio.Outlet{}}
 	s.ws.s = s
 	s.tasks = newTaskTable(s, mo.TaskTTL, mo.TaskTTLMax)
 	s.events.init(s.tasks.routed)
@@ -126,7 +127,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 	if maxLine <= 0 {
 		maxLine = 16 << 20
 	}
-	ss, err := s.mcp.Connect(ctx, &stdioTransport{in: in, out: out, max: maxLine, log: s.log, splice: s.splice, outlet: s.out}, nil)
+	ss, err := s.mcp.Connect(ctx, &stdio.Transport{In: in, Out: out, Max: maxLine, Log: s.log, Splice: s.splice, Outlet: s.out}, nil)
 	if err != nil {
 		s.log.Error("cannot serve MCP", "err", err)
 		s.inner.End("mcp: " + err.Error())

@@ -10,6 +10,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/mcp/internal/stdio"
+	"github.com/toolhost/toolhost/mcp/internal/taskwire"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -42,8 +44,8 @@ func infoOf(req sdk.Request) reqInfo {
 			info.version, caps = ip.ProtocolVersion, ip.Capabilities
 		}
 	}
-	if caps != nil && info.version >= version20260728 {
-		_, info.ext = caps.Extensions[tasksExtension]
+	if caps != nil && info.version >= taskwire.Version20260728 {
+		_, info.ext = caps.Extensions[taskwire.TasksExtension]
 	}
 	return info
 }
@@ -98,13 +100,13 @@ func (s *Server) tasksMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 				for k, v := range r.Capabilities.Extensions {
 					caps.Extensions[k] = v
 				}
-				caps.Extensions[tasksExtension] = map[string]any{}
+				caps.Extensions[taskwire.TasksExtension] = map[string]any{}
 				r.Capabilities = &caps
 			}
 			return res, err
 		case "tools/list":
 			res, err := next(ctx, method, req)
-			if r, ok := res.(*sdk.ListToolsResult); ok && err == nil && infoOf(req).version == version20251125 {
+			if r, ok := res.(*sdk.ListToolsResult); ok && err == nil && infoOf(req).version == taskwire.Version20251125 {
 				return &toolsWithTasks{ListToolsResult: r}, nil
 			}
 			return res, err
@@ -112,8 +114,8 @@ func (s *Server) tasksMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			return s.callTool(ctx, next, method, req)
 		case "subscriptions/listen":
 			info := infoOf(req)
-			if p, ok := req.GetParams().(*sdk.SubscriptionsListenParams); ok && info.version >= version20260728 {
-				if l, ok := liftedOf(p.Meta); ok && l.TaskIDs != nil {
+			if p, ok := req.GetParams().(*sdk.SubscriptionsListenParams); ok && info.version >= taskwire.Version20260728 {
+				if l, ok := stdio.LiftedOf(p.Meta); ok && l.TaskIDs != nil {
 					return s.listenTasks(ctx, info, l)
 				}
 			}
@@ -135,8 +137,8 @@ func (s *Server) callTool(ctx context.Context, next sdk.MethodHandler, method st
 	info := infoOf(req)
 	var tc *taskCall
 	switch {
-	case info.version == version20251125:
-		l, _ := liftedOf(ctr.Params.Meta)
+	case info.version == taskwire.Version20251125:
+		l, _ := stdio.LiftedOf(ctr.Params.Meta)
 		if l.Task == nil {
 			break
 		}
@@ -145,11 +147,11 @@ func (s *Server) callTool(ctx context.Context, next sdk.MethodHandler, method st
 			return nil, err
 		}
 		if !taskTools[ctr.Params.Name] {
-			return nil, wireErr(errNoTasks, nil,
+			return nil, taskwire.Errorf(taskwire.ErrNoTasks, nil,
 				"tool %s does not support tasks (its execution.taskSupport is forbidden): call it without task; start_command and run_command do", ctr.Params.Name)
 		}
 		tc = &taskCall{form: formLegacy, ttl: ttl}
-	case info.version >= version20260728 && info.ext && taskTools[ctr.Params.Name]:
+	case info.version >= taskwire.Version20260728 && info.ext && taskTools[ctr.Params.Name]:
 		tc = &taskCall{form: formExt, ttl: s.tasks.defaultTTL}
 	}
 	if tc == nil {
@@ -179,15 +181,15 @@ func (s *Server) callTool(ctx context.Context, next sdk.MethodHandler, method st
 func (s *Server) taskTTL(raw json.RawMessage) (time.Duration, error) {
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &p); err != nil || p == nil {
-		return 0, wireErr(errTaskInvalidArgs, map[string]string{"field": "task"}, "invalid params: task must be an object such as {\"ttl\": 60000}, not %s", raw)
+		return 0, taskwire.Errorf(taskwire.ErrTaskInvalidArgs, map[string]string{"field": "task"}, "invalid params: task must be an object such as {\"ttl\": 60000}, not %s", raw)
 	}
 	ttl, ok := p["ttl"]
-	if !ok || isNull(ttl) {
+	if !ok || stdio.IsNull(ttl) {
 		return s.tasks.grant(nil), nil
 	}
 	ms, err := strconv.ParseInt(string(ttl), 10, 64)
 	if err != nil || ms < 0 {
-		return 0, wireErr(errTaskInvalidArgs, map[string]string{"field": "task.ttl"}, "invalid params: task.ttl must be a whole number of milliseconds, 0 or more, not %s", ttl)
+		return 0, taskwire.Errorf(taskwire.ErrTaskInvalidArgs, map[string]string{"field": "task.ttl"}, "invalid params: task.ttl must be a whole number of milliseconds, 0 or more, not %s", ttl)
 	}
 	return s.tasks.grant(&ms), nil
 }
@@ -200,7 +202,7 @@ func (s *Server) startTask(ctx context.Context, req *sdk.CallToolRequest, tc *ta
 	if token := req.Params.GetProgressToken(); token != nil && tc.form == formLegacy {
 		_, stop := s.events.watch(context.WithoutCancel(ctx), req.Session, token, handleID, true)
 		s.tasks.mu.Lock()
-		if t.status.terminal() {
+		if t.status.Terminal() {
 			stop()
 		} else {
 			t.stopProgress = stop
@@ -216,19 +218,19 @@ func (s *Server) startTask(ctx context.Context, req *sdk.CallToolRequest, tc *ta
 // notification about t goes out before the answer that names it.
 func (s *Server) createTaskAnswer(t *task) sdk.Result {
 	id, _ := json.Marshal(t.id)
-	placeholder, _ := s.splice.holdThen(id, func() { s.tasks.announce(t) })
+	placeholder, _ := s.splice.HoldThen(id, func() { s.tasks.announce(t) })
 	now := time.Now()
 	s.tasks.mu.Lock()
 	defer s.tasks.mu.Unlock()
 	if t.form == formExt {
 		x := t.extLocked(now)
-		x.TaskID, x.ResultType, x.Result, x.Error = placeholder, resultTypeTask, nil, nil
+		x.TaskID, x.ResultType, x.Result, x.Error = placeholder, taskwire.ResultTypeTask, nil, nil
 		return x
 	}
 	lt := t.legacyLocked(now)
 	lt.TaskID = placeholder
-	return &legacyCreateTaskResult{
-		ResultBase: sdk.ResultBase{Meta: sdk.Meta{immediateResponseKey: fmt.Sprintf(
+	return &taskwire.LegacyCreateTaskResult{
+		ResultBase: sdk.ResultBase{Meta: sdk.Meta{taskwire.ImmediateResponseKey: fmt.Sprintf(
 			"%s", immediateText(t))}},
 		Task: lt,
 	}
@@ -263,19 +265,19 @@ func (s *Server) addTaskMethods() {
 func checkForm(ctx context.Context, method string, legacy, ext bool) (reqInfo, error) {
 	info := reqInfoFrom(ctx)
 	switch {
-	case info.version == version20251125 && legacy:
+	case info.version == taskwire.Version20251125 && legacy:
 		return info, nil
-	case info.version >= version20260728 && ext:
+	case info.version >= taskwire.Version20260728 && ext:
 		if !info.ext {
-			return info, missingTasksCapability(method)
+			return info, taskwire.MissingTasksCapability(method)
 		}
 		return info, nil
-	case info.version >= version20260728:
-		return info, wireErr(errNoTasks, nil, "method not found: %s is not part of the tasks extension %s (MCP %s); use tasks/get", method, tasksExtension, info.version)
-	case info.version == version20251125:
-		return info, wireErr(errNoTasks, nil, "method not found: %s is not part of MCP 2025-11-25's tasks", method)
+	case info.version >= taskwire.Version20260728:
+		return info, taskwire.Errorf(taskwire.ErrNoTasks, nil, "method not found: %s is not part of the tasks extension %s (MCP %s); use tasks/get", method, taskwire.TasksExtension, info.version)
+	case info.version == taskwire.Version20251125:
+		return info, taskwire.Errorf(taskwire.ErrNoTasks, nil, "method not found: %s is not part of MCP 2025-11-25's tasks", method)
 	}
-	return info, wireErr(errNoTasks, nil, "method not found: %s: MCP %q has no tasks (they came with 2025-11-25)", method, info.version)
+	return info, taskwire.Errorf(taskwire.ErrNoTasks, nil, "method not found: %s: MCP %q has no tasks (they came with 2025-11-25)", method, info.version)
 }
 
 // taskFor checks that method is served to the request in ctx (checkForm)
@@ -290,7 +292,7 @@ func (s *Server) taskFor(ctx context.Context, method string, legacy, ext bool, i
 }
 
 // getTask is tasks/get: the task's state, at once.
-func (s *Server) getTask(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
+func (s *Server) getTask(ctx context.Context, _ *sdk.ServerSession, p *taskwire.TaskIDParams) (sdk.Result, error) {
 	info, t, err := s.taskFor(ctx, "tasks/get", true, true, taskIDOf(p))
 	if err != nil {
 		return nil, err
@@ -304,17 +306,17 @@ func (s *Server) taskAnswer(t *task, info reqInfo) sdk.Result {
 	now := time.Now()
 	s.tasks.mu.Lock()
 	defer s.tasks.mu.Unlock()
-	if info.version >= version20260728 {
+	if info.version >= taskwire.Version20260728 {
 		x := t.extLocked(now)
-		x.ResultType = resultTypeComplete
+		x.ResultType = taskwire.ResultTypeComplete
 		return x
 	}
-	return &legacyTaskResult{legacyTask: t.legacyLocked(now)}
+	return &taskwire.LegacyTaskResult{LegacyTask: t.legacyLocked(now)}
 }
 
 // taskResult is tasks/result (2025-11-25): it waits for the task's end and
 // answers what tools/call would have. Cancelling it ends the wait only.
-func (s *Server) taskResult(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
+func (s *Server) taskResult(ctx context.Context, _ *sdk.ServerSession, p *taskwire.TaskIDParams) (sdk.Result, error) {
 	_, t, err := s.taskFor(ctx, "tasks/result", true, false, taskIDOf(p))
 	if err != nil {
 		return nil, err
@@ -331,14 +333,14 @@ func (s *Server) taskResult(ctx context.Context, _ *sdk.ServerSession, p *taskID
 	for k, v := range res.Meta {
 		meta[k] = v
 	}
-	meta[relatedTaskKey] = map[string]string{"taskId": t.id}
+	meta[taskwire.RelatedTaskKey] = map[string]string{"taskId": t.id}
 	res.Meta = meta
 	return &res, nil
 }
 
 // listTasks is tasks/list (2025-11-25): the session's tasks, oldest first,
 // in pages.
-func (s *Server) listTasks(ctx context.Context, _ *sdk.ServerSession, p *listTasksParams) (sdk.Result, error) {
+func (s *Server) listTasks(ctx context.Context, _ *sdk.ServerSession, p *taskwire.ListTasksParams) (sdk.Result, error) {
 	if _, err := checkForm(ctx, "tasks/list", true, false); err != nil {
 		return nil, err
 	}
@@ -346,7 +348,7 @@ func (s *Server) listTasks(ctx context.Context, _ *sdk.ServerSession, p *listTas
 	if p != nil && p.Cursor != "" {
 		n, err := strconv.Atoi(p.Cursor)
 		if err != nil || n < 0 {
-			return nil, wireErr(errTaskInvalidArgs, map[string]string{"field": "cursor"}, "invalid params: cursor %q is not one tasks/list gave", p.Cursor)
+			return nil, taskwire.Errorf(taskwire.ErrTaskInvalidArgs, map[string]string{"field": "cursor"}, "invalid params: cursor %q is not one tasks/list gave", p.Cursor)
 		}
 		after = n
 	}
@@ -354,7 +356,7 @@ func (s *Server) listTasks(ctx context.Context, _ *sdk.ServerSession, p *listTas
 	s.tasks.mu.Lock()
 	defer s.tasks.mu.Unlock()
 	s.tasks.sweepLocked(now)
-	res := &legacyListTasksResult{Tasks: []legacyTask{}}
+	res := &taskwire.LegacyListTasksResult{Tasks: []taskwire.LegacyTask{}}
 	last := 0
 	for _, t := range s.tasks.order {
 		if t.seq <= after {
@@ -374,13 +376,13 @@ func (s *Server) listTasks(ctx context.Context, _ *sdk.ServerSession, p *listTas
 // kill ladder) and the answer comes once it is gone. In 2025-11-25 it is
 // the task, cancelled, or -32602 naming the state the task ended in first;
 // in 2026-07-28 an acknowledgment.
-func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
+func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskwire.TaskIDParams) (sdk.Result, error) {
 	info, t, err := s.taskFor(ctx, "tasks/cancel", true, true, taskIDOf(p))
 	if err != nil {
 		return nil, err
 	}
 	s.tasks.mu.Lock()
-	ended := t.status.terminal()
+	ended := t.status.Terminal()
 	if !ended {
 		t.cancelAsked = true
 	}
@@ -395,16 +397,16 @@ func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskID
 			s.tasks.end(t, res, false)
 		}
 	}
-	if info.version >= version20260728 {
-		return &ackResult{ResultType: resultTypeComplete}, nil
+	if info.version >= taskwire.Version20260728 {
+		return &taskwire.AckResult{ResultType: taskwire.ResultTypeComplete}, nil
 	}
 	s.tasks.mu.Lock()
 	status := t.status
 	s.tasks.mu.Unlock()
-	if ended || status != taskCancelled {
+	if ended || status != taskwire.Cancelled {
 		// The task had ended before this cancel, or its command ended
 		// before the cancel took effect: the state it ended in stands.
-		return nil, wireErr(errTaskInvalidArgs, map[string]string{"taskId": t.id, "status": string(status)},
+		return nil, taskwire.Errorf(taskwire.ErrTaskInvalidArgs, map[string]string{"taskId": t.id, "status": string(status)},
 			"cannot cancel task %s: already in terminal status '%s'", t.id, status)
 	}
 	return s.taskAnswer(t, info), nil
@@ -413,7 +415,7 @@ func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskID
 // updateTask is tasks/update (2026-07-28). toolhost never asks a client
 // for input, so every response is one for a key not outstanding, which
 // the spec says to ignore: it acknowledges.
-func (s *Server) updateTask(ctx context.Context, _ *sdk.ServerSession, p *updateTaskParams) (sdk.Result, error) {
+func (s *Server) updateTask(ctx context.Context, _ *sdk.ServerSession, p *taskwire.UpdateTaskParams) (sdk.Result, error) {
 	var id *string
 	if p != nil {
 		id = p.TaskID
@@ -421,19 +423,19 @@ func (s *Server) updateTask(ctx context.Context, _ *sdk.ServerSession, p *update
 	if _, _, err := s.taskFor(ctx, "tasks/update", false, true, id); err != nil {
 		return nil, err
 	}
-	return &ackResult{ResultType: resultTypeComplete}, nil
+	return &taskwire.AckResult{ResultType: taskwire.ResultTypeComplete}, nil
 }
 
 // listenTasks serves a 2026-07-28 subscriptions/listen that names tasks:
 // it acknowledges those it knows, sends each one's terminal state once,
 // and lasts until the client cancels it or the session ends.
-func (s *Server) listenTasks(ctx context.Context, info reqInfo, l lifted) (sdk.Result, error) {
+func (s *Server) listenTasks(ctx context.Context, info reqInfo, l stdio.Lifted) (sdk.Result, error) {
 	if !info.ext {
-		return nil, missingTasksCapability("subscriptions/listen with taskIds")
+		return nil, taskwire.MissingTasksCapability("subscriptions/listen with taskIds")
 	}
 	var ids []string
 	if err := json.Unmarshal(l.TaskIDs, &ids); err != nil {
-		return nil, wireErr(errTaskInvalidArgs, map[string]string{"field": "notifications.taskIds"}, "invalid params: notifications.taskIds must be an array of task ids: %v", err)
+		return nil, taskwire.Errorf(taskwire.ErrTaskInvalidArgs, map[string]string{"field": "notifications.taskIds"}, "invalid params: notifications.taskIds must be an array of task ids: %v", err)
 	}
 	lis := &listener{id: json.RawMessage(l.ID), out: s.out}
 	s.tasks.listen(lis, ids)
@@ -442,11 +444,11 @@ func (s *Server) listenTasks(ctx context.Context, info reqInfo, l lifted) (sdk.R
 	case <-ctx.Done():
 	case <-s.th.Done():
 	}
-	return &listenResult{ResultBase: sdk.ResultBase{Meta: sdk.Meta{subscriptionIDKey: json.RawMessage(l.ID)}}, ResultType: resultTypeComplete}, nil
+	return &taskwire.ListenResult{ResultBase: sdk.ResultBase{Meta: sdk.Meta{taskwire.SubscriptionIDKey: json.RawMessage(l.ID)}}, ResultType: taskwire.ResultTypeComplete}, nil
 }
 
 // taskIDOf returns the task id of p, nil when absent.
-func taskIDOf(p *taskIDParams) *string {
+func taskIDOf(p *taskwire.TaskIDParams) *string {
 	if p == nil {
 		return nil
 	}
@@ -495,11 +497,11 @@ type initializeWithTasks struct {
 // before 2025-11-25 have no tasks.
 func advertiseInitialize(r *sdk.InitializeResult) sdk.Result {
 	switch {
-	case r.ProtocolVersion == version20251125:
+	case r.ProtocolVersion == taskwire.Version20251125:
 		return &initializeWithTasks{InitializeResult: r}
-	case r.ProtocolVersion >= version20260728 && r.Capabilities != nil:
+	case r.ProtocolVersion >= taskwire.Version20260728 && r.Capabilities != nil:
 		caps := *r.Capabilities
-		caps.Extensions = map[string]any{tasksExtension: map[string]any{}}
+		caps.Extensions = map[string]any{taskwire.TasksExtension: map[string]any{}}
 		for k, v := range r.Capabilities.Extensions {
 			caps.Extensions[k] = v
 		}

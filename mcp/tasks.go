@@ -11,6 +11,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/mcp/internal/stdio"
+	"github.com/toolhost/toolhost/mcp/internal/taskwire"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -61,7 +63,7 @@ type task struct {
 	// token, which a 2025-11-25 task keeps for its life (nil: none).
 	stopProgress func()
 
-	status  taskStatus
+	status  taskwire.Status
 	message string
 	updated time.Time
 	// result is what tools/call would have answered, once terminal (for a
@@ -69,7 +71,7 @@ type task struct {
 	// links to its command's artifacts, whose eviction ends the task's
 	// life early; size is what the result holds.
 	result    *sdk.CallToolResult
-	rpcErr    *wireError
+	rpcErr    *taskwire.Error
 	artifacts bool
 	size      int
 	// done is closed when the task reaches its terminal state: the one
@@ -167,7 +169,7 @@ func (tt *taskTable) create(handleID string, form taskForm, ttl time.Duration, m
 	tt.sweepLocked(now)
 	tt.next++
 	t := &task{id: handleID, handleID: handleID, form: form, seq: tt.next, created: now, ttl: ttl,
-		status: taskWorking, message: message, updated: now, done: make(chan struct{}), lastActivity: now}
+		status: taskwire.Working, message: message, updated: now, done: make(chan struct{}), lastActivity: now}
 	if handleID == "" {
 		t.id = fmt.Sprintf("t-%d", tt.next)
 	}
@@ -215,16 +217,16 @@ func (tt *taskTable) end(t *task, res *protocol.ToolResult, routed bool) {
 	if routed {
 		t.routed = true
 	}
-	if !t.status.terminal() {
+	if !t.status.Terminal() {
 		status, msg := taskState(t.form, res)
 		if t.form == formExt && res.Status == protocol.StatusLost {
 			// A lost destination: the request failed with a JSON-RPC error.
 			data, _ := json.Marshal(res)
-			t.rpcErr = &wireError{Code: protocol.CodeDestinationUnavailable, Message: msg, Data: data}
+			t.rpcErr = &taskwire.Error{Code: protocol.CodeDestinationUnavailable, Message: msg, Data: data}
 		} else {
 			t.result = tt.s.callResult(res)
 		}
-		if t.cancelAsked && status == taskCancelled {
+		if t.cancelAsked && status == taskwire.Cancelled {
 			msg = "cancelled by tasks/cancel: " + msg
 		}
 		t.artifacts = res.Artifacts.OutputPath != ""
@@ -241,10 +243,10 @@ func (tt *taskTable) fail(t *task, err error) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	t.routed = true
-	if !t.status.terminal() {
-		t.rpcErr = &wireError{Code: protocol.CodeInternalError, Message: err.Error()}
+	if !t.status.Terminal() {
+		t.rpcErr = &taskwire.Error{Code: protocol.CodeInternalError, Message: err.Error()}
 		t.result = errorResult(ErrorInfo{Code: protocol.CodeInternalError, Message: err.Error()})
-		tt.finishLocked(t, taskFailed, "toolhost could not be asked for the command's result: "+err.Error())
+		tt.finishLocked(t, taskwire.Failed, "toolhost could not be asked for the command's result: "+err.Error())
 	}
 	tt.maybeNotifyLocked(t)
 }
@@ -262,12 +264,12 @@ func (tt *taskTable) failWith(t *task, res *sdk.CallToolResult) {
 			msg = tc.Text
 		}
 	}
-	tt.finishLocked(t, taskFailed, msg)
+	tt.finishLocked(t, taskwire.Failed, msg)
 }
 
 // finishLocked makes t terminal; tt.mu is held. It is the one place done
 // is closed.
-func (tt *taskTable) finishLocked(t *task, status taskStatus, msg string) {
+func (tt *taskTable) finishLocked(t *task, status taskwire.Status, msg string) {
 	t.status, t.message, t.updated = status, msg, time.Now()
 	close(t.done)
 	if t.stopProgress != nil {
@@ -279,7 +281,7 @@ func (tt *taskTable) finishLocked(t *task, status taskStatus, msg string) {
 		if tt.bytes <= taskResultBudget {
 			break
 		}
-		if old != t && old.status.terminal() && old.notified {
+		if old != t && old.status.Terminal() && old.notified {
 			tt.dropLocked(old, fmt.Sprintf("evicted: the results of older tasks are let go to keep under %d MiB", taskResultBudget>>20))
 		}
 	}
@@ -287,23 +289,23 @@ func (tt *taskTable) finishLocked(t *task, status taskStatus, msg string) {
 
 // taskState maps a command's result onto a task's state and status
 // message, as the task's protocol defines them (docs/mcp.md, "Tasks").
-func taskState(form taskForm, res *protocol.ToolResult) (taskStatus, string) {
+func taskState(form taskForm, res *protocol.ToolResult) (taskwire.Status, string) {
 	line := statusLine(res)
 	switch res.Status {
 	case protocol.StatusCompleted:
-		return taskCompleted, line
+		return taskwire.Completed, line
 	case protocol.StatusCancelled:
-		return taskCancelled, line
+		return taskwire.Cancelled, line
 	case protocol.StatusTimedOut:
 		line = "timed out" + strings.TrimPrefix(line, string(protocol.StatusTimedOut))
 		if form == formExt {
 			// A timeout is a tool result, not a JSON-RPC error: the
 			// extension keeps failed for the latter.
-			return taskCompleted, line
+			return taskwire.Completed, line
 		}
-		return taskFailed, line
+		return taskwire.Failed, line
 	}
-	return taskFailed, line // lost
+	return taskwire.Failed, line // lost
 }
 
 // announce records that the answer naming t has been written, so that
@@ -321,13 +323,13 @@ func (tt *taskTable) announce(t *task) {
 // notifications and every notification in order with the state it shows;
 // a client that stops reading stalls the server's writes in any case.
 func (tt *taskTable) maybeNotifyLocked(t *task) {
-	if t.notified || !t.status.terminal() || !t.routed || !t.announced {
+	if t.notified || !t.status.Terminal() || !t.routed || !t.announced {
 		return
 	}
 	t.notified = true
 	switch t.form {
 	case formLegacy:
-		if err := tt.s.notify(methodTaskStatus, t.legacyLocked(time.Now())); err != nil {
+		if err := tt.s.notify(taskwire.MethodTaskStatus, t.legacyLocked(time.Now())); err != nil {
 			tt.s.logger().Debug("task status not sent", "task", t.id, "err", err)
 		}
 	case formExt:
@@ -347,12 +349,12 @@ func (tt *taskTable) maybeNotifyLocked(t *task) {
 // is looked up.
 func (tt *taskTable) lookup(ctx context.Context, id *string) (*task, error) {
 	if id == nil {
-		return nil, wireErr(errTaskInvalidArgs, nil, "invalid params: taskId is required")
+		return nil, taskwire.Errorf(taskwire.ErrTaskInvalidArgs, nil, "invalid params: taskId is required")
 	}
 	tt.mu.Lock()
 	tt.sweepLocked(time.Now())
 	t := tt.tasks[*id]
-	ask := t != nil && t.status.terminal() && t.notified && t.artifacts
+	ask := t != nil && t.status.Terminal() && t.notified && t.artifacts
 	tt.mu.Unlock()
 	if ask && tt.s.artifactsGone(ctx, t.handleID) {
 		tt.mu.Lock()
@@ -365,9 +367,9 @@ func (tt *taskTable) lookup(ctx context.Context, id *string) (*task, error) {
 		return t, nil
 	}
 	if why, ok := tt.gone.get(*id); ok {
-		return nil, wireErr(errTaskNotFound, map[string]string{"taskId": *id, "reason": why}, "failed to retrieve task %s: %s", *id, why)
+		return nil, taskwire.Errorf(taskwire.ErrTaskNotFound, map[string]string{"taskId": *id, "reason": why}, "failed to retrieve task %s: %s", *id, why)
 	}
-	return nil, wireErr(errTaskNotFound, map[string]string{"taskId": *id}, "failed to retrieve task %s: task not found in this session", *id)
+	return nil, taskwire.Errorf(taskwire.ErrTaskNotFound, map[string]string{"taskId": *id}, "failed to retrieve task %s: task not found in this session", *id)
 }
 
 // sweepLocked lets go of the tasks past their ttl (never one that works:
@@ -375,7 +377,7 @@ func (tt *taskTable) lookup(ctx context.Context, id *string) (*task, error) {
 // held. Evicted artifacts are found by lookup, which may ask far away.
 func (tt *taskTable) sweepLocked(now time.Time) {
 	for _, t := range tt.order {
-		if t.status.terminal() && t.notified && now.Sub(t.created) >= t.ttl {
+		if t.status.Terminal() && t.notified && now.Sub(t.created) >= t.ttl {
 			tt.dropLocked(t, t.expiredReason())
 		}
 	}
@@ -401,7 +403,7 @@ func (tt *taskTable) dropLocked(t *task, why string) {
 			break
 		}
 	}
-	if t.status.terminal() {
+	if t.status.Terminal() {
 		tt.bytes -= t.size
 	}
 	tt.gone.put(t.id, why)
@@ -414,7 +416,7 @@ func (tt *taskTable) refresh(ctx context.Context, t *task) {
 		return
 	}
 	tt.mu.Lock()
-	working := !t.status.terminal()
+	working := !t.status.Terminal()
 	tt.mu.Unlock()
 	if !working {
 		return
@@ -426,7 +428,7 @@ func (tt *taskTable) refresh(ctx context.Context, t *task) {
 	now := time.Now()
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
-	if t.status.terminal() {
+	if t.status.Terminal() {
 		return
 	}
 	if p.OutputBytes != t.lastOutput || p.CurrentStep != t.lastStep {
@@ -445,7 +447,7 @@ func (tt *taskTable) refresh(ctx context.Context, t *task) {
 // time since its command last showed activity (its start, a step, output
 // growth seen by a tasks/get), within [pollMin, pollMax]; tt.mu is held.
 func (t *task) pollLocked(now time.Time) *int64 {
-	if t.status.terminal() {
+	if t.status.Terminal() {
 		return nil
 	}
 	d := min(max(now.Sub(t.lastActivity)/2, pollMin), pollMax)
@@ -453,8 +455,8 @@ func (t *task) pollLocked(now time.Time) *int64 {
 }
 
 // legacyLocked is t as a 2025-11-25 Task; the table's mu is held.
-func (t *task) legacyLocked(now time.Time) legacyTask {
-	return legacyTask{
+func (t *task) legacyLocked(now time.Time) taskwire.LegacyTask {
+	return taskwire.LegacyTask{
 		TaskID: t.id, Status: t.status, StatusMessage: t.message,
 		CreatedAt: stamp(t.created), LastUpdatedAt: stamp(t.updated),
 		TTL: ptr(t.ttl.Milliseconds()), PollInterval: t.pollLocked(now),
@@ -462,20 +464,20 @@ func (t *task) legacyLocked(now time.Time) legacyTask {
 }
 
 // extLocked is t as a 2026-07-28 DetailedTask; the table's mu is held.
-func (t *task) extLocked(now time.Time) *extTask {
-	x := &extTask{
+func (t *task) extLocked(now time.Time) *taskwire.ExtTask {
+	x := &taskwire.ExtTask{
 		TaskID: t.id, Status: t.status, StatusMessage: t.message,
 		CreatedAt: stamp(t.created), LastUpdatedAt: stamp(t.updated),
 		TTLMs: ptr(t.ttl.Milliseconds()), PollIntervalMs: t.pollLocked(now),
 	}
 	switch t.status {
-	case taskCompleted:
+	case taskwire.Completed:
 		x.Result = t.result
-	case taskFailed:
+	case taskwire.Failed:
 		x.Error = t.rpcErr
 		if x.Error == nil {
 			data, _ := json.Marshal(t.result)
-			x.Error = &wireError{Code: protocol.CodeInternalError, Message: t.message, Data: data}
+			x.Error = &taskwire.Error{Code: protocol.CodeInternalError, Message: t.message, Data: data}
 		}
 	}
 	return x
@@ -488,7 +490,7 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 type listener struct {
 	id  json.RawMessage // the listen request's JSON-RPC id
 	ids map[string]bool // the tasks it follows
-	out *outlet
+	out *stdio.Outlet
 	// acked says the acknowledgment was written: nothing goes out on the
 	// subscription before it. Guarded by the table's mu.
 	acked bool
@@ -501,8 +503,8 @@ func (l *listener) sendLocked(t *task) {
 		return
 	}
 	x := t.extLocked(time.Now())
-	x.Meta = sdk.Meta{subscriptionIDKey: l.id}
-	_ = l.out.notify(methodTasks, x)
+	x.Meta = sdk.Meta{taskwire.SubscriptionIDKey: l.id}
+	_ = l.out.Notify(taskwire.MethodTasks, x)
 }
 
 // listen starts l: it acknowledges the ids of tasks kept (the others are
@@ -512,7 +514,7 @@ func (tt *taskTable) listen(l *listener, asked []string) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	tt.sweepLocked(time.Now())
-	ack := taskAck{Meta: map[string]any{subscriptionIDKey: l.id}}
+	ack := taskwire.TaskAck{Meta: map[string]any{taskwire.SubscriptionIDKey: l.id}}
 	ack.Notifications.TaskIDs = []string{}
 	l.ids = make(map[string]bool)
 	for _, id := range asked {
@@ -521,7 +523,7 @@ func (tt *taskTable) listen(l *listener, asked []string) {
 			ack.Notifications.TaskIDs = append(ack.Notifications.TaskIDs, id)
 		}
 	}
-	_ = l.out.notify(methodSubscribed, ack)
+	_ = l.out.Notify(taskwire.MethodSubscribed, ack)
 	l.acked = true
 	tt.listeners[l] = true
 	for _, id := range ack.Notifications.TaskIDs {

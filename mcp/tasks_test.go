@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolhost/toolhost/mcp/internal/stdio"
+	"github.com/toolhost/toolhost/mcp/internal/taskwire"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -23,8 +25,8 @@ import (
 func newTestTable(t *testing.T) (*taskTable, <-chan string) {
 	t.Helper()
 	pr, pw := io.Pipe()
-	s := &Server{log: slog.New(slog.DiscardHandler), out: &outlet{}}
-	s.out.conn.Store(&lineConn{out: pw, log: s.log, closed: make(chan struct{})})
+	s := &Server{log: slog.New(slog.DiscardHandler), out: &stdio.Outlet{}}
+	s.out.Attach(pw, s.log)
 	lines := make(chan string, 1024)
 	done := make(chan struct{})
 	go func() {
@@ -59,13 +61,13 @@ const waitLimit = 10 * time.Second
 func TestTaskState(t *testing.T) {
 	type row struct {
 		status      protocol.Status
-		legacy, ext taskStatus
+		legacy, ext taskwire.Status
 	}
 	for _, r := range []row{
-		{protocol.StatusCompleted, taskCompleted, taskCompleted},
-		{protocol.StatusCancelled, taskCancelled, taskCancelled},
-		{protocol.StatusTimedOut, taskFailed, taskCompleted},
-		{protocol.StatusLost, taskFailed, taskFailed},
+		{protocol.StatusCompleted, taskwire.Completed, taskwire.Completed},
+		{protocol.StatusCancelled, taskwire.Cancelled, taskwire.Cancelled},
+		{protocol.StatusTimedOut, taskwire.Failed, taskwire.Completed},
+		{protocol.StatusLost, taskwire.Failed, taskwire.Failed},
 	} {
 		res := &protocol.ToolResult{Status: r.status, TimeoutReason: protocol.TimeoutDeadline}
 		if got, _ := taskState(formLegacy, res); got != r.legacy {
@@ -105,8 +107,8 @@ func TestTaskEndsOnce(t *testing.T) {
 		wg.Wait()
 		<-task.done
 		var n struct {
-			Method string     `json:"method"`
-			Params legacyTask `json:"params"`
+			Method string              `json:"method"`
+			Params taskwire.LegacyTask `json:"params"`
 		}
 		if err := json.Unmarshal([]byte(next(t, lines)), &n); err != nil {
 			t.Fatal(err)
@@ -114,7 +116,7 @@ func TestTaskEndsOnce(t *testing.T) {
 		tt.mu.Lock()
 		want := task.legacyLocked(time.Now())
 		tt.mu.Unlock()
-		if diff := cmp.Diff(methodTaskStatus, n.Method); diff != "" {
+		if diff := cmp.Diff(taskwire.MethodTaskStatus, n.Method); diff != "" {
 			t.Errorf("round %d: method mismatch (-want +got):\n%s", round, diff)
 		}
 		if diff := cmp.Diff(want, n.Params); diff != "" {
@@ -169,7 +171,7 @@ func TestTaskExpiry(t *testing.T) {
 		t.Errorf("a working task past its ttl was let go: %v", err)
 	}
 	_, err := tt.lookup(context.Background(), &ended.id)
-	if !errors.Is(err, errTaskNotFound) || !strings.Contains(err.Error(), "expired") {
+	if !errors.Is(err, taskwire.ErrTaskNotFound) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("lookup of an expired task: %v, want -32602 saying it expired", err)
 	}
 	tt.announce(working)
@@ -178,7 +180,7 @@ func TestTaskExpiry(t *testing.T) {
 		t.Errorf("a task that ended past its ttl: %v, want expired", err)
 	}
 	unknown := "h-9"
-	if _, err := tt.lookup(context.Background(), &unknown); !errors.Is(err, errTaskNotFound) || strings.Contains(err.Error(), "expired") {
+	if _, err := tt.lookup(context.Background(), &unknown); !errors.Is(err, taskwire.ErrTaskNotFound) || strings.Contains(err.Error(), "expired") {
 		t.Errorf("an unknown id: %v, want -32602 not found", err)
 	}
 }
@@ -201,7 +203,7 @@ func TestTaskTTL(t *testing.T) {
 		}
 	}
 	for _, raw := range []string{`3`, `"x"`, `[]`, `{"ttl":-5}`, `{"ttl":"x"}`, `{"ttl":1.5}`} {
-		if _, err := s.taskTTL(json.RawMessage(raw)); !errors.Is(err, errTaskInvalidArgs) {
+		if _, err := s.taskTTL(json.RawMessage(raw)); !errors.Is(err, taskwire.ErrTaskInvalidArgs) {
 			t.Errorf("taskTTL(%s): %v, want -32602", raw, err)
 		}
 	}
@@ -252,7 +254,7 @@ func TestTaskArtifactsAskedOfTheirKeeper(t *testing.T) {
 	}
 	f.gone["far/h-1"] = true
 	_, err := tt.lookup(context.Background(), &far.id)
-	if !errors.Is(err, errTaskNotFound) || !strings.Contains(err.Error(), "evicted") {
+	if !errors.Is(err, taskwire.ErrTaskNotFound) || !strings.Contains(err.Error(), "evicted") {
 		t.Errorf("lookup once the far artifacts were evicted: %v, want -32602 saying so", err)
 	}
 }

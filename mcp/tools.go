@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/mcp/internal/stdio"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -371,7 +372,7 @@ func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *Rea
 	if err := s.th.Call(ctx, protocol.MethodReadFile, &protocol.ReadFileParams{Path: in.Path, Line: in.Line, Limit: in.Limit, MaxBytes: in.MaxBytes, Destination: in.Destination}, &raw); err != nil {
 		return s.toolError(err)
 	}
-	content, rest, err := cutString(raw, "content")
+	content, rest, err := stdio.CutString(raw, "content")
 	var res FileRead
 	if err == nil {
 		err = json.Unmarshal(rest, &res)
@@ -379,7 +380,7 @@ func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *Rea
 	if err != nil {
 		return nil, fmt.Errorf("decoding toolhost's readFile answer: %w", err)
 	}
-	placeholder, drop := s.splice.hold(content)
+	placeholder, drop := s.splice.Hold(content)
 	context.AfterFunc(ctx, drop) // the answer of a cancelled call is not sent
 	return readFileContent(&res, placeholder), nil
 }

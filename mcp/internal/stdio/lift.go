@@ -1,4 +1,4 @@
-package mcp
+package stdio
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 // transport speaks under it.
 const liftKey = "io.toolhost/wire"
 
-// lifted is the value under liftKey.
-type lifted struct {
+// Lifted is the value under liftKey.
+type Lifted struct {
 	// ID is the request's JSON-RPC id, as JSON (subscriptions/listen).
 	ID string `json:"id,omitempty"`
 	// Task is tools/call's task member, as sent (2025-11-25).
@@ -46,16 +46,16 @@ func lift(req *jsonrpc.Request) {
 		return
 	}
 	meta := map[string]json.RawMessage{}
-	if raw, ok := params["_meta"]; ok && !isNull(raw) {
+	if raw, ok := params["_meta"]; ok && !IsNull(raw) {
 		if json.Unmarshal(raw, &meta) != nil || meta == nil {
 			return
 		}
 	}
 	delete(meta, liftKey)
-	var l lifted
+	var l Lifted
 	switch req.Method {
 	case "tools/call":
-		if raw, ok := params["task"]; ok && !isNull(raw) {
+		if raw, ok := params["task"]; ok && !IsNull(raw) {
 			l.Task = raw
 		}
 		delete(params, "task")
@@ -69,7 +69,7 @@ func lift(req *jsonrpc.Request) {
 		}
 		var filter map[string]json.RawMessage
 		if raw, ok := params["notifications"]; ok && json.Unmarshal(raw, &filter) == nil {
-			if ids, ok := filter["taskIds"]; ok && !isNull(ids) {
+			if ids, ok := filter["taskIds"]; ok && !IsNull(ids) {
 				l.TaskIDs = ids
 			}
 		}
@@ -95,8 +95,8 @@ func lift(req *jsonrpc.Request) {
 	}
 }
 
-// liftedOf returns what the transport lifted into a request's _meta.
-func liftedOf(meta sdk.Meta) (l lifted, ok bool) {
+// LiftedOf returns what the transport lifted into a request's _meta.
+func LiftedOf(meta sdk.Meta) (l Lifted, ok bool) {
 	v, ok := meta[liftKey]
 	if !ok {
 		return l, false
@@ -108,5 +108,5 @@ func liftedOf(meta sdk.Meta) (l lifted, ok bool) {
 	return l, true
 }
 
-// isNull reports whether raw is JSON null.
-func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+// IsNull reports whether raw is JSON null.
+func IsNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

@@ -1,4 +1,4 @@
-package mcp
+package stdio
 
 import (
 	"bufio"
@@ -17,43 +17,43 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// stdioTransport is MCP's stdio transport, one JSON-RPC message per line,
+// Transport is MCP's stdio transport, one JSON-RPC message per line,
 // made to survive bad input: a line that is not JSON is answered with a
 // parse error (-32700), a message that is not JSON-RPC or a batch with an
 // invalid request (-32600), and a line over the size limit with -32600
 // too, and the session goes on. (The SDK's own stdio transport ends the
 // session at the first line it cannot decode.)
-type stdioTransport struct {
-	in  io.Reader
-	out io.Writer
-	// max is the longest line read, in bytes.
-	max int64
-	log *slog.Logger
-	// splice puts the strings of large results in place.
-	splice *splicer
-	// outlet is given the connection, for the notifications the SDK has
+type Transport struct {
+	In  io.Reader
+	Out io.Writer
+	// Max is the longest line read, in bytes.
+	Max int64
+	Log *slog.Logger
+	// Splice puts the strings of large results in place.
+	Splice *Splicer
+	// Outlet is given the connection, for the notifications the SDK has
 	// no method to send.
-	outlet *outlet
+	Outlet *Outlet
 }
 
 // Connect starts reading the input.
-func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
-	c := &lineConn{out: t.out, log: t.log, splice: t.splice, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
-	if t.outlet != nil {
-		t.outlet.conn.Store(c)
+func (t *Transport) Connect(context.Context) (sdk.Connection, error) {
+	c := &lineConn{out: t.Out, log: t.Log, splice: t.Splice, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	if t.Outlet != nil {
+		t.Outlet.conn.Store(c)
 	}
 	// The reader ends at the end of the input. Close cannot interrupt a
 	// read of a real stdin: the reader is then left blocked in it for the
 	// process's exit to end, as toolhost's own read loop is.
-	go c.readLoop(bufio.NewReaderSize(t.in, 64<<10), t.max)
+	go c.readLoop(bufio.NewReaderSize(t.In, 64<<10), t.Max)
 	return c, nil
 }
 
-// lineConn is the connection of stdioTransport.
+// lineConn is the connection of Transport.
 type lineConn struct {
 	out    io.Writer
 	log    *slog.Logger
-	splice *splicer
+	splice *Splicer
 	// writeMu serializes writes: one message per line, whole.
 	writeMu sync.Mutex
 	// incoming carries the decoded messages; the reader closes it at the
@@ -239,17 +239,23 @@ func (c *lineConn) notify(method string, params any) error {
 	return c.writeLine(b)
 }
 
-// outlet is the way out for the notifications the SDK cannot send
+// Outlet is the way out for the notifications the SDK cannot send
 // (notifications/tasks/status, notifications/tasks, a subscription's
 // acknowledgment with task ids): they are written on the transport's
 // connection, in the order of the calls.
-type outlet struct {
+type Outlet struct {
 	conn atomic.Pointer[lineConn]
 }
 
-// notify sends one notification; it fails before the session is
+// Attach connects o straight to w, one message per line, with no input
+// read: a test sees on w what is sent through o.
+func (o *Outlet) Attach(w io.Writer, log *slog.Logger) {
+	o.conn.Store(&lineConn{out: w, log: log, closed: make(chan struct{})})
+}
+
+// Notify sends one notification; it fails before the session is
 // connected and once the connection is closed.
-func (o *outlet) notify(method string, params any) error {
+func (o *Outlet) Notify(method string, params any) error {
 	c := o.conn.Load()
 	if c == nil {
 		return io.ErrClosedPipe

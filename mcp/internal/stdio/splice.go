@@ -1,4 +1,4 @@
-package mcp
+package stdio
 
 import (
 	"bytes"
@@ -9,13 +9,13 @@ import (
 	"sync"
 )
 
-// splicer lets a large string go from toolhost's answer to the MCP answer
+// Splicer lets a large string go from toolhost's answer to the MCP answer
 // still encoded: a tool's result holds a placeholder in its place, and the
 // transport writes the string's JSON encoding, as toolhost sent it, where
 // the placeholder's is. The SDK then encodes a few bytes instead of the
 // string, which it would go over several times (each MarshalJSON of the
 // nested content is compacted again), and the string is never decoded.
-type splicer struct {
+type Splicer struct {
 	// nonce makes the placeholders of a session unguessable, so that no
 	// content can hold one by chance.
 	nonce string
@@ -35,23 +35,23 @@ type splice struct {
 	written func()
 }
 
-func newSplicer() *splicer {
+func NewSplicer() *Splicer {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
-	return &splicer{nonce: hex.EncodeToString(b[:]), pending: make(map[string]splice)}
+	return &Splicer{nonce: hex.EncodeToString(b[:]), pending: make(map[string]splice)}
 }
 
-// hold keeps str, a JSON string, and returns the text to put in its place,
+// Hold keeps str, a JSON string, and returns the text to put in its place,
 // and a drop that forgets it (for an answer that is never written).
-func (sp *splicer) hold(str json.RawMessage) (placeholder string, drop func()) {
-	return sp.holdThen(str, nil)
+func (sp *Splicer) Hold(str json.RawMessage) (placeholder string, drop func()) {
+	return sp.HoldThen(str, nil)
 }
 
-// holdThen is hold, and written is called once the answer holding the
+// HoldThen is hold, and written is called once the answer holding the
 // placeholder is on the wire: after its last byte was written, and before
 // any message written after it. It is how a task's notifications wait for
 // the answer that names the task.
-func (sp *splicer) holdThen(str json.RawMessage, written func()) (placeholder string, drop func()) {
+func (sp *Splicer) HoldThen(str json.RawMessage, written func()) (placeholder string, drop func()) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.next++
@@ -68,7 +68,7 @@ func (sp *splicer) holdThen(str json.RawMessage, written func()) (placeholder st
 // apply returns b with every pending placeholder it holds replaced by its
 // string, and forgets those; written lists what to call once b has been
 // written.
-func (sp *splicer) apply(b []byte) (out []byte, written []func()) {
+func (sp *Splicer) apply(b []byte) (out []byte, written []func()) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	for key, sl := range sp.pending {
@@ -85,13 +85,13 @@ func (sp *splicer) apply(b []byte) (out []byte, written []func()) {
 	return b, written
 }
 
-// cutString takes the member key, whose value must be a string, out of the
+// CutString takes the member key, whose value must be a string, out of the
 // JSON object obj, without decoding the string: it returns the string's
 // JSON encoding and the object without the member. The other members are
 // left for encoding/json, which is then spared a scan of the string
 // (toolhost's answers are valid JSON: cutString only finds its way
 // through them).
-func cutString(obj []byte, key string) (str, rest []byte, err error) {
+func CutString(obj []byte, key string) (str, rest []byte, err error) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil, nil, fmt.Errorf("not a JSON object")

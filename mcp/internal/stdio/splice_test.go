@@ -1,4 +1,4 @@
-package mcp
+package stdio
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ func TestCutString(t *testing.T) {
 		` { "size" : 3 , "nested" : {"content":"no","a":[1,"]}"]} , "content" : "last\\u0041" } `,
 		`{"content":""}`,
 	} {
-		str, rest, err := cutString([]byte(obj), "content")
+		str, rest, err := CutString([]byte(obj), "content")
 		if err != nil {
 			t.Errorf("cutString(%s): %v", obj, err)
 			continue
@@ -43,7 +43,7 @@ func TestCutString(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`[]`, `{"path":"a"}`, `{"content":3}`, `{"content":"open`} {
-		if _, _, err := cutString([]byte(bad), "content"); err == nil {
+		if _, _, err := CutString([]byte(bad), "content"); err == nil {
 			t.Errorf("cutString(%s) succeeded", bad)
 		}
 	}
@@ -52,8 +52,8 @@ func TestCutString(t *testing.T) {
 // TestSplicer replaces a held placeholder by its string once, whatever
 // else the answer holds.
 func TestSplicer(t *testing.T) {
-	sp := newSplicer()
-	ph, drop := sp.hold(json.RawMessage(`"the \"content\""`))
+	sp := NewSplicer()
+	ph, drop := sp.Hold(json.RawMessage(`"the \"content\""`))
 	defer drop()
 	answer, err := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": ph}}})
 	if err != nil {
@@ -74,9 +74,9 @@ func TestSplicer(t *testing.T) {
 // TestSplicerWritten hands back the callback of a held string once, with
 // the answer that holds it, and never for another answer.
 func TestSplicerWritten(t *testing.T) {
-	sp := newSplicer()
+	sp := NewSplicer()
 	calls := 0
-	ph, drop := sp.holdThen(json.RawMessage(`"h-7"`), func() { calls++ })
+	ph, drop := sp.HoldThen(json.RawMessage(`"h-7"`), func() { calls++ })
 	defer drop()
 	if _, written := sp.apply([]byte(`{"other":"answer"}`)); len(written) != 0 {
 		t.Fatalf("an answer without the placeholder returned %d callbacks", len(written))
