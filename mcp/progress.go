@@ -214,17 +214,7 @@ func (c *progressCount) next(ev event) (progress, total float64, msg string) {
 			whole = float64(st.Index - 1)
 		}
 		c.total = float64(st.Total)
-		switch {
-		case st.Total > 0:
-			msg = fmt.Sprintf("step %d/%d: %s", st.Index, st.Total, st.Step)
-		case st.Index > 0:
-			msg = fmt.Sprintf("step %d: %s", st.Index, st.Step)
-		default:
-			msg = st.Step
-		}
-		if st.Status != protocol.StepStart {
-			msg += " (" + string(st.Status) + ")"
-		}
+		msg = st.Message()
 	case ev.beat != nil:
 		msg = fmt.Sprintf("%s: alive after %.1fs", ev.beat.Step, float64(ev.beat.ElapsedMs)/1000)
 	}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -318,6 +319,26 @@ type StepTransitionParams struct {
 	// TS is the time the child stated in its marker, else the time the
 	// server saw the transition.
 	TS time.Time `json:"ts"`
+}
+
+// Message describes the transition in a line, as progress reports show it
+// ($/progress, MCP's notifications/progress): "step 2/5: build" when a
+// step starts, "step 2/5: build (fail)" when it ends or is skipped;
+// without a total "step 2: build", without an index "build".
+func (p *StepTransitionParams) Message() string {
+	var msg string
+	switch {
+	case p.Total > 0:
+		msg = fmt.Sprintf("step %d/%d: %s", p.Index, p.Total, p.Step)
+	case p.Index > 0:
+		msg = fmt.Sprintf("step %d: %s", p.Index, p.Step)
+	default:
+		msg = p.Step
+	}
+	if p.Status != StepStart {
+		msg += " (" + string(p.Status) + ")"
+	}
+	return msg
 }
 
 // HeartbeatParams are the params of heartbeat.

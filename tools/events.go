@@ -122,18 +122,19 @@ func (w *watcher) onStep(ev process.StepEvent) {
 		// in the file.
 		w.progress.step(ev, w.cmd.PID())
 	}
+	st := &protocol.StepTransitionParams{
+		HandleID: w.handleID, CommandID: w.commandID, Step: ev.Step, Status: protocol.StepStatus(ev.Status),
+		Index: ev.Index, Total: ev.Total, ElapsedMs: ev.Elapsed.Milliseconds(), TS: ts.UTC(),
+	}
 	if w.notifySteps {
-		w.s.Notify(protocol.NotifyStepTransition, protocol.StepTransitionParams{
-			HandleID: w.handleID, CommandID: w.commandID, Step: ev.Step, Status: protocol.StepStatus(ev.Status),
-			Index: ev.Index, Total: ev.Total, ElapsedMs: ev.Elapsed.Milliseconds(), TS: ts.UTC(),
-		})
+		w.s.Notify(protocol.NotifyStepTransition, *st)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.token == nil || !w.begun || w.ended {
 		return
 	}
-	report := protocol.WorkDoneProgressReport{Kind: "report", Cancellable: true, Message: stepMessage(ev)}
+	report := protocol.WorkDoneProgressReport{Kind: "report", Cancellable: true, Message: st.Message()}
 	if ev.Total > 0 {
 		done := ev.Index - 1
 		if ev.Status != string(protocol.StepStart) {
@@ -143,25 +144,6 @@ func (w *watcher) onStep(ev process.StepEvent) {
 		report.Percentage = &pct
 	}
 	w.s.NotifyCoalesced("progress/"+w.token.String(), replaceItem{method: protocol.NotifyProgress, params: protocol.ProgressNotification{Token: *w.token, Value: report}})
-}
-
-// stepMessage describes a step event for a $/progress report: "step 2/5:
-// build" when a step starts, "step 2/5: build (fail)" when it ends or is
-// skipped; without a total "step 2: build", without an index "build".
-func stepMessage(ev process.StepEvent) string {
-	var msg string
-	switch {
-	case ev.Total > 0:
-		msg = fmt.Sprintf("step %d/%d: %s", ev.Index, ev.Total, ev.Step)
-	case ev.Index > 0:
-		msg = fmt.Sprintf("step %d: %s", ev.Index, ev.Step)
-	default:
-		msg = ev.Step
-	}
-	if ev.Status != string(protocol.StepStart) {
-		msg += " (" + ev.Status + ")"
-	}
-	return msg
 }
 
 func (w *watcher) onHeartbeat(ev process.HeartbeatEvent) {
