@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/internal/sshdtest"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -118,8 +114,8 @@ func (b *bench) hubLocal() error {
 // hubSSH measures the same over ssh to an sshd on 127.0.0.1 started for
 // the figure; without sshd it says why and measures nothing.
 func (b *bench) hubSSH() error {
-	d, err := startBenchSSHD(filepath.Join(b.work, "sshd"))
-	if errors.Is(err, errNoSSHD) {
+	d, err := sshdtest.Start(filepath.Join(b.work, "sshd"))
+	if errors.Is(err, sshdtest.ErrNotInstalled) {
 		b.logf("hub-ssh skipped: %v", err)
 		b.add(row{Figure: "`runCommand` of `true` through the hub over localhost ssh", Value: "skipped: " + err.Error()})
 		return nil
@@ -127,10 +123,10 @@ func (b *bench) hubSSH() error {
 	if err != nil {
 		return err
 	}
-	defer d.stop()
-	hub, straight, err := b.hubVersusStraight("hub-ssh", append([]string{"ssh"}, d.args()...))
+	defer d.Stop()
+	hub, straight, err := b.hubVersusStraight("hub-ssh", d.Argv())
 	if err != nil {
-		return fmt.Errorf("%w (sshd log: %s)", err, d.log.tail())
+		return fmt.Errorf("%w (sshd log: %s)", err, d.LogTail())
 	}
 	p50, s50 := hub.pct(50), straight.pct(50)
 	b.add(row{Figure: "`runCommand` of `true` through the hub over localhost ssh, p50", Value: fmtDur(p50), Baseline: "the same straight: " + fmtDur(s50),
@@ -216,159 +212,4 @@ func (b *bench) hubConcurrent() error {
 		Baseline: "100 each to 3 servers straight, at once: " + fmtDur(s50), Ratio: ratio(float64(p50), float64(s50))})
 	b.note("300 concurrent commands: %d rounds (after %d to warm up) of 100 `runCommand` of `true` to each of three local destinations of one hub, all sent before any answer is awaited, each round followed by the same 300 straight to three servers (one client each); time from the first write to the last answer.", n, warm)
 	return nil
-}
-
-// errNoSSHD says this machine has no sshd for the ssh figure.
-var errNoSSHD = errors.New("no sshd")
-
-// benchSSHD is an OpenSSH server on a free loopback port with keys made
-// for the figure: no password, no PAM. Pdeathsig ends it with the bench if
-// stop is never called.
-type benchSSHD struct {
-	cmd  *exec.Cmd
-	port int
-	key  string
-	log  *tailBuffer
-	// exited is closed by the goroutine that reaps sshd.
-	exited chan struct{}
-	// logDone is closed by the goroutine that reads sshd's log, at its
-	// end (when sshd and its sessions have all closed it).
-	logDone chan struct{}
-}
-
-// tailBuffer keeps sshd's log for failures.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder // guarded by mu
-}
-
-func (t *tailBuffer) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.WriteString(line + "\n")
-}
-
-func (t *tailBuffer) tail() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.buf.String()
-	if len(s) > 2000 {
-		s = "…" + s[len(s)-2000:]
-	}
-	return s
-}
-
-// startBenchSSHD makes keys and a configuration in dir and starts sshd in
-// the foreground; it returns once sshd listens and lets the key in as
-// root (a real `ssh … true`). errNoSSHD says sshd or ssh is missing.
-func startBenchSSHD(dir string) (*benchSSHD, error) {
-	const sshdPath = "/usr/sbin/sshd"
-	if _, err := os.Stat(sshdPath); err != nil {
-		return nil, fmt.Errorf("%w: %s is not installed (apt-get install openssh-server)", errNoSSHD, sshdPath)
-	}
-	for _, tool := range []string{"ssh", "ssh-keygen"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("%w: %v", errNoSSHD, err)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	for _, k := range []string{"hostkey", "userkey"} {
-		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k)).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("ssh-keygen: %v: %s", err, out)
-		}
-	}
-	pub, err := os.ReadFile(filepath.Join(dir, "userkey.pub"))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-		return nil, fmt.Errorf("sshd needs /run/sshd: %w", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	conf := filepath.Join(dir, "sshd_config")
-	if err := os.WriteFile(conf, []byte(strings.Join([]string{
-		"Port " + strconv.Itoa(port), "ListenAddress 127.0.0.1",
-		"HostKey " + filepath.Join(dir, "hostkey"), "AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
-		"PasswordAuthentication no", "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password",
-		"PidFile none", "StrictModes no", "UsePAM no", "UseDNS no", "MaxStartups 200:30:400", "MaxSessions 200",
-	}, "\n")+"\n"), 0o600); err != nil {
-		return nil, err
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	d := &benchSSHD{port: port, key: filepath.Join(dir, "userkey"), log: &tailBuffer{}, exited: make(chan struct{}), logDone: make(chan struct{})}
-	d.cmd = exec.Command(sshdPath, "-D", "-e", "-f", conf)
-	d.cmd.Stdout, d.cmd.Stderr = w, w
-	d.cmd.SysProcAttr = sshdAttr()
-	err = d.cmd.Start()
-	w.Close()
-	if err != nil {
-		r.Close()
-		return nil, fmt.Errorf("starting sshd: %w", err)
-	}
-	listening := make(chan struct{})
-	go func() { // the log reader, owned by stop, which waits on logDone
-		defer close(d.logDone)
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		var once sync.Once
-		for sc.Scan() {
-			d.log.add(sc.Text())
-			if strings.Contains(sc.Text(), "Server listening on 127.0.0.1 port "+strconv.Itoa(port)) {
-				once.Do(func() { close(listening) })
-			}
-		}
-	}()
-	go func() { // the reaper, owned by stop, which waits on exited
-		_ = d.cmd.Wait()
-		close(d.exited)
-	}()
-	select {
-	case <-listening:
-	case <-d.exited:
-		return nil, fmt.Errorf("sshd exited: %s", d.log.tail())
-	case <-time.After(30 * time.Second):
-		d.stop()
-		return nil, fmt.Errorf("sshd did not listen within 30 s: %s", d.log.tail())
-	}
-	if out, err := exec.Command("ssh", append(d.args(), "true")...).CombinedOutput(); err != nil {
-		d.stop()
-		return nil, fmt.Errorf("ssh to the bench's sshd: %v: %s (sshd log: %s)", err, out, d.log.tail())
-	}
-	return d, nil
-}
-
-// args are ssh(1)'s arguments up to the remote command.
-func (d *benchSSHD) args() []string {
-	return []string{"-T", "-i", d.key, "-p", strconv.Itoa(d.port),
-		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-		"-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "root@127.0.0.1"}
-}
-
-// stop ends sshd and waits for it and for its log's reader (whose end
-// also waits for the sessions sshd forked, bounded).
-func (d *benchSSHD) stop() {
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(10 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
-	select {
-	case <-d.logDone:
-	case <-time.After(10 * time.Second):
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/internal/sshdtest"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -132,11 +133,11 @@ func TestDestinationHandleIDsOutliveReconnect(t *testing.T) {
 func TestDestinationFailsToStart(t *testing.T) {
 	t.Parallel()
 	needSSHClient(t)
-	port, err := freePort() // closed again: nothing listens there
+	port, err := sshdtest.FreePort() // closed again: nothing listens there
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := dest{Name: "down", Argv: append(append([]string{"ssh"}, sshArgsTo("/dev/null", port)...), binary, "--root", "/")}
+	closed := dest{Name: "down", Argv: append(append([]string{"ssh"}, sshdtest.SSHArgs("/dev/null", port)...), binary, "--root", "/")}
 	missing := dest{Name: "missing", Argv: []string{"/nonexistent/toolhost", "--root", "/"}}
 	good := localDest(t, "good")
 	s := startHub(t, []dest{closed, missing, good})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/sshdtest"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -37,10 +38,10 @@ func farRoot(t testing.TB) string {
 
 // sshDest is a destination reached over the test's sshd: ssh to root on
 // 127.0.0.1 running the binary under test on a new root.
-func sshDest(t testing.TB, d *sshd, name string, extra ...string) dest {
+func sshDest(t testing.TB, d *sshdtest.Server, name string, extra ...string) dest {
 	t.Helper()
 	root := farRoot(t)
-	return dest{Name: name, Argv: d.destinationArgv(root, extra...), Root: root}
+	return dest{Name: name, Argv: destinationArgv(d, root, extra...), Root: root}
 }
 
 // localDest is a direct local destination: the binary under test on a new

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package main
-
-import "syscall"
-
-// sshdAttr has no Pdeathsig outside Linux: only stop ends the bench's sshd.
-func sshdAttr() *syscall.SysProcAttr { return nil }
