@@ -303,11 +303,21 @@ func (c *confinement) narrowLimits(asked *protocol.Limits) (sandbox.Limits, erro
 	if l.Pids, err = lower("pids", l.Pids, asked.Pids, "--limit-pids"); err != nil {
 		return l, err
 	}
-	cpu, err := lower("cpuMs", l.CPU.Milliseconds(), asked.CPUMs, "--limit-cpu")
-	if err != nil {
-		return l, err
+	if asked.CPUMs != nil {
+		// The server's limit in whole milliseconds, rounded up, so that
+		// one under a millisecond is not taken for none.
+		cur := l.CPU.Milliseconds()
+		if l.CPU%time.Millisecond != 0 {
+			cur++
+		}
+		cpu, err := lower("cpuMs", cur, asked.CPUMs, "--limit-cpu")
+		if err != nil {
+			return l, err
+		}
+		if d := msDuration(cpu); l.CPU == 0 || d < l.CPU {
+			l.CPU = d
+		}
 	}
-	l.CPU = time.Duration(cpu) * time.Millisecond
 	return l, nil
 }
 

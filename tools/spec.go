@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -45,13 +46,13 @@ func (t *Tools) plainSpec(ws *workspace.Workspace, p *protocol.RunCommandParams)
 		if *p.TimeoutMs <= 0 {
 			return spec, protocol.InvalidParams("timeoutMs", "must be a positive number of milliseconds, not %d", *p.TimeoutMs)
 		}
-		spec.Timeout = time.Duration(*p.TimeoutMs) * time.Millisecond
+		spec.Timeout = msDuration(*p.TimeoutMs)
 	}
 	if p.InactivityTimeoutMs != nil {
 		if *p.InactivityTimeoutMs <= 0 {
 			return spec, protocol.InvalidParams("inactivityTimeoutMs", "must be a positive number of milliseconds, not %d", *p.InactivityTimeoutMs)
 		}
-		spec.InactivityTimeout = time.Duration(*p.InactivityTimeoutMs) * time.Millisecond
+		spec.InactivityTimeout = msDuration(*p.InactivityTimeoutMs)
 	}
 	if p.YieldMs != nil && (*p.YieldMs < 0 || *p.YieldMs > maxYieldMs) {
 		return spec, protocol.InvalidParams("yieldMs", "must be between 0 and %d, not %d", maxYieldMs, *p.YieldMs)
@@ -66,6 +67,17 @@ func (t *Tools) plainSpec(ws *workspace.Workspace, p *protocol.RunCommandParams)
 		spec.OutputLimit = int(*p.OutputLimitBytes)
 	}
 	return spec, nil
+}
+
+// msDuration converts a positive number of milliseconds from the wire to a
+// Duration, saturating where time.Duration(ms) * time.Millisecond would
+// overflow: a client's "practically never" must not wrap around to a
+// moment, or to a negative time.
+func msDuration(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // stepsSpec checks a recipe's steps and adds them to spec.
