@@ -28,7 +28,7 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *protocol.CancelPa
 		if *p.GraceMs < 0 {
 			return nil, protocol.InvalidParams("graceMs", "must not be negative")
 		}
-		grace = time.Duration(*p.GraceMs) * time.Millisecond
+		grace = msDuration(*p.GraceMs)
 		if grace == 0 {
 			grace = time.Nanosecond // no grace: KILL right after TERM
 		}

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/protocol"
@@ -58,7 +57,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 			cleanup()
 			return nil, protocol.InvalidParams("initializationOptions.killGraceMs", "must not be negative")
 		}
-		killGrace = time.Duration(*opts.KillGraceMs) * time.Millisecond
+		killGrace = msDuration(*opts.KillGraceMs)
 	}
 	defaultTimeout := t.cfg.DefaultTimeout
 	if opts.DefaultTimeoutMs != nil {
@@ -66,7 +65,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 			cleanup()
 			return nil, protocol.InvalidParams("initializationOptions.defaultTimeoutMs", "must not be negative")
 		}
-		defaultTimeout = time.Duration(*opts.DefaultTimeoutMs) * time.Millisecond
+		defaultTimeout = msDuration(*opts.DefaultTimeoutMs)
 	}
 	outputLimit := t.cfg.OutputLimit
 	if opts.OutputLimitBytes != nil {
