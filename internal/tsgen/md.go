@@ -777,25 +777,31 @@ func (m *md) typeText(e ast.Expr) (string, error) {
 
 // linkNames links the struct types a directive's TypeScript names.
 func (m *md) linkNames(t string) string {
+	return mapIdents(t, func(w string) string {
+		if m.isStruct(w) {
+			return typeLink(w)
+		}
+		return w
+	})
+}
+
+// mapIdents returns s with each identifier w in it replaced by f(w).
+func mapIdents(s string, f func(w string) string) string {
 	var b strings.Builder
-	for len(t) > 0 {
-		i := strings.IndexFunc(t, isIdent)
+	for len(s) > 0 {
+		i := strings.IndexFunc(s, isIdent)
 		if i < 0 {
-			b.WriteString(t)
+			b.WriteString(s)
 			break
 		}
-		b.WriteString(t[:i])
-		t = t[i:]
-		j := strings.IndexFunc(t, func(r rune) bool { return !isIdent(r) })
+		b.WriteString(s[:i])
+		s = s[i:]
+		j := strings.IndexFunc(s, func(r rune) bool { return !isIdent(r) })
 		if j < 0 {
-			j = len(t)
+			j = len(s)
 		}
-		if w := t[:j]; m.isStruct(w) {
-			b.WriteString(typeLink(w))
-		} else {
-			b.WriteString(w)
-		}
-		t = t[j:]
+		b.WriteString(f(s[:j]))
+		s = s[j:]
 	}
 	return b.String()
 }
@@ -830,28 +836,12 @@ func renameFields(s string, goNames map[string]string) string {
 	if len(goNames) == 0 {
 		return s
 	}
-	var b strings.Builder
-	for len(s) > 0 {
-		i := strings.IndexFunc(s, isIdent)
-		if i < 0 {
-			b.WriteString(s)
-			break
-		}
-		b.WriteString(s[:i])
-		s = s[i:]
-		j := strings.IndexFunc(s, func(r rune) bool { return !isIdent(r) })
-		if j < 0 {
-			j = len(s)
-		}
-		w := s[:j]
+	return mapIdents(s, func(w string) string {
 		if js, ok := goNames[w]; ok {
-			b.WriteString("`" + js + "`")
-		} else {
-			b.WriteString(w)
+			return "`" + js + "`"
 		}
-		s = s[j:]
-	}
-	return b.String()
+		return w
+	})
 }
 
 // escape escapes the Markdown of plain doc text outside `code spans`: an
