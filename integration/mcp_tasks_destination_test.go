@@ -233,14 +233,7 @@ func TestMCPTasksOnDestinationArtifactsEvicted(t *testing.T) {
 	var again callResult
 	s.toolCall("run_command", map[string]any{"argv": fill, "destination": "far"}, nil).result(&again)
 	// The far toolhost's warning of the eviction, relayed, is the event.
-	s.awaitNotes("the far eviction's warning", func(notes []taskNote) bool {
-		for _, n := range notes {
-			if n.Method == "notifications/message" && strings.Contains(string(n.Params), "evicted") {
-				return true
-			}
-		}
-		return false
-	})
+	s.awaitEvictionWarning()
 	e := s.callErr("tasks/get", map[string]any{"taskId": created.Task.TaskID}, jsonrpc.CodeInvalidParams)
 	if !strings.Contains(e.Message, "evicted") || !strings.Contains(e.Message, created.Task.TaskID) {
 		t.Errorf("tasks/get of a far task whose artifacts were evicted: %q, want it named and the eviction said", e.Message)

@@ -392,6 +392,20 @@ func startTasks2026(t *testing.T, args ...string) (*taskSession, map[string]any)
 	return s, disc
 }
 
+// awaitEvictionWarning waits for toolhost's warning that artifacts were
+// evicted over --artifacts-cap-bytes, as a notifications/message.
+func (s *taskSession) awaitEvictionWarning() {
+	s.t.Helper()
+	s.awaitNotes("the eviction's warning", func(notes []taskNote) bool {
+		for _, n := range notes {
+			if n.Method == "notifications/message" && strings.Contains(string(n.Params), "evicted") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // startTasks2025 starts a session negotiated by initialize at 2025-11-25,
 // and returns it with the initialize result.
 func startTasks2025(t *testing.T, args ...string) (*taskSession, map[string]any) {
