@@ -16,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/mcp/internal/stdio"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -171,13 +170,9 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 	if err != nil {
 		return nil, protocolError(err)
 	}
-	content, rest, err := stdio.CutString(raw, "content")
-	var res FileRead
-	if err == nil {
-		err = json.Unmarshal(rest, &res)
-	}
+	content, res, err := cutFileRead(raw)
 	if err != nil {
-		return nil, fmt.Errorf("decoding toolhost's readFile answer: %w", err)
+		return nil, err
 	}
 	meta := sdk.Meta{
 		"startLine": res.StartLine, "endLine": res.EndLine, "totalLines": res.TotalLines,

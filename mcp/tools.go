@@ -372,13 +372,9 @@ func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *Rea
 	if err := s.th.Call(ctx, protocol.MethodReadFile, &protocol.ReadFileParams{Path: in.Path, Line: in.Line, Limit: in.Limit, MaxBytes: in.MaxBytes, Destination: in.Destination}, &raw); err != nil {
 		return s.toolError(err)
 	}
-	content, rest, err := stdio.CutString(raw, "content")
-	var res FileRead
-	if err == nil {
-		err = json.Unmarshal(rest, &res)
-	}
+	content, res, err := cutFileRead(raw)
 	if err != nil {
-		return nil, fmt.Errorf("decoding toolhost's readFile answer: %w", err)
+		return nil, err
 	}
 	placeholder, drop := s.splice.Hold(content)
 	context.AfterFunc(ctx, drop) // the answer of a cancelled call is not sent
@@ -393,4 +389,17 @@ func (s *Server) writeFile(ctx context.Context, req *sdk.CallToolRequest, in *Wr
 		return s.toolError(err)
 	}
 	return structured(res, "wrote %s (%d bytes, sha256 %s)", res.Path, res.Size, res.Sha256), nil
+}
+
+// cutFileRead splits toolhost's readFile answer into its content, still
+// encoded as toolhost sent it (for the splicer), and the rest of it.
+func cutFileRead(raw json.RawMessage) (content json.RawMessage, res FileRead, err error) {
+	content, rest, err := stdio.CutString(raw, "content")
+	if err == nil {
+		err = json.Unmarshal(rest, &res)
+	}
+	if err != nil {
+		return nil, res, fmt.Errorf("decoding toolhost's readFile answer: %w", err)
+	}
+	return content, res, nil
 }
