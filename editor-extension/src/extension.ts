@@ -15,7 +15,7 @@ import {
 } from 'vscode-languageclient/node';
 import { progressHandles, sandboxOf, workspaceOf } from './answers';
 import { splitArgv } from './argv';
-import { destinationOf, destinationPicks, destinationsOf, isLocalPath, qualifiedPath, THIS_MACHINE } from './destinations';
+import { destinationOf, destinationPicks, destinationsOf, handleHead, isLocalPath, qualifiedPath, THIS_MACHINE } from './destinations';
 import type { ReadOutput } from './follow';
 import { LiveOutput } from './liveOutput';
 import { describeStep, summarizeResult, ToolsModel, ToolView } from './model';
@@ -498,6 +498,15 @@ class Toolhost implements vscode.Disposable {
     }
     if (tool.result) {
       await this.openFile(tool.handleId, tool.result.artifacts.outputPath, 'log');
+      return;
+    }
+    if (handleHead(tool.handleId)) {
+      // A destination's command: its artifacts are on that machine, under a
+      // directory only its result names. Ask for them by handle, which the
+      // hub routes there.
+      const r = await this.ready().sendRequest(ReadOutputRequest, { handleId: tool.handleId, offset: 0, maxBytes: 1 << 20 });
+      const content = r.encoding === 'base64' ? Buffer.from(r.data, 'base64').toString('utf8') : r.data;
+      await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content, language: 'log' }));
       return;
     }
     const file = path.join(this.artifactsDir, tool.commandId, 'output.log');

@@ -1732,44 +1732,6 @@ export const LogMessageNotification = new NotificationType<LogMessageParams>("wi
  */
 export const WorkDoneProgressCreateRequest = new RequestType<WorkDoneProgressCreateParams, null, void>("window/workDoneProgress/create");
 
-/** The error codes toolhost sends: JSON-RPC's, LSP's, and its own. */
-/** not JSON; a bad header */
-export const CodeParseError = -32700;
-/** not a JSON-RPC request; an id already in flight; initialize twice; anything but exit after shutdown */
-export const CodeInvalidRequest = -32600;
-/** an unknown method (data.method) */
-export const CodeMethodNotFound = -32601;
-/** a param of the wrong type, unknown, missing or out of range (data.field) */
-export const CodeInvalidParams = -32602;
-/** a failure of the server itself, a handler panic */
-export const CodeInternalError = -32603;
-/** a request before initialize */
-export const CodeServerNotInitialized = -32002;
-/** $/cancelRequest, or the session ending */
-export const CodeRequestCancelled = -32800;
-/** a path resolves outside the root and read roots (data.path, data.reason) */
-export const CodePathOutsideWorkspace = -32001;
-/** a file, directory or cwd that does not exist */
-export const CodeNotFound = -32003;
-/** an unknown handleId */
-export const CodeHandleNotFound = -32004;
-/** the executable is missing or not runnable (data.argv0, data.reason) */
-export const CodeSpawnFailed = -32005;
-/** over maxBytes or --max-message-bytes (data.size, data.limit) */
-export const CodeTooLarge = -32006;
-/** over --max-processes; nothing was started */
-export const CodeBusy = -32007;
-/** a write into a read root or the artifacts directory */
-export const CodeReadOnlyRoot = -32008;
-/** expectedSha256 does not match (data.expected, data.actual) */
-export const CodeConflict = -32009;
-/** a command asks for confinement the kernel cannot give (data.missing) */
-export const CodeSandboxUnavailable = -32010;
-/** writeInput, resize or signal to a handle that has ended, or whose input is closed (data.handleId, data.status) */
-export const CodeNotRunning = -32011;
-/** a destination that cannot be started or initialized, or whose transport died (data.destination, data.reason) */
-export const CodeDestinationUnavailable = -32012;
-
 /** ErrorData is the data of every error toolhost sends: what and where. */
 export interface ErrorData {
   /**

@@ -324,6 +324,20 @@ func (p *protocol) sourceList() string {
 	return strings.Join(n[:len(n)-1], ", ") + " and " + n[len(n)-1]
 }
 
+// isCodes reports whether a const block of a type file is the block of
+// error codes: one that holds a code of the codes file. The codes are
+// written once, with the codes, when the codes file is also a type file.
+func (p *protocol) isCodes(gd *ast.GenDecl) bool {
+	for _, spec := range gd.Specs {
+		for _, name := range spec.(*ast.ValueSpec).Names {
+			if slices.ContainsFunc(p.codes, func(c errorCode) bool { return c.name == name.Name }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // dir is the directory of the sources, as go generate names its
 // package: "protocol".
 func (p *protocol) dir() string {

@@ -42,7 +42,9 @@ func (p *protocol) typeScript() ([]byte, error) {
 					}
 				}
 			case token.CONST:
-				g.constDecl(gd)
+				if !p.isCodes(gd) {
+					g.constDecl(gd)
+				}
 			case token.VAR:
 				if grp, ok := groups[gd]; ok {
 					g.descriptors(grp)

@@ -269,3 +269,24 @@ func TestPropName(t *testing.T) {
 		}
 	}
 }
+
+// TestCodesFileAlsoATypeFile writes each error code once when the codes
+// file is also given as a type file (as protocol's errors.go is, for
+// ErrorData): twice would be a TypeScript redeclaration.
+func TestCodesFileAlsoATypeFile(t *testing.T) {
+	outs, err := plan("testdata", []string{"-codes", "errors.go", "protocol.go", "methods.go", "errors.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := string(outs[0].content)
+	for _, line := range strings.Split(ts, "\n") {
+		name, ok := strings.CutPrefix(line, "export const Code")
+		if !ok {
+			continue
+		}
+		name = "export const Code" + name[:strings.Index(name, " ")]
+		if n := strings.Count(ts, name+" "); n != 1 {
+			t.Errorf("%s written %d times, want once", name, n)
+		}
+	}
+}
