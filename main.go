@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolhost/toolhost/capture"
 	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/internal/demo"
 	"github.com/toolhost/toolhost/mcp"
@@ -261,6 +262,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		logger.Info("signal received; ending the session", "signal", sig)
 		ender.end("signal " + sig.String())
 	}()
+
+	// A server killed with SIGKILL leaves its private artifacts directory
+	// in the temp dir: remove those of dead servers. Alongside the session,
+	// so that a large one does not delay it. Nothing waits for it: a sweep
+	// cut short by the process's exit is taken up by the next server.
+	go capture.SweepTempDirs("", logger)
 
 	// The first message decides the protocol: an MCP client's initialize
 	// (or server/discover) goes to the MCP server, replayed from the

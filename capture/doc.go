@@ -16,10 +16,22 @@
 //	               lengths, the broadcast of new bytes, the time of the
 //	               latest write, the inline output so far
 //	markers.go     the step-marker syntax
+//	tempdir*.go    MkdirTemp: a private artifacts directory named after its
+//	               server; SweepTempDirs: removing those of dead servers
 //
-// The package knows nothing of processes or of JSON-RPC: package process
-// pumps a child's pipes into a Capture's writers, and callers turn Output and
-// Marker into the wire's types.
+// A private artifacts directory (no --artifacts-dir) is made by MkdirTemp
+// in the temp dir, named toolhost-artifacts-v1-<pid>-<start>-<random>
+// after the server that owns it. The session removes it at its end; a
+// SIGKILLed server cannot, and the next server's SweepTempDirs removes it
+// once that pid is gone (or belongs to a process started at another time).
+// A directory of a live server, one made with --keep-artifacts (whose name
+// records no owner), one the user named, and one of another user are never
+// removed.
+//
+// Whether the owner of such a directory runs is all the package knows of
+// processes, and it knows nothing of JSON-RPC: package process pumps a
+// child's pipes into a Capture's writers, and callers turn Output and Marker
+// into the wire's types.
 //
 // # The files
 //

@@ -18,7 +18,8 @@
 //	jsonl.go            a stdout of JSON lines split into events (Spec.StdoutJSONL)
 //	ports*.go           the TCP ports a command's tree listens on (Spec.WatchPorts)
 //	kill.go             the TERM, grace, KILL ladder
-//	reaper*.go          the child subreaper, orphan reaping, cgroups
+//	reaper*.go          the child subreaper, orphan reaping, the session's and
+//	                    the commands' cgroups (reaper_cgroup_linux.go)
 //	registry.go         handles, running and recently finished
 //	env.go              the environment allowlist
 //
@@ -50,6 +51,12 @@
 // the next Manager created in the same cgroup kills the dead session's
 // cgroup whole (cgroup.kill) before removing it; without cgroups those
 // grandchildren are out of reach.
+//
+// reaper_cgroup_linux.go decides which cgroups there are: the session's
+// directory (toolhost-<pid>-<nonce>, under the server's own cgroup on the
+// cgroup2 mount), one cgroup per running command, and the empty ones kept
+// for reuse. Reading, killing and removing them, and the sweep of dead
+// sessions, are package internal/cgroup's, shared with package sandbox.
 //
 // The reaper only waits for pids that are the server's children, not started
 // through os/exec by this package, and not in the server's own process group,

@@ -246,7 +246,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		shutdownDone: make(chan struct{}),
 	}
 	if m.cfg.ArtifactsDir == "" {
-		dir, err := os.MkdirTemp("", "toolhost-artifacts-")
+		dir, err := capture.MkdirTemp("", cfg.KeepArtifacts)
 		if err != nil {
 			return nil, fmt.Errorf("artifacts directory: %w", err)
 		}

@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolhost/toolhost/internal/cgroup"
 )
 
 // group is one cgroup that carries limits for one command: a v1 group of
@@ -226,69 +227,16 @@ func (g *group) exceeded() Limit {
 	return ""
 }
 
-// procs lists the processes in the group, the server itself left out (its
-// forking thread may sit in a v1 group for a moment).
-func (g *group) procs() []int {
-	b, err := os.ReadFile(filepath.Join(g.dir, "cgroup.procs"))
-	if err != nil {
-		return nil
-	}
-	self := os.Getpid()
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil && n != self {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// killPolls bounds how many times kill looks for survivors; the pause
-// between looks doubles from killPause.
-const (
-	killPolls = 12
-	killPause = 500 * time.Microsecond
-)
-
-// errSurvivors is returned when processes are left in a group after kill.
-var errSurvivors = errors.New("cgroup: processes survived SIGKILL")
-
-// kill ends every process in the group. A v1 pids group first gets pids.max
-// 0, so that no process forks while the others are killed; a v2 group is
-// killed whole at once by cgroup.kill where the kernel has it. It then
-// looks, a bounded number of times, until the group is empty: a process
-// leaves its cgroup only when it has exited.
+// kill ends every process in the group and waits until it is empty (see
+// cgroup.Kill: a v2 group is killed whole at once by cgroup.kill where the
+// kernel has it, the processes of a v1 group one by one). A v1 pids group
+// first gets pids.max 0, so that no process forks while the others are
+// killed.
 func (g *group) kill() error {
-	if g.version == 2 {
-		if err := g.write("cgroup.kill", "1"); err == nil {
-			return g.waitEmpty(func() {})
-		}
-	}
 	if g.version == 1 && g.has("pids") {
 		_ = g.write("pids.max", "0")
 	}
-	return g.waitEmpty(func() {
-		for _, p := range g.procs() {
-			_ = unix.Kill(p, unix.SIGKILL)
-		}
-	})
-}
-
-// waitEmpty calls kill and looks again until the group is empty.
-func (g *group) waitEmpty(kill func()) error {
-	pause := killPause
-	for range killPolls {
-		kill()
-		if len(g.procs()) == 0 {
-			return nil
-		}
-		time.Sleep(pause)
-		pause *= 2
-	}
-	if len(g.procs()) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", errSurvivors, g.dir)
+	return cgroup.Kill(g.dir)
 }
 
 // remove deletes the group if this package made it; it must be empty.
@@ -296,35 +244,13 @@ func (g *group) remove() error {
 	if !g.own {
 		return nil
 	}
-	if err := os.Remove(g.dir); err != nil {
-		return fmt.Errorf("cgroup: %w", err)
-	}
-	return nil
+	return cgroup.Remove(g.dir)
 }
 
 // removeStaleGroups kills and removes the groups under parent whose server
 // (the pid in the name) is gone.
 func removeStaleGroups(parent string) {
-	dirs, _ := filepath.Glob(filepath.Join(parent, groupPrefix+"*-*"))
-	for _, d := range dirs {
-		pidStr, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), groupPrefix), "-")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid <= 0 || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
-			continue
-		}
-		version := 1
-		if _, err := os.Stat(filepath.Join(d, "cgroup.kill")); err == nil {
-			version = 2
-		}
-		var ctrls []string
-		if _, err := os.Stat(filepath.Join(d, "pids.max")); err == nil {
-			ctrls = append(ctrls, "pids")
-		}
-		stale := &group{version: version, ctrls: ctrls, dir: d, own: true}
-		if stale.kill() == nil {
-			_ = stale.remove()
-		}
-	}
+	_, _ = cgroup.SweepStale(parent, groupPrefix)
 }
 
 // watch is a source of limit events of one group: an inotify watch of an

@@ -109,6 +109,13 @@
 // (the command's process died of SIGXCPU, or of SIGKILL after using its CPU
 // time), then kills what is left in the groups and removes them.
 //
+// cgroup_linux.go makes the groups (toolhost-sandbox-<pid>-<n>), writes
+// their limits, moves the forking thread in and out of v1 groups and
+// watches their events files. Killing what is in a group, removing it, and
+// the sweep of the groups that dead servers left (their pid gone; done once
+// per parent directory, before this process's first group there) are
+// package internal/cgroup's, shared with package process.
+//
 // # What is not covered
 //
 //   - Reading: every mode reads whatever the user can, secrets included.
@@ -126,6 +133,11 @@
 //     only the command's own process is seen exceeding it.
 //   - Full mode adds no filesystem confinement and drops no capability: a
 //     root command there can leave its limit cgroups.
+//   - A SIGKILLed server runs no code: what is left in its limit groups
+//     (grandchildren; the command's own process dies by Pdeathsig) runs
+//     on until another server makes its first group under the same parent
+//     and sweeps them (cgroup_linux.go, with internal/cgroup's
+//     SweepStale).
 //   - With the network on, nothing about the network is confined but
 //     abstract unix sockets.
 //   - Legacy TIOCSTI on an inherited terminal follows the kernel's setting.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/toolhost/toolhost/capture"
 	"github.com/toolhost/toolhost/protocol"
 )
 
@@ -20,15 +21,17 @@ type artifactsDir struct {
 }
 
 // openArtifactsDir returns the artifacts directory: --artifacts-dir, else
-// the client's, else a new private temporary one. A named directory is
-// created (0700) if it does not exist.
-func openArtifactsDir(flag, client string) (*artifactsDir, error) {
+// the client's, else a new private temporary one, which records this
+// server as its owner (and keep, for --keep-artifacts), so that the next
+// server removes it if this one is killed (capture.SweepTempDirs). A named
+// directory is created (0700) if it does not exist, and is never swept.
+func openArtifactsDir(flag, client string, keep bool) (*artifactsDir, error) {
 	dir := flag
 	if dir == "" {
 		dir = client
 	}
 	if dir == "" {
-		tmp, err := os.MkdirTemp("", "toolhost-artifacts-")
+		tmp, err := capture.MkdirTemp("", keep)
 		if err != nil {
 			return nil, fmt.Errorf("cannot create the artifacts directory: %w", err)
 		}
@@ -40,6 +43,10 @@ func openArtifactsDir(flag, client string) (*artifactsDir, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, protocol.NewError(protocol.CodeNotFound, &protocol.ErrorData{Path: dir, Reason: err.Error()}, "cannot create the artifacts directory %q", dir)
 	}
+	// A named directory that a dead server made (reused by its name) must
+	// not be swept while this session uses it. Best effort: a record that
+	// cannot be rewritten leaves the directory as it was.
+	_ = capture.KeepDir("", dir)
 	return &artifactsDir{path: dir}, nil
 }
 

@@ -31,7 +31,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 		return nil, err
 	}
 
-	artifacts, err := openArtifactsDir(t.cfg.ArtifactsDir, opts.ArtifactsDir)
+	artifacts, err := openArtifactsDir(t.cfg.ArtifactsDir, opts.ArtifactsDir, t.cfg.KeepArtifacts)
 	if err != nil {
 		return nil, err
 	}
