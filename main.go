@@ -263,11 +263,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ender.end("signal " + sig.String())
 	}()
 
-	// A server killed with SIGKILL leaves its private artifacts directory
-	// in the temp dir: remove those of dead servers. Alongside the session,
-	// so that a large one does not delay it. Nothing waits for it: a sweep
-	// cut short by the process's exit is taken up by the next server.
-	go capture.SweepTempDirs("", logger)
+	// A server killed with SIGKILL leaves its private directories
+	// (artifacts, session cache and TMPDIRs) in the temp dir: remove those
+	// of dead servers. Alongside the session, so that a large one does not
+	// delay it; run waits for it before it returns.
+	swept := make(chan struct{})
+	go func() { // owned by run, which waits on swept
+		defer close(swept)
+		capture.SweepTempDirs("", logger)
+	}()
+	defer func() { <-swept }()
 
 	// The first message decides the protocol: an MCP client's initialize
 	// (or server/discover) goes to the MCP server, replayed from the

@@ -13,7 +13,24 @@ import (
 
 // tempDirPrefix starts the name of every private artifacts directory that
 // MkdirTemp makes.
-const tempDirPrefix = "toolhost-artifacts-"
+const tempDirPrefix = "toolhost-" + KindArtifacts + "-"
+
+// The kinds of private directories a server makes in the temporary
+// directory, each named after its owner (see ownerForm) and swept by
+// SweepTempDirs once that owner is dead.
+const (
+	// KindArtifacts holds the artifacts of a session (MkdirTemp).
+	KindArtifacts = "artifacts"
+	// KindSession holds a session's cache and its confined commands'
+	// temporary directories (package tools).
+	KindSession = "session"
+	// KindTmp holds the temporary directories of a session's unconfined
+	// commands (package process).
+	KindTmp = "tmp"
+)
+
+// kinds are the kinds SweepTempDirs knows.
+var kinds = []string{KindArtifacts, KindSession, KindTmp}
 
 // The name of a private artifacts directory records its owner:
 //
@@ -43,7 +60,13 @@ type owner struct {
 // parseOwner reads the owner in the name of a private artifacts directory,
 // and says whether the name has the owner form of ownerForm.
 func parseOwner(name string) (owner, bool) {
-	rest, ok := strings.CutPrefix(name, tempDirPrefix)
+	var rest string
+	ok := false
+	for _, k := range kinds {
+		if rest, ok = strings.CutPrefix(name, "toolhost-"+k+"-"); ok {
+			break
+		}
+	}
 	if !ok {
 		return owner{}, false
 	}
@@ -69,17 +92,23 @@ func parseOwner(name string) (owner, bool) {
 // (--keep-artifacts) the directory is to outlive its session: its name
 // records no owner, and no sweep ever removes it.
 func MkdirTemp(parent string, keep bool) (string, error) {
-	pattern := tempDirPrefix
-	if !keep {
-		pid := os.Getpid()
-		start, _ := processStart(pid) // 0: the pid alone decides
-		pattern = fmt.Sprintf("%s%s-%d-%d-", tempDirPrefix, ownerForm, pid, start)
+	if keep {
+		return os.MkdirTemp(parent, tempDirPrefix)
 	}
-	return os.MkdirTemp(parent, pattern)
+	return MkdirOwned(parent, KindArtifacts)
+}
+
+// MkdirOwned makes a private directory of kind (mode 0700) in parent (""
+// means os.TempDir()), named after this process (see ownerForm), which
+// SweepTempDirs removes once this process is dead.
+func MkdirOwned(parent, kind string) (string, error) {
+	pid := os.Getpid()
+	start, _ := processStart(pid) // 0: the pid alone decides
+	return os.MkdirTemp(parent, fmt.Sprintf("toolhost-%s-%s-%d-%d-", kind, ownerForm, pid, start))
 }
 
 // SweepTempDirs removes from parent ("" means os.TempDir()) the private
-// artifacts directories of servers that died without removing them, and
+// directories (artifacts, session, tmp) of servers that died without removing them, and
 // returns the ones it removed. A directory is removed only when all of
 // these hold: its name records an owner (see ownerForm); it is a
 // directory, not a symlink, owned by this process's user; it holds no
@@ -98,7 +127,7 @@ func SweepTempDirs(parent string, logger *slog.Logger) []string {
 	}
 	ents, err := os.ReadDir(parent)
 	if err != nil {
-		logger.Warn("cannot sweep the artifacts directories of dead servers", "dir", parent, "err", err)
+		logger.Warn("cannot sweep the directories of dead servers", "dir", parent, "err", err)
 		return nil
 	}
 	var removed []string
@@ -121,13 +150,13 @@ func SweepTempDirs(parent string, logger *slog.Logger) []string {
 		// RemoveAll follows no symlink. One cut short (this server
 		// killed) leaves the name, and the next sweep goes on.
 		if err := os.RemoveAll(dir); err != nil {
-			logger.Warn("cannot remove the artifacts directory of a dead server", "dir", dir, "pid", o.PID, "err", err)
+			logger.Warn("cannot remove the directory of a dead server", "dir", dir, "pid", o.PID, "err", err)
 			continue
 		}
-		logger.Info("removed the artifacts directory of a dead server", "dir", dir, "pid", o.PID)
+		logger.Info("removed the directory of a dead server", "dir", dir, "pid", o.PID)
 		removed = append(removed, dir)
 	}
-	logger.Debug("swept the artifacts directories of dead servers", "dir", parent, "removed", len(removed))
+	logger.Debug("swept the directories of dead servers", "dir", parent, "removed", len(removed))
 	return removed
 }
 

@@ -90,17 +90,19 @@ func TestParseOwner(t *testing.T) {
 	}{
 		{"toolhost-artifacts-v1-123-4567-890", result{owner{123, 4567}, true}},
 		{"toolhost-artifacts-v1-123-0-890", result{owner{123, 0}, true}},
-		{"toolhost-artifacts-890", result{}},                         // --keep-artifacts, or an older server
-		{"toolhost-artifacts-v2-123-4567-890", result{}},             // another version
-		{"toolhost-artifacts-v1-123-4567-", result{}},                // no random part
-		{"toolhost-artifacts-v1-123-4567-8-9", result{}},             // too many parts
-		{"toolhost-artifacts-v1-0-4567-890", result{}},               // no pid
-		{"toolhost-artifacts-v1-0123-4567-890", result{}},            // not how a pid is written
-		{"toolhost-artifacts-v1-123-+4567-890", result{}},            // nor a start time
-		{"toolhost-artifacts-v1-123-04567-890", result{}},            // nor this
-		{"toolhost-artifacts-v1-x-4567-890", result{}},               // no number
-		{"toolhost-session-v1-123-4567-890", result{}},               // another prefix
-		{"toolhost-artifacts-v1-99999999999999999999-1-2", result{}}, // no int
+		{"toolhost-session-v1-123-4567-890", result{owner{123, 4567}, true}}, // a session's cache and TMPDIRs
+		{"toolhost-tmp-v1-123-4567-890", result{owner{123, 4567}, true}},     // unconfined commands' TMPDIRs
+		{"toolhost-artifacts-890", result{}},                                 // --keep-artifacts, or an older server
+		{"toolhost-artifacts-v2-123-4567-890", result{}},                     // another version
+		{"toolhost-artifacts-v1-123-4567-", result{}},                        // no random part
+		{"toolhost-artifacts-v1-123-4567-8-9", result{}},                     // too many parts
+		{"toolhost-artifacts-v1-0-4567-890", result{}},                       // no pid
+		{"toolhost-artifacts-v1-0123-4567-890", result{}},                    // not how a pid is written
+		{"toolhost-artifacts-v1-123-+4567-890", result{}},                    // nor a start time
+		{"toolhost-artifacts-v1-123-04567-890", result{}},                    // nor this
+		{"toolhost-artifacts-v1-x-4567-890", result{}},                       // no number
+		{"toolhost-other-v1-123-4567-890", result{}},                         // another prefix
+		{"toolhost-artifacts-v1-99999999999999999999-1-2", result{}},         // no int
 	} {
 		o, ok := parseOwner(tc.name)
 		if diff := cmp.Diff(tc.want, result{o, ok}); diff != "" {
@@ -142,7 +144,7 @@ func TestSweepTempDirs(t *testing.T) {
 		{name: "live child", dir: ownedName(child, childStarted, "f")},
 		{name: "no owner (--keep-artifacts, or an older server)", dir: tempDirPrefix + "123456"},
 		{name: "another version", dir: fmt.Sprintf("%sv2-%d-0-g", tempDirPrefix, dead)},
-		{name: "another prefix", dir: fmt.Sprintf("toolhost-session-%s-%d-0-h", ownerForm, dead)},
+		{name: "another prefix", dir: fmt.Sprintf("toolhost-other-%s-%d-0-h", ownerForm, dead)},
 		{name: "holds a keepFile", make: func(t *testing.T, random string) string {
 			dir := artifactsLike(t, parent, ownedName(dead, 0, random))
 			if err := os.WriteFile(filepath.Join(dir, keepFile), nil, 0o600); err != nil {
@@ -204,7 +206,7 @@ func TestSweepTempDirs(t *testing.T) {
 	if diff := cmp.Diff(wantKept, gotKept); diff != "" {
 		t.Errorf("kept mismatch (-want +got):\n%s", diff)
 	}
-	if n := strings.Count(logs.String(), "removed the artifacts directory of a dead server"); n != len(removed) {
+	if n := strings.Count(logs.String(), "removed the directory of a dead server"); n != len(removed) {
 		t.Errorf("%d removals logged, want %d:\n%s", n, len(removed), logs.String())
 	}
 	if !strings.Contains(logs.String(), fmt.Sprintf("removed=%d", len(removed))) {

@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,14 +18,15 @@ import (
 
 // sweepDone is the log line a server writes once its start-up sweep of the
 // artifacts directories of dead servers is over.
-const sweepDone = "swept the artifacts directories of dead servers"
+const sweepDone = "swept the directories of dead servers"
 
 // TestStaleArtifactsSwept checks that a SIGKILLed server's private
 // artifacts directory, left in the temp dir, is removed by the next
 // server at its start; and that the sweep leaves alone the directory of a
 // server still running, the one of a SIGKILLed server run with
 // --keep-artifacts, and a directory the user named with --artifacts-dir.
-// All the servers share a TMPDIR of the test's own.
+// The dead servers' session directories go too. All the servers share a
+// TMPDIR of the test's own.
 func TestStaleArtifactsSwept(t *testing.T) {
 	t.Parallel()
 	tmp, err := filepath.EvalSymlinks(t.TempDir())
@@ -86,7 +88,7 @@ func TestStaleArtifactsSwept(t *testing.T) {
 	// The next server sweeps at its start, before any message, and says
 	// when it is done.
 	logs := startForLogs(t, env, sweepDone)
-	if !strings.Contains(logs, "removed the artifacts directory of a dead server") || !strings.Contains(logs, deadDir) {
+	if !strings.Contains(logs, "removed the directory of a dead server") || !strings.Contains(logs, deadDir) {
 		t.Errorf("the sweep did not log the dead server's directory %s:\n%s", deadDir, logs)
 	}
 	if _, err := os.Stat(deadDir); !errors.Is(err, fs.ErrNotExist) {
@@ -99,6 +101,17 @@ func TestStaleArtifactsSwept(t *testing.T) {
 	slices.Sort(want) // os.ReadDir sorts by name
 	if diff := cmp.Diff(want, artifactsIn()); diff != "" {
 		t.Errorf("TMPDIR entries after the sweep mismatch (-want +got):\n%s", diff)
+	}
+	// The dead servers' session directories (cache and TMPDIRs) went too:
+	// what is left is the live server's.
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "toolhost-session-") && !strings.HasPrefix(e.Name(), fmt.Sprintf("toolhost-session-v1-%d-", alive.cmd.Process.Pid)) {
+			t.Errorf("a dead server's session directory is left: %s", e.Name())
+		}
 	}
 	// The live server's artifacts are whole, and it goes on.
 	if _, err := os.Stat(filepath.Join(aliveDir, aliveCmd)); err != nil {

@@ -754,7 +754,7 @@ func (m *Manager) tmpRoot() string {
 		if m.tmp != "" {
 			return
 		}
-		dir, err := os.MkdirTemp("", "toolhost-tmp-")
+		dir, err := capture.MkdirOwned("", capture.KindTmp)
 		if err != nil {
 			m.tmp = os.TempDir()
 			m.log.Warn("no private directory for temporary directories", "err", err)

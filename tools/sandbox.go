@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/capture"
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/sandbox"
@@ -113,7 +114,7 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.
 		c.writable = append(c.writable, real)
 	}
 	c.readOnly = append(append([]string{}, ws.ReadRoots()...), ws.ArtifactsDir())
-	if c.dir, err = os.MkdirTemp("", "toolhost-session-"); err != nil {
+	if c.dir, err = capture.MkdirOwned("", capture.KindSession); err != nil {
 		return nil, fmt.Errorf("cannot create the session directory: %w", err)
 	}
 	for _, sub := range []string{"cache", "tmp"} {
