@@ -16,14 +16,17 @@
 //	               lengths, the broadcast of new bytes, the time of the
 //	               latest write, the inline output so far
 //	markers.go     the step-marker syntax
-//	tempdir*.go    MkdirTemp: a private artifacts directory named after its
-//	               server; SweepTempDirs: removing those of dead servers
+//	tempdir*.go    MkdirTemp, MkdirOwned: private directories named after
+//	               their server; SweepTempDirs: removing those of dead servers
 //
 // A private artifacts directory (no --artifacts-dir) is made by MkdirTemp
 // in the temp dir, named toolhost-artifacts-v1-<pid>-<start>-<random>
 // after the server that owns it. The session removes it at its end; a
 // SIGKILLed server cannot, and the next server's SweepTempDirs removes it
 // once that pid is gone (or belongs to a process started at another time).
+// The session directory (its cache and confined commands' TMPDIRs,
+// toolhost-session-…) and the root of unconfined commands' TMPDIRs
+// (toolhost-tmp-…) are named and swept the same way (MkdirOwned).
 // A directory of a live server, one made with --keep-artifacts (whose name
 // records no owner), one the user named, and one of another user are never
 // removed.
