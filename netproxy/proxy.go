@@ -152,13 +152,17 @@ func (p *Proxy) Serve(l net.Listener) error {
 	p.wg.Add(1)
 	p.mu.Unlock()
 	defer p.wg.Done()
+	return p.serve(l)
+}
+
+// serve is Serve's accept loop; it closes and forgets l when it returns.
+func (p *Proxy) serve(l net.Listener) error {
 	defer func() {
 		p.mu.Lock()
 		delete(p.listeners, l)
 		p.mu.Unlock()
 		l.Close()
 	}()
-
 	var backoff time.Duration
 	for {
 		c, err := l.Accept()

@@ -279,15 +279,21 @@ func parsePip(out string, getenv func(string) string) []Source {
 			srcs = append(srcs, s)
 		}
 	}
+	fromEnv := map[string]bool{} // keys pip itself reported from its environment
 	for line := range strings.Lines(out) {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		if !ok {
 			continue
 		}
+		if name, ok := strings.CutPrefix(k, ":env:."); ok {
+			fromEnv[strings.ReplaceAll(strings.ToLower(name), "_", "-")] = true
+		}
 		add(k, unquote(v))
 	}
+	// Older pips do not list their environment: read it here, once.
 	for _, k := range []string{"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"} {
-		if v := getenv(k); v != "" {
+		key := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, "PIP_")), "_", "-")
+		if v := getenv(k); v != "" && !fromEnv[key] {
 			add(k, v)
 		}
 	}
