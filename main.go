@@ -17,6 +17,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,6 +37,7 @@ import (
 	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/internal/demo"
 	"github.com/toolhost/toolhost/mcp"
+	"github.com/toolhost/toolhost/netproxy"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
@@ -60,10 +62,16 @@ type flags struct {
 
 	sandbox, sandboxDefault, sandboxNetwork string
 	writable                                []string
-	limitMemory                             byteSize
-	limitPids                               int64
-	limitCPU                                time.Duration
-	debugNoLandlock                         bool
+	// networkAllow are --network-allow's patterns; registries is
+	// --network-allow-registries; protect and denyRead add to the
+	// defaults (the agents' under `toolhost mcp`).
+	networkAllow      []string
+	registries        bool
+	protect, denyRead []string
+	limitMemory       byteSize
+	limitPids         int64
+	limitCPU          time.Duration
+	debugNoLandlock   bool
 
 	destinations         []hub.Spec
 	connectDestinations  bool
@@ -121,7 +129,23 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.noCgroups, "no-cgroups", false, "do not give commands cgroups of their own even where cgroup v2 allows; descendants are then found by the marker in their environment only")
 	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement of commands by the kernel: auto (confined where the kernel can, with a warning otherwise), required (a command that cannot be confined as asked is refused with SandboxUnavailable, -32010) or off")
 	fs.StringVar(&f.sandboxDefault, "sandbox-default", "workspace-write", "the filesystem confinement of a command that asks for none: workspace-write (writes only under the root, its TMPDIR, the session cache and --writable), read-only (writes only its TMPDIR) or full (no filesystem confinement); a client may tighten it, never loosen it")
-	fs.StringVar(&f.sandboxNetwork, "sandbox-network", "on", "the network of a command that asks for none: on, or off (no TCP connect or bind and no UDP outside its own loopback); a client may turn it off, never on")
+	fs.StringVar(&f.sandboxNetwork, "sandbox-network", f.sandboxNetwork, "the network of a command that asks for none: on; off (no TCP connect or bind and no UDP outside its own loopback); or allow (a network namespace of its own whose only way out is toolhost's proxy, to the hosts of --network-allow and --network-allow-registries); a client may narrow it, never widen it")
+	fs.Func("network-allow", "a `PATTERN` the network allow-list lets through, with --sandbox-network allow: host, *.domain, either with :port, or an IP literal with an optional port (repeatable)", func(s string) error {
+		if _, err := netproxy.ParsePattern(s); err != nil {
+			return err
+		}
+		f.networkAllow = append(f.networkAllow, s)
+		return nil
+	})
+	fs.BoolVar(&f.registries, "network-allow-registries", f.registries, "with --sandbox-network allow, also let through the hosts the machine's Go, npm and pip are configured to use (go env GOPROXY GOSUMDB, npm config get registry, pip's index), read at start")
+	fs.Func("protect", "a `PATH` in the root a workspace-write command may read but not change (repeatable; adds to the defaults: .git/hooks and .git/config under toolhost mcp)", func(s string) error {
+		f.protect = append(f.protect, s)
+		return nil
+	})
+	fs.Func("deny-read", "a `PATH` a confined command cannot read, ~ being $HOME (repeatable; adds to the defaults: ~/.ssh, ~/.aws, ~/.config/gcloud, ~/.kube, ~/.docker, ~/.netrc and ~/.git-credentials under toolhost mcp)", func(s string) error {
+		f.denyRead = append(f.denyRead, s)
+		return nil
+	})
 	fs.Func("writable", "an extra `dir` confined commands may write in workspace-write mode (repeatable)", func(s string) error {
 		f.writable = append(f.writable, s)
 		return nil
@@ -173,6 +197,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return false
 		})
 	}
+	f.sandboxNetwork = "on"
+	if isMCP {
+		// Agents are safe by default: builds reach their registries and
+		// nothing else, and secrets are neither read nor the repository's
+		// hooks changed.
+		f.sandboxNetwork, f.registries = "allow", true
+		f.protect = slices.Clone(agentProtect)
+		f.denyRead = slices.Clone(agentDenyRead)
+	}
 	fs := newFlagSet("toolhost", &f, stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -206,6 +239,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer closeLog()
+	if sb.NetworkAllow != nil && f.registries && sb.Mode != tools.SandboxOff {
+		reg := startRegistries(logger)
+		defer reg.stop()
+		sb.Registries = func(ctx context.Context) []string {
+			p := reg.wait(ctx)
+			if p == nil {
+				logger.Warn("network allow-list: the registries' hosts were not read in time; they are not in the list")
+			}
+			return p
+		}
+	}
 
 	cfg := tools.Config{
 		Root:                 f.root,
@@ -314,6 +358,14 @@ func (e *sessionEnder) end(reason string) {
 	fn(reason)
 }
 
+// The agents' defaults, under `toolhost mcp` (BRIEF Part 3): the
+// repository's hooks and config are read-only, and the usual places of
+// credentials are not readable.
+var (
+	agentProtect  = []string{".git/hooks", ".git/config"}
+	agentDenyRead = []string{"~/.ssh", "~/.aws", "~/.config/gcloud", "~/.kube", "~/.docker", "~/.netrc", "~/.git-credentials"}
+)
+
 // sandboxConfig checks the sandbox and limit flags.
 func (f *flags) sandboxConfig() (tools.SandboxConfig, error) {
 	c := tools.SandboxConfig{
@@ -336,9 +388,17 @@ func (f *flags) sandboxConfig() (tools.SandboxConfig, error) {
 	case "on":
 		c.Network = true
 	case "off":
+	case "allow":
+		c.Network = true
+		c.NetworkAllow = append([]string{}, f.networkAllow...)
 	default:
-		return c, fmt.Errorf("--sandbox-network must be on or off, not %q", f.sandboxNetwork)
+		return c, fmt.Errorf("--sandbox-network must be on, off or allow, not %q", f.sandboxNetwork)
 	}
+	if f.sandboxNetwork != "allow" && len(f.networkAllow) > 0 {
+		return c, fmt.Errorf("--network-allow needs --sandbox-network allow, not %s", f.sandboxNetwork)
+	}
+	c.Protect, c.DenyRead = f.protect, f.denyRead
+	c.Home = os.Getenv("HOME")
 	for _, d := range f.writable {
 		if !filepath.IsAbs(d) {
 			return c, fmt.Errorf("--writable must be an absolute path, not %q", d)

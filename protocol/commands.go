@@ -366,6 +366,9 @@ type ToolResult struct {
 	// Sandbox says what confinement was applied (for a recipe, to its first
 	// step; each step's is in its StepResult); absent under --sandbox off.
 	Sandbox *SandboxApplied `json:"sandbox,omitempty"`
+	// Network says, for a command under a network allow-list, the
+	// connections its proxy allowed and refused.
+	Network *NetworkUse `json:"network,omitempty"`
 	// LimitExceeded names the limit the command hit, after which its whole
 	// tree was killed: "memory", "pids" or "cpu"; null when none was.
 	LimitExceeded *string `json:"limitExceeded"`

@@ -6,10 +6,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolhost/toolhost/capture"
+	"github.com/toolhost/toolhost/netproxy"
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/sandbox"
@@ -27,8 +29,10 @@ type confinement struct {
 	explicit bool
 	// limits are the most a command may use; zero fields are unlimited.
 	limits sandbox.Limits
-	// root, writable and readOnly are the policy's directories.
+	// root, writable and readOnly are the policy's directories; home is
+	// the server's $HOME, for "~" in denyRead.
 	root     string
+	home     string
 	writable []string
 	readOnly []string
 	// dir holds the session's cache ("cache") and the confined commands'
@@ -36,18 +40,38 @@ type confinement struct {
 	dir string
 }
 
-// level is a filesystem mode and a network setting.
+// level is a filesystem mode, a network setting and the paths protected
+// and hidden. Levels are compared with equal.
 type level struct {
-	fs      protocol.SandboxFilesystem
+	fs protocol.SandboxFilesystem
+	// network is false when the network is off; allow, when not nil,
+	// limits it to the hosts of the list, through toolhost's proxy.
 	network bool
+	allow   *netproxy.AllowList
+	// protect and denyRead are absolute paths, cleaned, without
+	// duplicates: what a command may read but not change, and what it
+	// may not read.
+	protect, denyRead []string
 }
+
+// equal reports whether l and o confine alike.
+func (l level) equal(o level) bool {
+	sameAllow := (l.allow == nil) == (o.allow == nil) && (l.allow == nil || slices.Equal(l.allow.Patterns(), o.allow.Patterns()))
+	return l.fs == o.fs && l.network == o.network && sameAllow && slices.Equal(l.protect, o.protect) && slices.Equal(l.denyRead, o.denyRead)
+}
+
+// unconfined is the level of a command nothing confines.
+var unconfined = level{fs: protocol.SandboxFull, network: true}
 
 // strictness orders the filesystem modes: a request may only go up.
 var strictness = map[protocol.SandboxFilesystem]int{protocol.SandboxFull: 0, protocol.SandboxWorkspaceWrite: 1, protocol.SandboxReadOnly: 2}
 
 // tighten returns base narrowed by asked; field names asked for errors. A
-// looser mode, or the network on where base has it off, is InvalidParams.
-func tighten(base level, asked *protocol.Sandbox, field string) (level, error) {
+// looser mode, a wider network than base's (on where base is off or
+// allow-listed, an allow-list entry base's list does not cover), or a
+// malformed entry is InvalidParams. Protected and denied paths are added
+// to base's, never removed.
+func (c *confinement) tighten(base level, asked *protocol.Sandbox, field string) (level, error) {
 	if asked == nil {
 		return base, nil
 	}
@@ -63,10 +87,17 @@ func tighten(base level, asked *protocol.Sandbox, field string) (level, error) {
 		out.fs = asked.Filesystem
 	}
 	if asked.Network != nil {
-		if *asked.Network && !base.network {
-			return base, protocol.InvalidParams(field+".network", "the network is off for this session (--sandbox-network off or initializationOptions.sandbox); a client may turn it off, never on")
+		var err error
+		if out.network, out.allow, err = narrowNetwork(base, asked.Network, field+".network"); err != nil {
+			return base, err
 		}
-		out.network = *asked.Network
+	}
+	var err error
+	if out.protect, err = c.addPaths(base.protect, asked.Protect, field+".protect", c.inRoot); err != nil {
+		return base, err
+	}
+	if out.denyRead, err = c.addPaths(base.denyRead, asked.DenyRead, field+".denyRead", c.expandHome); err != nil {
+		return base, err
 	}
 	return out, nil
 }
@@ -79,6 +110,7 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.
 		def:    level{fs: cfg.Filesystem, network: cfg.Network},
 		limits: sandbox.Limits{MemoryBytes: cfg.Limits.MemoryBytes, Pids: cfg.Limits.Pids, CPU: cfg.Limits.CPU},
 		root:   ws.Root(),
+		home:   cfg.Home,
 	}
 	if c.mode == "" {
 		c.mode = SandboxAuto
@@ -87,9 +119,11 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.
 		c.def.fs = protocol.SandboxWorkspaceWrite
 	}
 	if c.mode == SandboxOff {
-		c.def = level{fs: protocol.SandboxFull, network: true} // nothing is confined
+		c.def = unconfined // nothing is confined
+	} else if err := c.serverLevel(cfg); err != nil {
+		return nil, err
 	}
-	def, err := tighten(c.def, asked, "initializationOptions.sandbox")
+	def, err := c.tighten(c.def, asked, "initializationOptions.sandbox")
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +184,10 @@ func (c *confinement) tmpRoot() string {
 
 // capability reports the confinement for initialize.
 func (c *confinement) capability() protocol.SandboxCapability {
-	net := c.def.network
 	cap := protocol.SandboxCapability{
 		Mode:    c.mode,
 		ABI:     c.caps.LandlockABI,
-		Default: protocol.Sandbox{Filesystem: c.def.fs, Network: &net},
+		Default: protocol.Sandbox{Filesystem: c.def.fs, Network: c.def.wire(), Protect: c.def.protect, DenyRead: c.def.denyRead},
 		Layers:  []string{},
 	}
 	if c.mode == SandboxOff {
@@ -197,7 +230,7 @@ func (c *confinement) capability() protocol.SandboxCapability {
 func (c *confinement) policy(l level) sandbox.Policy {
 	return sandbox.Policy{
 		Filesystem: sandbox.Filesystem(l.fs),
-		Network:    l.network,
+		Network:    l.network && l.allow == nil,
 		Root:       c.root,
 		CacheDir:   c.cacheDir(),
 		Writable:   c.writable,
@@ -214,7 +247,7 @@ func (c *confinement) confine(p *protocol.RunCommandParams, spec *process.Spec, 
 	for _, st := range steps {
 		explicit = explicit || st.Sandbox != nil
 	}
-	lvl, err := tighten(c.def, p.Sandbox, "sandbox")
+	lvl, err := c.tighten(c.def, p.Sandbox, "sandbox")
 	if err != nil {
 		return err
 	}
@@ -224,14 +257,14 @@ func (c *confinement) confine(p *protocol.RunCommandParams, spec *process.Spec, 
 	}
 	levels := make([]level, len(steps))
 	for i, st := range steps {
-		if levels[i], err = tighten(lvl, st.Sandbox, fmt.Sprintf("steps[%d].sandbox", i)); err != nil {
+		if levels[i], err = c.tighten(lvl, st.Sandbox, fmt.Sprintf("steps[%d].sandbox", i)); err != nil {
 			return err
 		}
 	}
 	if c.mode == SandboxOff {
-		asked := lvl != level{fs: protocol.SandboxFull, network: true} || limits != (sandbox.Limits{})
+		asked := !lvl.equal(unconfined) || limits != (sandbox.Limits{})
 		for _, sl := range levels {
-			asked = asked || sl != lvl
+			asked = asked || !sl.equal(lvl)
 		}
 		if explicit && asked {
 			return protocol.NewError(protocol.CodeSandboxUnavailable, &protocol.ErrorData{Field: "sandbox", Reason: "the server runs with --sandbox off", Missing: []string{"confinement is off (--sandbox off)"}},
@@ -247,7 +280,7 @@ func (c *confinement) confine(p *protocol.RunCommandParams, spec *process.Spec, 
 	}
 	workspaceWrite := lvl.fs == protocol.SandboxWorkspaceWrite
 	for i, sl := range levels {
-		if sl != lvl {
+		if !sl.equal(lvl) {
 			pol := c.policy(sl)
 			spec.Steps[i].Policy = &pol
 		}

@@ -37,28 +37,28 @@ func TestTighten(t *testing.T) {
 		asked *protocol.Sandbox
 		want  level
 	}{
-		{"nil keeps full with the network", level{fsFull, true}, nil, level{fsFull, true}},
-		{"nil keeps read-only without the network", level{fsReadOnly, false}, nil, level{fsReadOnly, false}},
-		{"empty keeps workspace-write", level{fsWorkspaceWrite, true}, &protocol.Sandbox{}, level{fsWorkspaceWrite, true}},
+		{"nil keeps full with the network", level{fs: fsFull, network: true}, nil, level{fs: fsFull, network: true}},
+		{"nil keeps read-only without the network", level{fs: fsReadOnly, network: false}, nil, level{fs: fsReadOnly, network: false}},
+		{"empty keeps workspace-write", level{fs: fsWorkspaceWrite, network: true}, &protocol.Sandbox{}, level{fs: fsWorkspaceWrite, network: true}},
 
-		{"full base takes full", level{fsFull, false}, &protocol.Sandbox{Filesystem: fsFull}, level{fsFull, false}},
-		{"full base takes workspace-write", level{fsFull, false}, &protocol.Sandbox{Filesystem: fsWorkspaceWrite}, level{fsWorkspaceWrite, false}},
-		{"full base takes read-only", level{fsFull, false}, &protocol.Sandbox{Filesystem: fsReadOnly}, level{fsReadOnly, false}},
-		{"workspace-write base takes workspace-write", level{fsWorkspaceWrite, false}, &protocol.Sandbox{Filesystem: fsWorkspaceWrite}, level{fsWorkspaceWrite, false}},
-		{"workspace-write base takes read-only", level{fsWorkspaceWrite, false}, &protocol.Sandbox{Filesystem: fsReadOnly}, level{fsReadOnly, false}},
-		{"read-only base takes read-only", level{fsReadOnly, false}, &protocol.Sandbox{Filesystem: fsReadOnly}, level{fsReadOnly, false}},
+		{"full base takes full", level{fs: fsFull, network: false}, &protocol.Sandbox{Filesystem: fsFull}, level{fs: fsFull, network: false}},
+		{"full base takes workspace-write", level{fs: fsFull, network: false}, &protocol.Sandbox{Filesystem: fsWorkspaceWrite}, level{fs: fsWorkspaceWrite, network: false}},
+		{"full base takes read-only", level{fs: fsFull, network: false}, &protocol.Sandbox{Filesystem: fsReadOnly}, level{fs: fsReadOnly, network: false}},
+		{"workspace-write base takes workspace-write", level{fs: fsWorkspaceWrite, network: false}, &protocol.Sandbox{Filesystem: fsWorkspaceWrite}, level{fs: fsWorkspaceWrite, network: false}},
+		{"workspace-write base takes read-only", level{fs: fsWorkspaceWrite, network: false}, &protocol.Sandbox{Filesystem: fsReadOnly}, level{fs: fsReadOnly, network: false}},
+		{"read-only base takes read-only", level{fs: fsReadOnly, network: false}, &protocol.Sandbox{Filesystem: fsReadOnly}, level{fs: fsReadOnly, network: false}},
 
-		{"network on base keeps it when not asked", level{fsWorkspaceWrite, true}, &protocol.Sandbox{Filesystem: fsReadOnly}, level{fsReadOnly, true}},
-		{"network on base takes it on", level{fsWorkspaceWrite, true}, &protocol.Sandbox{Network: ptr(true)}, level{fsWorkspaceWrite, true}},
-		{"network on base takes it off", level{fsWorkspaceWrite, true}, &protocol.Sandbox{Network: ptr(false)}, level{fsWorkspaceWrite, false}},
-		{"network off base keeps it off when not asked", level{fsFull, false}, &protocol.Sandbox{Filesystem: fsFull}, level{fsFull, false}},
-		{"network off base takes it off", level{fsFull, false}, &protocol.Sandbox{Network: ptr(false)}, level{fsFull, false}},
+		{"network on base keeps it when not asked", level{fs: fsWorkspaceWrite, network: true}, &protocol.Sandbox{Filesystem: fsReadOnly}, level{fs: fsReadOnly, network: true}},
+		{"network on base takes it on", level{fs: fsWorkspaceWrite, network: true}, &protocol.Sandbox{Network: protocol.NetworkOn()}, level{fs: fsWorkspaceWrite, network: true}},
+		{"network on base takes it off", level{fs: fsWorkspaceWrite, network: true}, &protocol.Sandbox{Network: protocol.NetworkOff()}, level{fs: fsWorkspaceWrite, network: false}},
+		{"network off base keeps it off when not asked", level{fs: fsFull, network: false}, &protocol.Sandbox{Filesystem: fsFull}, level{fs: fsFull, network: false}},
+		{"network off base takes it off", level{fs: fsFull, network: false}, &protocol.Sandbox{Network: protocol.NetworkOff()}, level{fs: fsFull, network: false}},
 
-		{"both tightened at once", level{fsFull, true}, &protocol.Sandbox{Filesystem: fsReadOnly, Network: ptr(false)}, level{fsReadOnly, false}},
+		{"both tightened at once", level{fs: fsFull, network: true}, &protocol.Sandbox{Filesystem: fsReadOnly, Network: protocol.NetworkOff()}, level{fs: fsReadOnly, network: false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tighten(tt.base, tt.asked, "sandbox")
+			got, err := (&confinement{}).tighten(tt.base, tt.asked, "sandbox")
 			if err != nil {
 				t.Fatalf("tighten: %v", err)
 			}
@@ -80,28 +80,28 @@ func TestTightenRejects(t *testing.T) {
 		field string
 		want  *protocol.ErrorData
 	}{
-		{"workspace-write base refuses full", level{fsWorkspaceWrite, true}, &protocol.Sandbox{Filesystem: fsFull}, "sandbox",
+		{"workspace-write base refuses full", level{fs: fsWorkspaceWrite, network: true}, &protocol.Sandbox{Filesystem: fsFull}, "sandbox",
 			&protocol.ErrorData{Field: "sandbox.filesystem", Reason: looserReason(fsFull, fsWorkspaceWrite)}},
-		{"read-only base refuses full", level{fsReadOnly, true}, &protocol.Sandbox{Filesystem: fsFull}, "sandbox",
+		{"read-only base refuses full", level{fs: fsReadOnly, network: true}, &protocol.Sandbox{Filesystem: fsFull}, "sandbox",
 			&protocol.ErrorData{Field: "sandbox.filesystem", Reason: looserReason(fsFull, fsReadOnly)}},
-		{"read-only base refuses workspace-write", level{fsReadOnly, true}, &protocol.Sandbox{Filesystem: fsWorkspaceWrite}, "sandbox",
+		{"read-only base refuses workspace-write", level{fs: fsReadOnly, network: true}, &protocol.Sandbox{Filesystem: fsWorkspaceWrite}, "sandbox",
 			&protocol.ErrorData{Field: "sandbox.filesystem", Reason: looserReason(fsWorkspaceWrite, fsReadOnly)}},
-		{"network off base refuses it on", level{fsFull, false}, &protocol.Sandbox{Network: ptr(true)}, "sandbox",
+		{"network off base refuses it on", level{fs: fsFull, network: false}, &protocol.Sandbox{Network: protocol.NetworkOn()}, "sandbox",
 			&protocol.ErrorData{Field: "sandbox.network", Reason: networkOnReason}},
-		{"a stricter mode does not excuse the network on", level{fsFull, false}, &protocol.Sandbox{Filesystem: fsReadOnly, Network: ptr(true)}, "sandbox",
+		{"a stricter mode does not excuse the network on", level{fs: fsFull, network: false}, &protocol.Sandbox{Filesystem: fsReadOnly, Network: protocol.NetworkOn()}, "sandbox",
 			&protocol.ErrorData{Field: "sandbox.network", Reason: networkOnReason}},
-		{"unknown filesystem mode", level{fsFull, true}, &protocol.Sandbox{Filesystem: "none"}, "sandbox",
+		{"unknown filesystem mode", level{fs: fsFull, network: true}, &protocol.Sandbox{Filesystem: "none"}, "sandbox",
 			&protocol.ErrorData{Field: "sandbox.filesystem", Reason: `must be "workspace-write", "read-only" or "full", not "none"`}},
-		{"filesystem modes are case-sensitive", level{fsFull, true}, &protocol.Sandbox{Filesystem: "Read-Only"}, "sandbox",
+		{"filesystem modes are case-sensitive", level{fs: fsFull, network: true}, &protocol.Sandbox{Filesystem: "Read-Only"}, "sandbox",
 			&protocol.ErrorData{Field: "sandbox.filesystem", Reason: `must be "workspace-write", "read-only" or "full", not "Read-Only"`}},
-		{"field of a step", level{fsReadOnly, false}, &protocol.Sandbox{Filesystem: fsFull}, "steps[2].sandbox",
+		{"field of a step", level{fs: fsReadOnly, network: false}, &protocol.Sandbox{Filesystem: fsFull}, "steps[2].sandbox",
 			&protocol.ErrorData{Field: "steps[2].sandbox.filesystem", Reason: looserReason(fsFull, fsReadOnly)}},
-		{"field of initialize", level{fsWorkspaceWrite, false}, &protocol.Sandbox{Network: ptr(true)}, "initializationOptions.sandbox",
+		{"field of initialize", level{fs: fsWorkspaceWrite, network: false}, &protocol.Sandbox{Network: protocol.NetworkOn()}, "initializationOptions.sandbox",
 			&protocol.ErrorData{Field: "initializationOptions.sandbox.network", Reason: networkOnReason}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := tighten(tt.base, tt.asked, tt.field)
+			_, err := (&confinement{}).tighten(tt.base, tt.asked, tt.field)
 			checkError(t, err, wantError{is: protocol.ErrInvalidParams, data: tt.want})
 		})
 	}

@@ -370,7 +370,7 @@ func TestCommandSpecConfinement(t *testing.T) {
 		},
 		{
 			name: "a request equal to the default is still required",
-			p:    protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Filesystem: fsWorkspaceWrite, Network: ptr(false)}},
+			p:    protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Filesystem: fsWorkspaceWrite, Network: protocol.NetworkOff()}},
 			want: func(f *fixture) process.Spec {
 				return process.Spec{Argv: argv, Dir: f.root, OutputLimit: sessionOutputLimit, Env: f.cacheEnv(nil),
 					Confine: f.confined(f.policy(fsWorkspaceWrite, false), sandbox.Limits{}, true, f.goModCache())}
@@ -379,7 +379,7 @@ func TestCommandSpecConfinement(t *testing.T) {
 		{
 			name:   "a request turns the network off",
 			server: SandboxConfig{Network: true},
-			p:      protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Network: ptr(false)}},
+			p:      protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Network: protocol.NetworkOff()}},
 			want: func(f *fixture) process.Spec {
 				return process.Spec{Argv: argv, Dir: f.root, OutputLimit: sessionOutputLimit, Env: f.cacheEnv(nil),
 					Confine: f.confined(f.policy(fsWorkspaceWrite, false), sandbox.Limits{}, true, f.goModCache())}
@@ -446,7 +446,7 @@ func TestCommandSpecConfinement(t *testing.T) {
 		{
 			name:   "a step cuts the network the request keeps",
 			server: SandboxConfig{Filesystem: fsFull, Network: true},
-			steps:  []protocol.StepSpec{{Name: "fetch", Argv: argv}, {Name: "build", Argv: argv, Sandbox: &protocol.Sandbox{Network: ptr(false)}}},
+			steps:  []protocol.StepSpec{{Name: "fetch", Argv: argv}, {Name: "build", Argv: argv, Sandbox: &protocol.Sandbox{Network: protocol.NetworkOff()}}},
 			want: func(f *fixture) process.Spec {
 				offline := f.policy(fsFull, false)
 				return process.Spec{Dir: f.root, OutputLimit: sessionOutputLimit,
@@ -479,7 +479,7 @@ func TestCommandSpecConfinement(t *testing.T) {
 		{
 			name:   "--sandbox off takes a request for full with the network as asking nothing",
 			server: SandboxConfig{Mode: SandboxOff},
-			p:      protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Filesystem: fsFull, Network: ptr(true)}},
+			p:      protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Filesystem: fsFull, Network: protocol.NetworkOn()}},
 			want: func(f *fixture) process.Spec {
 				return process.Spec{Argv: argv, Dir: f.root, OutputLimit: sessionOutputLimit}
 			},
@@ -545,14 +545,14 @@ func TestCommandSpecConfinementRejects(t *testing.T) {
 		},
 		{
 			name: "the network on where the server has it off",
-			p:    protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Network: ptr(true)}},
+			p:    protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Network: protocol.NetworkOn()}},
 			want: invalid("sandbox.network", networkOn),
 		},
 		{
 			name:    "the network on where the session turned it off",
 			server:  SandboxConfig{Network: true},
-			session: &protocol.Sandbox{Network: ptr(false)},
-			p:       protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Network: ptr(true)}},
+			session: &protocol.Sandbox{Network: protocol.NetworkOff()},
+			p:       protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Network: protocol.NetworkOn()}},
 			want:    invalid("sandbox.network", networkOn),
 		},
 		{
@@ -564,8 +564,8 @@ func TestCommandSpecConfinementRejects(t *testing.T) {
 		{
 			name:   "a step turning on the network the request turned off",
 			server: SandboxConfig{Network: true},
-			p:      protocol.RunCommandParams{Sandbox: &protocol.Sandbox{Network: ptr(false)}},
-			steps:  []protocol.StepSpec{{Name: "a", Argv: argv, Sandbox: &protocol.Sandbox{Network: ptr(true)}}},
+			p:      protocol.RunCommandParams{Sandbox: &protocol.Sandbox{Network: protocol.NetworkOff()}},
+			steps:  []protocol.StepSpec{{Name: "a", Argv: argv, Sandbox: &protocol.Sandbox{Network: protocol.NetworkOn()}}},
 			want:   invalid("steps[0].sandbox.network", networkOn),
 		},
 		{
@@ -593,7 +593,7 @@ func TestCommandSpecConfinementRejects(t *testing.T) {
 		{
 			name:   "--sandbox off and the network off",
 			server: SandboxConfig{Mode: SandboxOff},
-			p:      protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Network: ptr(false)}},
+			p:      protocol.RunCommandParams{Argv: argv, Sandbox: &protocol.Sandbox{Network: protocol.NetworkOff()}},
 			want:   off,
 		},
 		{

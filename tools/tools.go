@@ -8,6 +8,7 @@
 package tools
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -77,8 +78,23 @@ type SandboxConfig struct {
 	// Filesystem is the default filesystem mode (--sandbox-default);
 	// "" is workspace-write.
 	Filesystem protocol.SandboxFilesystem
-	// Network is the default network (--sandbox-network on).
-	Network bool
+	// Network is the default network (--sandbox-network on); with
+	// NetworkAllow not nil (--sandbox-network allow), only the hosts of
+	// NetworkAllow (--network-allow) and of Registries.
+	Network      bool
+	NetworkAllow []string
+	// Registries, when set (--network-allow-registries), returns the
+	// allow-list entries of the hosts the machine's Go, npm and pip are
+	// configured to use; it waits for them to be read, at most until ctx
+	// is done.
+	Registries func(ctx context.Context) []string
+	// Protect and DenyRead are the server's lists (--protect, --deny-read,
+	// and under `toolhost mcp` the agents' defaults): paths in the root a
+	// workspace-write command may read but not change, and paths a
+	// confined command cannot read ("~" is Home).
+	Protect, DenyRead []string
+	// Home is the server's $HOME, for "~" in denyRead.
+	Home string
 	// Writable are extra directories writable in workspace-write mode.
 	Writable []string
 	// Limits are the most a command may use (--limit-*); zero is none.
