@@ -69,11 +69,10 @@ func (p *Proxy) serveCONNECT(s *session, req *http.Request) {
 		return
 	}
 	defer p.untrack(up)
-	u := s.wrap(up, counts)
 	if _, err := io.WriteString(s.client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	s.tunnel(u, s.buffered())
+	s.tunnel(up, counts, s.buffered())
 }
 
 // forwarder forwards a client connection's plain-HTTP requests, keeping

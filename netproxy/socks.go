@@ -68,7 +68,7 @@ func (p *Proxy) serveSOCKS(s *session) {
 	if err := writeSOCKSReply(s.client, socksSucceeded, up.LocalAddr()); err != nil {
 		return
 	}
-	s.tunnel(s.wrap(up, counts), s.buffered())
+	s.tunnel(up, counts, s.buffered())
 }
 
 // socksGreet reads the client's methods and answers: "no authentication"
