@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -77,6 +78,16 @@ func (s *session) expiresAt() time.Time {
 		t = s.end
 	}
 	return t
+}
+
+// opContext returns the context of a lookup and a dial: cancelled by
+// Close, and ended when the session expires, since no byte moves
+// meanwhile.
+func (s *session) opContext() (context.Context, context.CancelFunc) {
+	if t := s.expiresAt(); !t.IsZero() {
+		return context.WithDeadline(s.p.ctx, t)
+	}
+	return context.WithCancel(s.p.ctx)
 }
 
 // expired reports whether the session is over its idle or total timeout.

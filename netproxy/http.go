@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -63,7 +64,9 @@ func (p *Proxy) serveCONNECT(s *session, req *http.Request) {
 		writeAnswer(s.client, http.StatusBadRequest, "", "toolhost: CONNECT needs host:port: "+err.Error(), true)
 		return
 	}
-	up, counts, err := p.connect(p.ctx, "connect", host, port)
+	ctx, cancel := s.opContext()
+	up, counts, err := p.connect(ctx, "connect", host, port)
+	cancel()
 	if err != nil {
 		writeError(s.client, err, true)
 		return
@@ -123,7 +126,9 @@ func (f *forwarder) forward(req *http.Request) bool {
 	}
 	// Check every request, even one that could reuse the upstream
 	// connection: the allow-list is about each request's host.
-	d, err := p.check(p.ctx, host, port)
+	ctx, cancel := s.opContext()
+	defer cancel()
+	d, err := p.check(ctx, host, port)
 	if err != nil {
 		if errors.Is(err, ErrNotAllowed) {
 			p.logRefusal("http", err)
@@ -133,7 +138,7 @@ func (f *forwarder) forward(req *http.Request) bool {
 	k := hostPort{d.host.String(), port}
 	if f.up == nil || f.key != k {
 		f.closeUpstream()
-		up, at, err := p.dial(p.ctx, d)
+		up, at, err := p.dial(ctx, d)
 		if err == nil {
 			err = p.track(up)
 		}
@@ -275,8 +280,8 @@ func splitHostPort(hp string, def int) (string, int, error) {
 	return host, port, nil
 }
 
-// writeError answers err: 403 for a refusal, 503 over the limit, 502 for
-// a network fault.
+// writeError answers err: 403 for a refusal, 503 over the limit, 504 for
+// a network fault that is a timeout, 502 for any other.
 func writeError(w io.Writer, err error, closing bool) error {
 	switch {
 	case errors.Is(err, ErrNotAllowed):
@@ -285,6 +290,8 @@ func writeError(w io.Writer, err error, closing bool) error {
 		return writeAnswer(w, http.StatusServiceUnavailable, RefusalHeader, err.Error(), closing)
 	case errors.Is(err, ErrClosed):
 		return writeAnswer(w, http.StatusServiceUnavailable, NetworkErrorHeader, "toolhost: the proxy is closing", true)
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return writeAnswer(w, http.StatusGatewayTimeout, NetworkErrorHeader, err.Error(), closing)
 	default:
 		return writeAnswer(w, http.StatusBadGateway, NetworkErrorHeader, err.Error(), closing)
 	}

@@ -197,8 +197,8 @@ func (p *Proxy) serve(l net.Listener) error {
 // accepted starts serving c, or refusing it beyond MaxConns.
 func (p *Proxy) accepted(c net.Conn) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		c.Close()
 		return
 	}
@@ -208,14 +208,16 @@ func (p *Proxy) accepted(c net.Conn) {
 		// Refusing costs a goroutine each: beyond as many again, close
 		// without a word.
 		if p.refusing >= max(p.cfg.MaxConns, 16) {
+			p.mu.Unlock()
 			c.Close()
-			p.log.Warn("netproxy: connection refused", "reason", "too many connections, closed unanswered", "limit", p.cfg.MaxConns)
+			p.log.Warn("netproxy: connection refused", "reason", "too many connections; closed unanswered", "limit", p.cfg.MaxConns)
 			return
 		}
 		p.refusing++
 	} else {
 		p.active++
 	}
+	defer p.mu.Unlock()
 	p.conns[c] = struct{}{}
 	p.wg.Add(1)
 	go func() {

@@ -650,6 +650,21 @@ func TestIdleTimeout(t *testing.T) {
 	if n, err := io.Copy(io.Discard, c); n != 0 || err != nil {
 		t.Errorf("silent client: read %d bytes, %v; want EOF", n, err)
 	}
+
+	// A dial that never completes ends with the session: 504, and SOCKS5
+	// host unreachable.
+	hang := func(ctx context.Context, network string, addr netip.AddrPort) (net.Conn, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	_, proxyAddr = startProxy(t, Config{Allow: allow(t, "192.0.2.1:9"), IdleTimeout: 50 * time.Millisecond, Dial: hang})
+	resp, body, _, _ := rawCONNECT(t, proxyAddr, "192.0.2.1:9")
+	if resp.StatusCode != 504 || resp.Header.Get(NetworkErrorHeader) == "" {
+		t.Errorf("CONNECT with a hung dial = %s %q, want 504", resp.Status, body)
+	}
+	if code, _ := socksRequest(t, proxyAddr, socksCmdConnect, "192.0.2.1", 9); code != socksHostUnreachable {
+		t.Errorf("SOCKS5 with a hung dial: reply %#x, want 0x04", code)
+	}
 }
 
 // TestIdleTimeoutSparesABusyTunnel: a download that lasts several idle

@@ -59,7 +59,9 @@ func (p *Proxy) serveSOCKS(s *session) {
 		return
 	}
 	s.unboundedHeader()
-	up, counts, err := p.connect(p.ctx, "socks5", host, port)
+	ctx, cancel := s.opContext()
+	up, counts, err := p.connect(ctx, "socks5", host, port)
+	cancel()
 	if err != nil {
 		writeSOCKSReply(s.client, socksCode(err), nil)
 		return
