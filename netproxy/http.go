@@ -40,7 +40,11 @@ func (p *Proxy) serveHTTP(s *session) {
 	for {
 		s.lr.N = maxHeaderBytes
 		req, err := http.ReadRequest(s.br)
-		if err != nil {
+		if err != nil || s.lr.N <= 0 {
+			if s.lr.N <= 0 {
+				writeAnswer(s.client, http.StatusRequestHeaderFieldsTooLarge, "", fmt.Sprintf("toolhost: the request's header is over %d bytes", maxHeaderBytes), true)
+				return
+			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !isTimeout(err) && !errors.Is(err, net.ErrClosed) {
 				writeAnswer(s.client, http.StatusBadRequest, "", "toolhost: malformed HTTP request to the proxy: "+err.Error(), true)
 			}

@@ -258,13 +258,25 @@ func TestPlainHTTPHostHeaderIsTheURIs(t *testing.T) {
 	}
 }
 
-func TestPlainHTTPRejectsOriginForm(t *testing.T) {
+func TestPlainHTTPBadRequests(t *testing.T) {
 	_, proxyAddr := startProxy(t, Config{Allow: allow(t, "example.com")})
-	c := dialProxy(t, proxyAddr)
-	io.WriteString(c, "GET /path HTTP/1.1\r\nHost: example.com\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil || resp.StatusCode != 400 {
-		t.Fatalf("origin-form request: %v %v, want 400", resp, err)
+	for _, tc := range []struct {
+		name, req string
+		code      int
+	}{
+		{"origin form", "GET /path HTTP/1.1\r\nHost: example.com\r\n\r\n", 400},
+		{"https absolute URI", "GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n", 400},
+		{"garbage", "\x16\x03\x01 not HTTP\r\n\r\n", 400},
+		{"huge header", "GET http://example.com/ HTTP/1.1\r\nX: " + strings.Repeat("x", maxHeaderBytes+8192) + "\r\n\r\n", 431},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialProxy(t, proxyAddr)
+			go io.WriteString(c, tc.req) // the proxy may answer before reading it all
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != tc.code {
+				t.Fatalf("%v %v, want %d", resp, err, tc.code)
+			}
+		})
 	}
 }
 
