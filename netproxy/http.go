@@ -331,7 +331,6 @@ func (p *Proxy) refuseHTTPOverLimit(c net.Conn, br *bufio.Reader) {
 		return
 	}
 	host, port, _ := splitHostPort(req.URL.Host, 80)
-	msg := fmt.Sprintf("toolhost: %s: the command has %d proxy connections open, its limit", ErrOverLimit, p.cfg.MaxConns)
 	p.log.Warn("netproxy: connection refused", "protocol", "http", "host", host, "port", port, "reason", "too many connections", "limit", p.cfg.MaxConns)
-	writeAnswer(c, http.StatusServiceUnavailable, RefusalHeader, msg, true)
+	writeError(c, p.overLimitError(), true)
 }

@@ -162,5 +162,5 @@ func (p *Proxy) refuseSOCKSOverLimit(c net.Conn, br *bufio.Reader) {
 		return
 	}
 	p.log.Warn("netproxy: connection refused", "protocol", "socks5", "host", host, "port", port, "reason", "too many connections", "limit", p.cfg.MaxConns)
-	writeSOCKSReply(c, socksGeneralFailure)
+	writeSOCKSReply(c, socksCode(p.overLimitError()))
 }
