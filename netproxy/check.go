@@ -187,6 +187,11 @@ func (p *Proxy) dial(ctx context.Context, d decision) (net.Conn, netip.AddrPort,
 	return nil, netip.AddrPort{}, &UpstreamError{Host: d.host.String(), Port: d.port, Op: "connect to", Err: errors.Join(errs...)}
 }
 
+// overLimitError is the error of a client connection beyond MaxConns.
+func (p *Proxy) overLimitError() error {
+	return fmt.Errorf("toolhost: %w: the command has %d proxy connections open, its limit", ErrOverLimit, p.cfg.MaxConns)
+}
+
 // socksCode returns the SOCKS5 reply code for err: 0x02 for a refusal,
 // 0x01 over the limit, and for a fault 0x05 (connection refused), 0x03
 // (network unreachable) or 0x04 (host unreachable: no address, a timeout,

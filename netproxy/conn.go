@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -79,6 +80,16 @@ func (s *session) expiresAt() time.Time {
 	return t
 }
 
+// opContext returns the context of a lookup and a dial: cancelled by
+// Close, and ended when the session expires, since no byte moves
+// meanwhile.
+func (s *session) opContext() (context.Context, context.CancelFunc) {
+	if t := s.expiresAt(); !t.IsZero() {
+		return context.WithDeadline(s.p.ctx, t)
+	}
+	return context.WithCancel(s.p.ctx)
+}
+
 // expired reports whether the session is over its idle or total timeout.
 func (s *session) expired() bool {
 	t := s.expiresAt()
@@ -92,10 +103,11 @@ func (s *session) expired() bool {
 func (s *session) slack() time.Duration { return s.idle / 16 }
 
 // timedConn is a connection whose reads and writes end when the session
-// expires, and which counts its bytes. Its Read is used by one goroutine
-// at a time and its Write by one goroutine at a time, which own rdl and
-// wdl respectively. It deliberately has no ReadFrom or WriteTo, so that
-// io.CopyBuffer goes through Read and Write.
+// expires, and which counts its bytes: the client connection while a
+// request is read and answered, and a plain-HTTP upstream connection.
+// (Tunnels relay the raw connections, timed by their watchdog.) Its Read
+// is used by one goroutine at a time and its Write by one goroutine at a
+// time, which own rdl and wdl respectively.
 type timedConn struct {
 	net.Conn
 	s *session
@@ -189,7 +201,12 @@ func isTemporaryAccept(err error) bool {
 		errors.Is(err, syscall.ECONNABORTED)
 }
 
-// copyBufSize is the buffer of each direction of a tunnel.
+// tunnelChunk is how many bytes a tunnel's direction moves between two
+// records of activity when it splices: the watchdog sees a tunnel that
+// moves at least this much per IdleTimeout as busy.
+const tunnelChunk = 64 << 10
+
+// copyBufSize is the buffer of a direction that cannot splice.
 const copyBufSize = 64 << 10
 
 // copyBufs holds *[copyBufSize]byte.
@@ -200,46 +217,133 @@ type closeWriter interface{ CloseWrite() error }
 
 // tunnel relays bytes both ways between the client and up until both
 // directions end: pending (bytes the client sent ahead, already read)
-// first, then client to up on a second goroutine, and up to client here.
-// A direction that ends cleanly half-closes its destination, so that the
-// peer sees the end and can still answer; one that fails closes both
-// connections, ending the other. The caller closes up afterwards.
-func (s *session) tunnel(up *timedConn, pending []byte) {
-	done := make(chan struct{})
-	if !s.p.goTracked(func() {
-		defer close(done)
+// first, then each direction on a goroutine of its own, while this one,
+// their owner, waits for them and watches the session's timeouts,
+// closing both connections when it expires. A direction that ends
+// cleanly half-closes its destination, so that the peer sees the end and
+// can still answer; one that fails closes both connections, ending the
+// other. counts gets the bytes each way. The caller closes up afterwards.
+func (s *session) tunnel(up net.Conn, counts *allowedCounts, pending []byte) {
+	// The directions have no deadlines: the watchdog below keeps time.
+	s.raw.SetDeadline(time.Time{})
+	up.SetDeadline(time.Time{})
+	done := make(chan struct{}, 2)
+	started := 0
+	if s.p.goTracked(func() {
+		defer func() { done <- struct{}{} }()
 		if len(pending) > 0 {
 			if _, err := up.Write(pending); err != nil {
 				s.abort(up)
 				return
 			}
+			counts.bytesOut.Add(int64(len(pending)))
+			s.touch()
 		}
-		s.pipe(up, s.client, up)
+		s.relay(up, s.raw, &counts.bytesOut, up)
 	}) {
+		started++
+	}
+	if s.p.goTracked(func() {
+		defer func() { done <- struct{}{} }()
+		s.relay(s.raw, up, &counts.bytesIn, up)
+	}) {
+		started++
+	}
+	if started < 2 { // closing
+		s.abort(up)
+	}
+	var expiry <-chan time.Time
+	if s.timed {
+		t := time.NewTimer(time.Until(s.expiresAt()))
+		defer t.Stop()
+		expiry = t.C
+		for started > 0 {
+			select {
+			case <-done:
+				started--
+			case <-expiry:
+				if s.expired() {
+					s.abort(up)
+					expiry = nil
+					continue
+				}
+				t.Reset(time.Until(s.expiresAt()))
+			}
+		}
 		return
 	}
-	s.pipe(s.client, up, up)
-	<-done
+	for ; started > 0; started-- {
+		<-done
+	}
 }
 
-// pipe copies src to dst until src ends, then half-closes dst; on an
-// error it closes both the client and up.
-func (s *session) pipe(dst, src *timedConn, up *timedConn) {
-	buf := copyBufs.Get().(*[copyBufSize]byte)
-	defer copyBufs.Put(buf)
-	_, err := io.CopyBuffer(dst, src, buf[:])
+// relay copies src to dst until src ends, then half-closes dst; on an
+// error it closes both the client and up. Between two TCP connections it
+// splices (the bytes never enter the process), tunnelChunk at a time;
+// otherwise it copies through a buffer. n gets the bytes moved, and each
+// chunk or read records activity.
+func (s *session) relay(dst, src net.Conn, n *atomic.Int64, up net.Conn) {
+	var err error
+	dt, dok := dst.(*net.TCPConn)
+	st, sok := src.(*net.TCPConn)
+	if dok && sok {
+		err = s.splice(dt, st, n)
+	} else {
+		buf := copyBufs.Get().(*[copyBufSize]byte)
+		_, err = io.CopyBuffer(writerOnly{dst}, &activityReader{src, s, n}, buf[:])
+		copyBufs.Put(buf)
+	}
 	if err == nil {
-		if cw, ok := dst.Conn.(closeWriter); ok && cw.CloseWrite() == nil {
+		if cw, ok := dst.(closeWriter); ok && cw.CloseWrite() == nil {
 			return
 		}
 	}
 	s.abort(up)
 }
 
+// splice moves src to dst with splice(2), through io.Copy and
+// TCPConn.ReadFrom, tunnelChunk at a time; it returns nil when src ends.
+func (s *session) splice(dst, src *net.TCPConn, n *atomic.Int64) error {
+	for {
+		lr := io.LimitedReader{R: src, N: tunnelChunk}
+		k, err := io.Copy(dst, &lr)
+		if k > 0 {
+			n.Add(k)
+			s.touch()
+		}
+		if err != nil {
+			return err
+		}
+		if lr.N > 0 { // src ended before the chunk did
+			return nil
+		}
+	}
+}
+
+// activityReader counts what it reads into n and records activity.
+type activityReader struct {
+	r io.Reader
+	s *session
+	n *atomic.Int64
+}
+
+func (a *activityReader) Read(b []byte) (int, error) {
+	k, err := a.r.Read(b)
+	if k > 0 {
+		a.n.Add(int64(k))
+		a.s.touch()
+	}
+	return k, err
+}
+
+// writerOnly hides a writer's ReadFrom, so that io.CopyBuffer uses the
+// buffer and the activityReader.
+type writerOnly struct{ io.Writer }
+
 // abort ends both connections of a tunnel.
-func (s *session) abort(up *timedConn) {
+func (s *session) abort(up net.Conn) {
 	s.raw.Close()
-	up.Conn.Close()
+	up.Close()
 }
 
 // unboundedHeader lifts the header bound, for a body or a tunnel.

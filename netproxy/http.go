@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +40,11 @@ func (p *Proxy) serveHTTP(s *session) {
 	for {
 		s.lr.N = maxHeaderBytes
 		req, err := http.ReadRequest(s.br)
-		if err != nil {
+		if err != nil || s.lr.N <= 0 {
+			if s.lr.N <= 0 {
+				writeAnswer(s.client, http.StatusRequestHeaderFieldsTooLarge, "", fmt.Sprintf("toolhost: the request's header is over %d bytes", maxHeaderBytes), true)
+				return
+			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !isTimeout(err) && !errors.Is(err, net.ErrClosed) {
 				writeAnswer(s.client, http.StatusBadRequest, "", "toolhost: malformed HTTP request to the proxy: "+err.Error(), true)
 			}
@@ -63,17 +68,18 @@ func (p *Proxy) serveCONNECT(s *session, req *http.Request) {
 		writeAnswer(s.client, http.StatusBadRequest, "", "toolhost: CONNECT needs host:port: "+err.Error(), true)
 		return
 	}
-	up, counts, err := p.connect(p.ctx, "connect", host, port)
+	ctx, cancel := s.opContext()
+	up, counts, err := p.connect(ctx, "connect", host, port)
+	cancel()
 	if err != nil {
 		writeError(s.client, err, true)
 		return
 	}
 	defer p.untrack(up)
-	u := s.wrap(up, counts)
 	if _, err := io.WriteString(s.client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	s.tunnel(u, s.buffered())
+	s.tunnel(up, counts, s.buffered())
 }
 
 // forwarder forwards a client connection's plain-HTTP requests, keeping
@@ -124,7 +130,9 @@ func (f *forwarder) forward(req *http.Request) bool {
 	}
 	// Check every request, even one that could reuse the upstream
 	// connection: the allow-list is about each request's host.
-	d, err := p.check(p.ctx, host, port)
+	ctx, cancel := s.opContext()
+	defer cancel()
+	d, err := p.check(ctx, host, port)
 	if err != nil {
 		if errors.Is(err, ErrNotAllowed) {
 			p.logRefusal("http", err)
@@ -134,7 +142,7 @@ func (f *forwarder) forward(req *http.Request) bool {
 	k := hostPort{d.host.String(), port}
 	if f.up == nil || f.key != k {
 		f.closeUpstream()
-		up, at, err := p.dial(p.ctx, d)
+		up, at, err := p.dial(ctx, d)
 		if err == nil {
 			err = p.track(up)
 		}
@@ -276,8 +284,8 @@ func splitHostPort(hp string, def int) (string, int, error) {
 	return host, port, nil
 }
 
-// writeError answers err: 403 for a refusal, 503 over the limit, 502 for
-// a network fault.
+// writeError answers err: 403 for a refusal, 503 over the limit, 504 for
+// a network fault that is a timeout, 502 for any other.
 func writeError(w io.Writer, err error, closing bool) error {
 	switch {
 	case errors.Is(err, ErrNotAllowed):
@@ -286,6 +294,8 @@ func writeError(w io.Writer, err error, closing bool) error {
 		return writeAnswer(w, http.StatusServiceUnavailable, RefusalHeader, err.Error(), closing)
 	case errors.Is(err, ErrClosed):
 		return writeAnswer(w, http.StatusServiceUnavailable, NetworkErrorHeader, "toolhost: the proxy is closing", true)
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return writeAnswer(w, http.StatusGatewayTimeout, NetworkErrorHeader, err.Error(), closing)
 	default:
 		return writeAnswer(w, http.StatusBadGateway, NetworkErrorHeader, err.Error(), closing)
 	}
@@ -321,7 +331,6 @@ func (p *Proxy) refuseHTTPOverLimit(c net.Conn, br *bufio.Reader) {
 		return
 	}
 	host, port, _ := splitHostPort(req.URL.Host, 80)
-	msg := fmt.Sprintf("toolhost: %s: the command has %d proxy connections open, its limit", ErrOverLimit, p.cfg.MaxConns)
 	p.log.Warn("netproxy: connection refused", "protocol", "http", "host", host, "port", port, "reason", "too many connections", "limit", p.cfg.MaxConns)
-	writeAnswer(c, http.StatusServiceUnavailable, RefusalHeader, msg, true)
+	writeError(c, p.overLimitError(), true)
 }

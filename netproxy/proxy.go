@@ -33,7 +33,9 @@ type Config struct {
 	Dial func(ctx context.Context, network string, addr netip.AddrPort) (net.Conn, error)
 	// IdleTimeout ends a client connection that has moved no byte, in
 	// either direction, for this long (waiting for a request, a response,
-	// or in a tunnel); 0 is none.
+	// or in a tunnel); 0 is none. A tunnel between TCP connections splices
+	// and sees its activity per 64 KiB moved, so one that trickles less
+	// than that each way per IdleTimeout counts as idle.
 	IdleTimeout time.Duration
 	// TotalTimeout ends a client connection this long after it was
 	// accepted, whatever it is doing; 0 is none.
@@ -71,10 +73,11 @@ type Proxy struct {
 	cancel context.CancelFunc
 
 	// wg counts every goroutine the proxy runs, and Serve itself: a
-	// connection's handler (owned by the Serve that accepted it), a
-	// tunnel's second direction (owned by the handler, which also waits
-	// for it). Close waits for it. wg.Add is called only with mu held and
-	// closed false, so that no Add races Close's Wait.
+	// connection's handler (owned by the Serve that accepted it) and a
+	// tunnel's two directions (owned by the handler, which waits for them
+	// while it watches the timeouts). Close waits for it. wg.Add is called
+	// only with mu held and closed false, so that no Add races Close's
+	// Wait.
 	wg sync.WaitGroup
 
 	mu sync.Mutex // guards the fields below
@@ -102,8 +105,9 @@ type hostPort struct {
 	port int
 }
 
-// allowedCounts are one allowed host's counters; the bytes are updated by
-// the copying goroutines as bytes move, the rest with Proxy.mu held.
+// allowedCounts are one allowed host's counters. The bytes are added by
+// whichever goroutine moves them (atomics, read by Stats at any time);
+// connections is changed and read with Proxy.mu held.
 type allowedCounts struct {
 	connections       int64 // guarded by Proxy.mu
 	bytesOut, bytesIn atomic.Int64
@@ -193,8 +197,8 @@ func (p *Proxy) serve(l net.Listener) error {
 // accepted starts serving c, or refusing it beyond MaxConns.
 func (p *Proxy) accepted(c net.Conn) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		c.Close()
 		return
 	}
@@ -204,14 +208,16 @@ func (p *Proxy) accepted(c net.Conn) {
 		// Refusing costs a goroutine each: beyond as many again, close
 		// without a word.
 		if p.refusing >= max(p.cfg.MaxConns, 16) {
+			p.mu.Unlock()
 			c.Close()
-			p.log.Warn("netproxy: connection refused", "reason", "too many connections, closed unanswered", "limit", p.cfg.MaxConns)
+			p.log.Warn("netproxy: connection refused", "reason", "too many connections; closed unanswered", "limit", p.cfg.MaxConns)
 			return
 		}
 		p.refusing++
 	} else {
 		p.active++
 	}
+	defer p.mu.Unlock()
 	p.conns[c] = struct{}{}
 	p.wg.Add(1)
 	go func() {

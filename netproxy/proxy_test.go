@@ -258,13 +258,25 @@ func TestPlainHTTPHostHeaderIsTheURIs(t *testing.T) {
 	}
 }
 
-func TestPlainHTTPRejectsOriginForm(t *testing.T) {
+func TestPlainHTTPBadRequests(t *testing.T) {
 	_, proxyAddr := startProxy(t, Config{Allow: allow(t, "example.com")})
-	c := dialProxy(t, proxyAddr)
-	io.WriteString(c, "GET /path HTTP/1.1\r\nHost: example.com\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil || resp.StatusCode != 400 {
-		t.Fatalf("origin-form request: %v %v, want 400", resp, err)
+	for _, tc := range []struct {
+		name, req string
+		code      int
+	}{
+		{"origin form", "GET /path HTTP/1.1\r\nHost: example.com\r\n\r\n", 400},
+		{"https absolute URI", "GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n", 400},
+		{"garbage", "\x16\x03\x01 not HTTP\r\n\r\n", 400},
+		{"huge header", "GET http://example.com/ HTTP/1.1\r\nX: " + strings.Repeat("x", maxHeaderBytes+8192) + "\r\n\r\n", 431},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialProxy(t, proxyAddr)
+			go io.WriteString(c, tc.req) // the proxy may answer before reading it all
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != tc.code {
+				t.Fatalf("%v %v, want %d", resp, err, tc.code)
+			}
+		})
 	}
 }
 
@@ -650,6 +662,56 @@ func TestIdleTimeout(t *testing.T) {
 	if n, err := io.Copy(io.Discard, c); n != 0 || err != nil {
 		t.Errorf("silent client: read %d bytes, %v; want EOF", n, err)
 	}
+
+	// A dial that never completes ends with the session: 504, and SOCKS5
+	// host unreachable.
+	hang := func(ctx context.Context, network string, addr netip.AddrPort) (net.Conn, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	_, proxyAddr = startProxy(t, Config{Allow: allow(t, "192.0.2.1:9"), IdleTimeout: 50 * time.Millisecond, Dial: hang})
+	resp, body, _, _ := rawCONNECT(t, proxyAddr, "192.0.2.1:9")
+	if resp.StatusCode != 504 || resp.Header.Get(NetworkErrorHeader) == "" {
+		t.Errorf("CONNECT with a hung dial = %s %q, want 504", resp.Status, body)
+	}
+	if code, _ := socksRequest(t, proxyAddr, socksCmdConnect, "192.0.2.1", 9); code != socksHostUnreachable {
+		t.Errorf("SOCKS5 with a hung dial: reply %#x, want 0x04", code)
+	}
+}
+
+// TestIdleTimeoutSparesABusyTunnel: a download that lasts several idle
+// timeouts, its bytes flowing one way only, is not cut: the watchdog sees
+// the activity. The origin sends a chunk each time the client asks (by a
+// byte on a side channel), so nothing waits on a clock but the loop's end.
+func TestIdleTimeoutSparesABusyTunnel(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	next := make(chan bool)
+	origin := startTCP(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
+		chunk := make([]byte, tunnelChunk)
+		for more := range next {
+			if !more {
+				return
+			}
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	_, proxyAddr := startProxy(t, Config{Allow: allow(t, origin.Addr().String()), IdleTimeout: idle})
+	resp, _, c, br := rawCONNECT(t, proxyAddr, origin.Addr().String())
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT = %s", resp.Status)
+	}
+	buf := make([]byte, tunnelChunk)
+	chunks := 0
+	for start := time.Now(); time.Since(start) < 4*idle; chunks++ {
+		next <- true
+		if _, err := io.ReadFull(br, buf); err != nil {
+			t.Fatalf("after %d chunks over %v (idle timeout %v): %v", chunks, time.Since(start), idle, err)
+		}
+	}
+	close(next)
+	c.Close()
 }
 
 // TestTotalTimeout: a tunnel that keeps talking is still ended.
@@ -787,7 +849,7 @@ func proxyGoroutines() []string {
 		lines := strings.Split(g, "\n")
 		for k := 1; k+1 < len(lines); k++ {
 			fn, file := lines[k], strings.TrimSpace(lines[k+1])
-			if !strings.HasPrefix(file, "/") || !strings.Contains(file, "/netproxy/") || strings.Contains(file, "_test.go:") {
+			if strings.HasPrefix(fn, "created by ") || !strings.HasPrefix(file, "/") || !strings.Contains(file, "/netproxy/") || strings.Contains(file, "_test.go:") {
 				continue
 			}
 			if !slices.ContainsFunc(wrappers, func(w string) bool { return strings.Contains(fn, w) }) {

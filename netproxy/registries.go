@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Source is where Registries found a host, or why a tool gave none.
@@ -61,6 +62,8 @@ var systemRunner = runner{
 	run: func(ctx context.Context, path string, env []string, args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, path, args...)
 		cmd.Env = append(os.Environ(), env...)
+		// A grandchild holding the output open must not outlast ctx.
+		cmd.WaitDelay = time.Second
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()

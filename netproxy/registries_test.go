@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"strings"
@@ -208,6 +209,13 @@ func TestRegistriesMissingTools(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantFound, found, ruleText); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
+	}
+	b, err := json.Marshal(found[2:4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), `[{"tool":"go","setting":"GOSUMDB","value":"sum.golang.org","rule":"sum.golang.org:443"},{"tool":"npm","note":"npm is not installed (not on PATH)"}]`; got != want {
+		t.Errorf("JSON = %s\nwant   %s", got, want)
 	}
 }
 

@@ -24,15 +24,14 @@ const (
 	socksAtypDomain = 0x03
 	socksAtypIPv6   = 0x04
 
-	socksSucceeded          = 0x00
-	socksGeneralFailure     = 0x01
-	socksNotAllowed         = 0x02
-	socksNetUnreachable     = 0x03
-	socksHostUnreachable    = 0x04
-	socksConnRefused        = 0x05
-	socksCmdNotSupported    = 0x07
-	socksAtypNotSupported   = 0x08
-	socksReplyHeaderMinSize = 10
+	socksSucceeded        = 0x00
+	socksGeneralFailure   = 0x01
+	socksNotAllowed       = 0x02
+	socksNetUnreachable   = 0x03
+	socksHostUnreachable  = 0x04
+	socksConnRefused      = 0x05
+	socksCmdNotSupported  = 0x07
+	socksAtypNotSupported = 0x08
 )
 
 // errSOCKS is a malformed or unsupported SOCKS5 request, with the reply
@@ -53,22 +52,26 @@ func (p *Proxy) serveSOCKS(s *session) {
 	if err != nil {
 		var se *errSOCKS
 		if errors.As(err, &se) {
-			writeSOCKSReply(s.client, se.code, nil)
+			writeSOCKSReply(s.client, se.code)
 			p.log.Info("netproxy: bad SOCKS5 request", "error", err.Error())
 		}
 		return
 	}
 	s.unboundedHeader()
-	up, counts, err := p.connect(p.ctx, "socks5", host, port)
+	ctx, cancel := s.opContext()
+	up, counts, err := p.connect(ctx, "socks5", host, port)
+	cancel()
 	if err != nil {
-		writeSOCKSReply(s.client, socksCode(err), nil)
+		writeSOCKSReply(s.client, socksCode(err))
 		return
 	}
 	defer p.untrack(up)
-	if err := writeSOCKSReply(s.client, socksSucceeded, up.LocalAddr()); err != nil {
+	// The bound address is left zero: the proxy's address outside the
+	// namespace is none of the command's business.
+	if err := writeSOCKSReply(s.client, socksSucceeded); err != nil {
 		return
 	}
-	s.tunnel(s.wrap(up, counts), s.buffered())
+	s.tunnel(up, counts, s.buffered())
 }
 
 // socksGreet reads the client's methods and answers: "no authentication"
@@ -142,28 +145,10 @@ func readSOCKSRequest(br *bufio.Reader) (string, int, error) {
 	return host, int(binary.BigEndian.Uint16(pb[:])), nil
 }
 
-// writeSOCKSReply writes a reply with code and the bound address (zeros
-// when bound is not a TCP address).
-func writeSOCKSReply(w io.Writer, code byte, bound net.Addr) error {
-	b := make([]byte, 0, socksReplyHeaderMinSize+12)
-	b = append(b, socks5Version, code, 0)
-	var ap netip.AddrPort
-	if ta, ok := bound.(*net.TCPAddr); ok {
-		ap = ta.AddrPort()
-	}
-	a := ap.Addr().Unmap()
-	switch {
-	case a.Is6():
-		b = append(b, socksAtypIPv6)
-		b = append(b, a.AsSlice()...)
-	case a.Is4():
-		b = append(b, socksAtypIPv4)
-		b = append(b, a.AsSlice()...)
-	default:
-		b = append(b, socksAtypIPv4, 0, 0, 0, 0)
-	}
-	b = binary.BigEndian.AppendUint16(b, ap.Port())
-	_, err := w.Write(b)
+// writeSOCKSReply writes a reply with code and a zero bound address
+// (0.0.0.0:0).
+func writeSOCKSReply(w io.Writer, code byte) error {
+	_, err := w.Write([]byte{socks5Version, code, 0, socksAtypIPv4, 0, 0, 0, 0, 0, 0})
 	return err
 }
 
@@ -177,5 +162,5 @@ func (p *Proxy) refuseSOCKSOverLimit(c net.Conn, br *bufio.Reader) {
 		return
 	}
 	p.log.Warn("netproxy: connection refused", "protocol", "socks5", "host", host, "port", port, "reason", "too many connections", "limit", p.cfg.MaxConns)
-	writeSOCKSReply(c, socksGeneralFailure, nil)
+	writeSOCKSReply(c, socksCode(p.overLimitError()))
 }
