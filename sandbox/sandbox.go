@@ -275,13 +275,13 @@ type layers struct {
 	mntns, roRoot bool
 	binds         []bind
 	netns         NetNSMethod
+	seccomp       bool
+	capDrop       bool
 	// proxy: the forking thread makes the proxy's listener in the network
 	// namespace (NetNSUnshare only); proxyPort is its port, known once it
 	// is made, for Landlock's connect rule where TCP is handled.
 	proxy     bool
 	proxyPort uint16
-	seccomp   bool
-	capDrop       bool
 	// pids and memory are the controllers used, Version 0 when not.
 	pids, memory Controller
 	// cpuSeconds is RLIMIT_CPU's soft limit, 0 for none; cpuAtExec sets it
