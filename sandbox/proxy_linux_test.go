@@ -358,3 +358,60 @@ func stdinFile(t *testing.T) *os.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// BenchmarkStartProxy measures a confined true with the proxy option, the
+// proxy served on its listener and closed after, against a confined true
+// with the network off, interleaved in the same run (the machines are
+// shared), and reports the medians and their ratio. Issue 25's target is
+// at most 1.5 times.
+func BenchmarkStartProxy(b *testing.B) {
+	caps := probed(b, "netns-unshare", "landlock4")
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := newDirs(b)
+	off := d.policy()
+	off.Network = false
+	proxy := off
+	proxy.Proxy = true
+	allow, err := netproxy.ParseAllowList("registry.example")
+	if err != nil {
+		b.Fatal(err)
+	}
+	once := func(spec Spec) time.Duration {
+		t0 := time.Now()
+		cmd := exec.Command(truePath)
+		sb, err := Start(cmd, spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var px *netproxy.Proxy
+		var serving sync.WaitGroup // owns Serve; waited below
+		if l := sb.ProxyListener(); l != nil {
+			px = netproxy.New(netproxy.Config{Allow: allow, ID: "h-bench"})
+			serving.Go(func() { _ = px.Serve(l) })
+		}
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		if px != nil {
+			_ = px.Close()
+			serving.Wait()
+		}
+		if _, err := sb.Finish(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	var offs, proxies []time.Duration
+	for b.Loop() {
+		offs = append(offs, once(Spec{Policy: off, Caps: &caps}))
+		proxies = append(proxies, once(Spec{Policy: proxy, Caps: &caps, ProxyEnv: netproxy.Env}))
+	}
+	mo, mp := median(offs), median(proxies)
+	b.ReportMetric(float64(mo.Nanoseconds())/1e3, "off-us")
+	b.ReportMetric(float64(mp.Nanoseconds())/1e3, "proxy-us")
+	b.ReportMetric(float64(mp)/float64(mo), "ratio")
+	Drain()
+}
