@@ -37,6 +37,7 @@ type nsUse struct {
 	n  int
 }
 
+// newForwards returns an empty set of forwards that logs to log.
 func newForwards(log *slog.Logger) *forwards {
 	return &forwards{log: log, byKey: make(map[portKey]*forward), ns: make(map[string]*nsUse)}
 }

@@ -97,15 +97,15 @@ func (c *Command) watchPorts(stop <-chan struct{}) {
 				continue
 			}
 			p := l.Port
-			if l.netns != "" && l.netns != hostNetNS() {
-				host, err := fw.start(k, l)
+			if host := hostNetNS(); l.netns != "" && host != "" && l.netns != host {
+				side, err := fw.start(k, l)
 				if err != nil {
 					failed[k] = struct{}{}
 					c.m.log.Warn("a port the command listens on in its network namespace cannot be forwarded; it is not reported",
 						"command", c.id, "port", l.Port.Port, "address", l.Address, "err", err)
 					continue
 				}
-				p = Port{Port: int(host.Port()), Address: host.Addr().String(), PID: l.PID, InsidePort: l.Port.Port, InsideAddress: l.Address}
+				p = Port{Port: int(side.Port()), Address: side.Addr().String(), PID: l.PID, InsidePort: l.Port.Port, InsideAddress: l.Address}
 			}
 			open[k] = p
 			c.portChanged(PortEvent{Open: true, Port: p}, open)
