@@ -343,14 +343,14 @@ func TestEnterNetNS(t *testing.T) {
 	}
 
 	// A file that is not a namespace is refused, and the thread is gone.
-	if ns, err := EnterNetNS(stdinFile(t)); err == nil {
+	if ns, err := EnterNetNS(regularFile(t)); err == nil {
 		ns.Close()
 		t.Error("EnterNetNS of a regular file worked")
 	}
 }
 
-// stdinFile returns an open regular file, closed at the end of the test.
-func stdinFile(t *testing.T) *os.File {
+// regularFile returns an open regular file, closed at the end of the test.
+func regularFile(t *testing.T) *os.File {
 	f, err := os.CreateTemp(t.TempDir(), "not-a-namespace")
 	if err != nil {
 		t.Fatal(err)
