@@ -143,6 +143,30 @@ func (r *sbCaseRun) symlinkInDir(t *testing.T, name, target string) {
 	}
 }
 
+// sbMachineAddress returns an IPv4 address of this machine beyond the
+// loopback that the test can listen on, and skips t where there is none.
+func sbMachineAddress(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.To4() == nil || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		l, err := net.Listen("tcp4", net.JoinHostPort(ipn.IP.String(), "0"))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return ipn.IP.String()
+	}
+	t.Skip("this machine has no IPv4 address beyond the loopback to listen on")
+	return ""
+}
+
 // sbPy is a python3 invocation for a script: the code goes in single
 // quotes, so it uses only double quotes. The code prints TRYING itself,
 // right before its attempt, so that a python error before it cannot pass
@@ -201,7 +225,18 @@ var sbEscapes = []sbCase{
 			r.env["PORT"] = fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 			return func(t *testing.T) { sbNoConnectionBefore(t, l) }
 		}},
-	{name: "tcp_bind", script: sbPy(`import socket; s = socket.socket(); print("TRYING", flush=True); s.bind(("127.0.0.1", 0)); s.listen(1); print(s.getsockname())`)},
+	// Listening where the machine is reached. The namespace's own loopback
+	// is the command's (issue 25: a dev server listens there, and the
+	// server forwards a port of its own loopback to it), so the attempt
+	// binds an address of the machine beyond the loopback, which a
+	// namespace of the command's own does not have.
+	{name: "tcp_bind_machine_address",
+		script: sbPy(`import os, socket; s = socket.socket(); print("TRYING", flush=True); s.bind((os.environ["ADDR"], 0)); s.listen(1); print(s.getsockname())`),
+		live: func(t *testing.T, r *sbCaseRun) func(t *testing.T) {
+			addr := sbMachineAddress(t)
+			r.env["ADDR"] = addr
+			return nil
+		}},
 	// The datagram must not reach the test's peer. Sent on a socket of
 	// the command's own network, it may leave without error: so the
 	// command counts it as sent only when the peer's echo comes back (the

@@ -17,11 +17,45 @@
 //	input.go            a command's input: writes in turn order, eof, resize, signals
 //	jsonl.go            a stdout of JSON lines split into events (Spec.StdoutJSONL)
 //	ports*.go           the TCP ports a command's tree listens on (Spec.WatchPorts)
+//	forward*.go         port forwards into a command's network namespace
+//	network.go          a network allow-list: each step's proxy, and its counts
 //	kill.go             the TERM, grace, KILL ladder
 //	reaper*.go          the child subreaper, orphan reaping, the session's and
 //	                    the commands' cgroups (reaper_cgroup_linux.go)
 //	registry.go         handles, running and recently finished
 //	env.go              the environment allowlist
+//
+// A network by name. A Confinement with Network (an allow-list of package
+// netproxy) runs every step with the sandbox's proxy option, whatever the
+// policies say: the step gets a network namespace of its own, the sandbox
+// makes a listener on its loopback from the forking thread and puts the
+// proxy variables naming it into the step's environment before the fork,
+// and the Manager serves a netproxy.Proxy of the step's own on it, from
+// the step's spawn until its process has exited, when the proxy is closed
+// (Close waits for its goroutines; the step's pumps group owns Serve).
+// Every refusal is logged with the handle id (the command id before a
+// handle has one) and the command id; Result.Network sums what the steps'
+// proxies let through and refused (Current gives it so far). A process the
+// step leaves running outlives its proxy: the next step has its own.
+// Where no namespace can host the proxy, the sandbox runs the step with
+// the network off, or refuses under Require.
+//
+// Dev servers stay reachable. A command with a network namespace of its
+// own (the network off or allow-listed) that listens on its loopback
+// cannot be reached from this machine directly. The port watcher
+// (Spec.WatchPorts) reads each namespace's TCP tables through a process of
+// the tree in it, and forwards each socket it finds outside the server's
+// namespace: it listens on 127.0.0.1 of the server's namespace, port
+// chosen by the kernel, and joins each connection accepted there to one
+// made inside by a thread of the server that entered the namespace
+// (sandbox.EnterNetNS; one per namespace with forwards open). portOpened
+// (OnPort) names the host side in Port and Address, and the socket's own
+// in InsidePort and InsideAddress; its close comes once the forward's
+// listener and connections are closed, when the socket stops listening or
+// the command ends. A socket that cannot be forwarded (the server cannot
+// enter the namespace) is not reported, and is logged. A forward is
+// reachable by anyone on this machine who can reach the server's
+// loopback, as a server the command ran with the network on would be.
 //
 // Output capture (the artifact files, the inline head and tail, step-marker
 // parsing) is package capture's: this package only owns the pipes that feed

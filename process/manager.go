@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolhost/toolhost/netproxy"
 	"github.com/toolhost/toolhost/sandbox"
 
 	"github.com/sourcegraph/conc"
@@ -364,6 +365,18 @@ type Confinement struct {
 	// DefaultEnv sets variables the environment lacks after the allowlist
 	// and the Spec's and step's overrides.
 	DefaultEnv map[string]string
+	// Network, if set, limits the network to this allow-list, whatever
+	// the policies say: every step gets a network namespace of its own
+	// whose only way out is a proxy of its own (package netproxy, served
+	// by the Manager on a listener inside it, named by the proxy
+	// variables of the step's environment), and Result.Network counts
+	// what they let through and refused. Where no such namespace can be
+	// made the step runs with the network off (Require refuses). Nil: the
+	// policies' Network decides.
+	Network *netproxy.AllowList
+	// Proxy tunes each step's proxy; the zero value takes the defaults of
+	// ProxyLimits.
+	Proxy ProxyLimits
 }
 
 // Step is one step of a recipe. Dir and Env default to the Spec's; Env is
@@ -443,6 +456,10 @@ type Result struct {
 	LimitExceeded sandbox.Limit
 	// Events counts a Spec.StdoutJSONL stdout's lines; nil otherwise.
 	Events *EventCounts
+	// Network is what the proxies of a command with a network allow-list
+	// (Confinement.Network) let through and refused, summed over its
+	// steps; nil without an allow-list.
+	Network *netproxy.Stats
 	// ProgressPath is Spec.ProgressPath.
 	ProgressPath string
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolhost/toolhost/netproxy"
 	"github.com/toolhost/toolhost/sandbox"
 
 	"github.com/sourcegraph/conc"
@@ -318,6 +319,7 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 	// Before the fork: the pumps start with it, and a child that prints at
 	// once must have its first bytes streamed under the right name.
 	c.ptyStep.Store(pty.On())
+	proxy := c.proxyConfig() // before mu, which it takes
 	// mu is held across the fork so a concurrent ladder sees the new
 	// group and pid as soon as they exist.
 	c.mu.Lock()
@@ -338,6 +340,7 @@ func (c *Command) spawnStep(i int, env []string, path string) (*proc, error) {
 		},
 		cg:      c.cg,
 		confine: c.confinement(i),
+		proxy:   proxy,
 		logger:  c.m.log,
 	}, &c.pumps)
 	if broken {
@@ -470,6 +473,7 @@ func (c *Command) Current() Result {
 	if len(c.procs) > 0 {
 		r.Sandbox = c.procs[0].report // set at the fork, before procs holds it
 	}
+	r.Network = c.networkOf(c.procs)
 	return r
 }
 
@@ -714,7 +718,13 @@ func (c *Command) confinement(i int) *sandbox.Spec {
 		pol = *p
 	}
 	pol.TempDir = c.tmpDir
-	return &sandbox.Spec{Policy: pol, Limits: cf.Limits, Require: cf.Require, Caps: cf.Caps}
+	spec := &sandbox.Spec{Policy: pol, Limits: cf.Limits, Require: cf.Require, Caps: cf.Caps}
+	if cf.Network != nil {
+		// The allow-list narrows whatever the policy says.
+		spec.Policy.Network, spec.Policy.Proxy = false, true
+		spec.ProxyEnv = netproxy.Env
+	}
+	return spec
 }
 
 // removeTmp removes the command's temporary directory, once its processes

@@ -61,6 +61,9 @@ func TestHelperProcess(t *testing.T) {
 		}
 		fmt.Println(c.PID())
 		os.Exit(0)
+	case "serve-http":
+		serveHTTPHelper() // network_linux_test.go
+		os.Exit(0)
 	}
 	os.Exit(3)
 }

@@ -9,61 +9,115 @@ import (
 // listening sockets while it runs; nothing is scanned when no handle runs.
 const portScanEvery = 200 * time.Millisecond
 
-// Port is a TCP socket in LISTEN state held by a process of a command.
+// Port is a TCP socket in LISTEN state held by a process of a command,
+// and where this machine reaches it.
 type Port struct {
+	// Port and Address are where this machine reaches the socket: its own
+	// port and address when it is in the server's network namespace,
+	// else the host side of the Manager's forward into the command's
+	// namespace, on the server's loopback.
 	Port    int
 	Address string // "0.0.0.0", "::", "127.0.0.1", …
 	PID     int
+	// InsidePort and InsideAddress are the socket's own port and address
+	// when it is in a network namespace of the command's own (the network
+	// off or allow-listed) and Port and Address are its forward; 0 and ""
+	// in the server's namespace.
+	InsidePort    int
+	InsideAddress string
 }
 
 // PortEvent says a port of the command's tree started (Open) or stopped
 // listening; every opened port gets its close, at the latest when the
-// command ends.
+// command ends. A forward opens before its Open event and is closed, its
+// listener and connections, before its close event.
 type PortEvent struct {
 	Open bool
 	Port
 }
 
+// listening is a listening socket a scan found: its own port and address
+// and a process holding it, and the network namespace it is in with a
+// process of the tree in that namespace.
+type listening struct {
+	Port
+	// netns is the namespace's link, "net:[4026531840]"; nsPID is a
+	// process in it.
+	netns string
+	nsPID int
+}
+
 // portKey identifies a listening socket across scans.
 type portKey struct {
-	port int
-	addr string
+	port  int
+	addr  string
+	netns string
 }
 
 // watchPorts looks at the command's process tree for listening TCP
 // sockets every portScanEvery until stop is closed, reporting each port
 // once when it opens and once when it closes; at stop, whatever is still
-// open is reported closed. The command's pumps group owns it, so the
-// supervisor waits for it before the result is final.
+// open is reported closed. A socket in a network namespace other than the
+// server's is forwarded from a port on the server's loopback, which the
+// events name; a socket that cannot be forwarded is not reported, and is
+// tried again once it has stopped listening. The command's pumps group
+// owns it, so the supervisor waits for it before the result is final; it
+// owns the forwards, and closes them all before it returns.
 func (c *Command) watchPorts(stop <-chan struct{}) {
 	open := map[portKey]Port{}
+	fw := newForwards(c.m.log.With("command", c.id))
+	failed := map[portKey]struct{}{} // forwards that could not be made
 	t := time.NewTicker(portScanEvery)
 	defer t.Stop()
+	closePort := func(k portKey, p Port) {
+		delete(open, k)
+		fw.stop(k)
+		c.portChanged(PortEvent{Open: false, Port: p}, open)
+	}
 	scan := func() {
-		seen := map[portKey]Port{}
-		for _, p := range listeners(c.treePids()) {
-			seen[portKey{p.Port, p.Address}] = p
+		seen := map[portKey]listening{}
+		for _, l := range listeners(c.treePids()) {
+			seen[portKey{l.Port.Port, l.Address, l.netns}] = l
 		}
 		for k, p := range open {
 			if _, ok := seen[k]; !ok {
-				delete(open, k)
-				c.portChanged(PortEvent{Open: false, Port: p}, open)
+				closePort(k, p)
 			}
 		}
-		for k, p := range seen {
-			if _, ok := open[k]; !ok {
-				open[k] = p
-				c.portChanged(PortEvent{Open: true, Port: p}, open)
+		for k := range failed {
+			if _, ok := seen[k]; !ok {
+				delete(failed, k)
 			}
+		}
+		for k, l := range seen {
+			if _, ok := open[k]; ok {
+				continue
+			}
+			if _, ok := failed[k]; ok {
+				continue
+			}
+			p := l.Port
+			if host := hostNetNS(); l.netns != "" && host != "" && l.netns != host {
+				side, err := fw.start(k, l)
+				if err != nil {
+					failed[k] = struct{}{}
+					c.m.log.Warn("a port the command listens on in its network namespace cannot be forwarded; it is not reported",
+						"command", c.id, "port", l.Port.Port, "address", l.Address, "err", err)
+					continue
+				}
+				p = Port{Port: int(side.Port()), Address: side.Addr().String(), PID: l.PID, InsidePort: l.Port.Port, InsideAddress: l.Address}
+			}
+			open[k] = p
+			c.portChanged(PortEvent{Open: true, Port: p}, open)
 		}
 	}
 	for {
 		select {
 		case <-stop:
 			for k, p := range open {
-				delete(open, k)
-				c.portChanged(PortEvent{Open: false, Port: p}, open)
+				closePort(k, p)
 			}
+			fw.close()
 			return
 		case <-t.C:
 			scan()

@@ -9,12 +9,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // listeners returns the TCP sockets in LISTEN state, IPv4 and IPv6, held
 // by the given processes: each one's socket inodes (its fds) matched
-// against the TCP tables of its own network namespace.
-func listeners(pids []int) []Port {
+// against the TCP tables of its own network namespace, which each socket
+// found there is in.
+func listeners(pids []int) []listening {
 	holder := map[string]int{} // socket inode → a pid holding it
 	nsPid := map[string]int{}  // network namespace → a pid in it
 	for _, pid := range pids {
@@ -46,18 +48,27 @@ func listeners(pids []int) []Port {
 	if len(holder) == 0 {
 		return nil
 	}
-	var out []Port
-	for _, pid := range nsPid {
+	var out []listening
+	for ns, pid := range nsPid {
 		for _, table := range []string{"tcp", "tcp6"} {
-			out = appendListening(out, "/proc/"+strconv.Itoa(pid)+"/net/"+table, holder)
+			out = appendListening(out, "/proc/"+strconv.Itoa(pid)+"/net/"+table, holder, ns, pid)
 		}
 	}
 	return out
 }
 
+// hostNetNS is the server's own network namespace's link, read once:
+// its main thread never leaves it (confining threads are never the main
+// thread).
+var hostNetNS = sync.OnceValue(func() string {
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	return ns
+})
+
 // appendListening adds the LISTEN sockets of a /proc/net/tcp{,6} table
-// that holder knows.
-func appendListening(out []Port, path string, holder map[string]int) []Port {
+// that holder knows; the table is network namespace ns's, which nsPID is
+// in.
+func appendListening(out []listening, path string, holder map[string]int, ns string, nsPID int) []listening {
 	f, err := os.Open(path)
 	if err != nil {
 		return out
@@ -79,7 +90,7 @@ func appendListening(out []Port, path string, holder map[string]int) []Port {
 		if !ok {
 			continue
 		}
-		out = append(out, Port{Port: port, Address: addr, PID: pid})
+		out = append(out, listening{Port: Port{Port: port, Address: addr, PID: pid}, netns: ns, nsPID: nsPID})
 	}
 	return out
 }

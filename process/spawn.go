@@ -16,6 +16,7 @@ import (
 	"github.com/sourcegraph/conc"
 	"github.com/sourcegraph/conc/panics"
 
+	"github.com/toolhost/toolhost/netproxy"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -68,6 +69,10 @@ type proc struct {
 	// the limit it exceeded, set by the waiter before exited is closed.
 	report *sandbox.Report
 	limit  sandbox.Limit
+	// proxy is the step's network allow-list proxy, served on its
+	// sandbox's listener until the waiter closes it once the process has
+	// exited; nil without one. Set before the proc is shared.
+	proxy *netproxy.Proxy
 }
 
 // spawnRequest is everything needed to fork one process.
@@ -94,7 +99,11 @@ type spawnRequest struct {
 	cg *cgroup
 	// confine, if not nil, confines the process (package sandbox).
 	confine *sandbox.Spec
-	logger  *slog.Logger
+	// proxy, if not nil, configures the proxy served on the listener the
+	// sandbox makes in the process's network namespace
+	// (sandbox.Policy.Proxy).
+	proxy  *netproxy.Config
+	logger *slog.Logger
 }
 
 // spawnProc forks one process in a group of its own, with stdout, stderr
@@ -217,6 +226,12 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 	if sb != nil {
 		rep := sb.Report()
 		p.report = &rep
+		if l := sb.ProxyListener(); l != nil && req.proxy != nil {
+			// Connections wait in the listener's backlog until Serve
+			// accepts them; Serve returns once the waiter closes the proxy.
+			p.proxy = netproxy.New(*req.proxy)
+			owner.Go(func() { _ = p.proxy.Serve(l) })
+		}
 	}
 	p.pending.Store(int32(len(readers)))
 	for i, r := range readers {
@@ -226,6 +241,11 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 		// Wait returns once the process has exited: the pipes are *os.File,
 		// so os/exec runs no copying goroutines of its own.
 		_ = cmd.Wait()
+		if p.proxy != nil {
+			// The step has ended: so has its way out. Close waits for
+			// every goroutine of the proxy; its Stats are final after.
+			_ = p.proxy.Close()
+		}
 		if sb != nil {
 			limit, err := sb.Finish()
 			if err != nil {

@@ -5,6 +5,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -62,6 +64,26 @@ func helper(args []string) string {
 			return outcome("socket", err)
 		}
 		return outcome("bind", unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	case "tcp-listen":
+		// Listens on 127.0.0.1, says on which port, answers each
+		// connection with "inside", and stops at the end of stdin.
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return outcome("listen", err)
+		}
+		fmt.Println("listening", l.Addr().(*net.TCPAddr).Port)
+		go func() { // ends with the process
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = c.Write([]byte("inside\n"))
+				_ = c.Close()
+			}
+		}()
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return "done"
 	case "udp-send":
 		ap := netip.MustParseAddrPort(args[0])
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)

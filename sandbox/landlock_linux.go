@@ -115,6 +115,11 @@ func restrictThread(ly layers) error {
 			}
 		}
 	}
+	if ly.netTCP && ly.proxyPort != 0 {
+		if err := allowProxyConnect(ruleset, ly.proxyPort); err != nil {
+			return err
+		}
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}

@@ -52,7 +52,7 @@ func openPolicy(p Policy) (Policy, policyFDs, error) {
 		fds[real] = fd
 		return real, nil
 	}
-	out := Policy{Filesystem: p.Filesystem, Network: p.Network}
+	out := Policy{Filesystem: p.Filesystem, Network: p.Network, Proxy: p.Proxy}
 	var err error
 	for _, d := range []struct{ in, out *string }{{&p.Root, &out.Root}, {&p.TempDir, &out.TempDir}, {&p.CacheDir, &out.CacheDir}} {
 		if *d.out, err = open(*d.in); err != nil {

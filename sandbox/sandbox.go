@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,13 @@ type Policy struct {
 	Filesystem Filesystem
 	// Network allows the network; false cuts the command off from it.
 	Network bool
+	// Proxy, with Network false, gives the command a network namespace
+	// whose only way out is a proxy the caller serves: Start makes a TCP
+	// listener on the namespace's loopback (ProxyListener) and puts
+	// Spec.ProxyEnv's variables, naming its address, into the command's
+	// environment. Where no such namespace can be made the network is off
+	// instead (Require refuses). It must not be set with Network.
+	Proxy bool
 	// Root is the workspace root, writable in WorkspaceWrite.
 	Root string
 	// TempDir is the command's own temporary directory (its TMPDIR),
@@ -99,6 +107,9 @@ func (p Policy) validate() error {
 	case WorkspaceWrite, ReadOnly, Full:
 	default:
 		return fmt.Errorf("unknown filesystem mode %q", p.Filesystem)
+	}
+	if p.Proxy && p.Network {
+		return errors.New("the network proxy needs the network off")
 	}
 	all := append([]string{p.Root, p.TempDir, p.CacheDir}, p.Writable...)
 	all = append(all, p.ReadRoots...)
@@ -208,8 +219,13 @@ type Report struct {
 	// Network is false only when the command cannot reach the network
 	// (TCP and UDP) outside its own loopback.
 	Network bool `json:"network"`
+	// Proxy is true when the command's only way out of its network
+	// namespace is the caller's proxy, on the namespace's loopback
+	// (Policy.Proxy); Network is then false.
+	Proxy bool `json:"proxy,omitempty"`
 	// EnforcedBy lists the layers applied, joined by "+", for example
-	// "landlock-abi-7+mntns+netns"; "" when none.
+	// "landlock-abi-7+mntns+netns"; "" when none. The proxy is
+	// "netns+proxy".
 	EnforcedBy string `json:"enforcedBy"`
 	// Limits maps each limit applied to how: "cgroup-v1", "cgroup-v2",
 	// "rlimit".
@@ -267,6 +283,11 @@ type layers struct {
 	netns         NetNSMethod
 	seccomp       bool
 	capDrop       bool
+	// proxy: the forking thread makes the proxy's listener in the network
+	// namespace (NetNSUnshare only); proxyPort is its port, known once it
+	// is made, for Landlock's connect rule where TCP is handled.
+	proxy     bool
+	proxyPort uint16
 	// pids and memory are the controllers used, Version 0 when not.
 	pids, memory Controller
 	// cpuSeconds is RLIMIT_CPU's soft limit, 0 for none; cpuAtExec sets it
@@ -384,9 +405,19 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 		return -1
 	})
 
-	// Network.
+	// Network. With the network off, a network namespace with its
+	// loopback up is the boundary: Landlock leaves TCP alone there, so
+	// that the command's own servers listen and the proxy is reached.
 	if !p.Network {
-		if abi >= 4 {
+		if p.Proxy {
+			if caps.NetNS == NetNSUnshare {
+				ly.proxy = true
+				rep.Proxy = true
+			} else {
+				missing = append(missing, "network allow-list (a proxy in a network namespace of its own): "+proxyReason(caps)+"; the network is off instead")
+			}
+		}
+		if abi >= 4 && caps.NetNS != NetNSUnshare {
 			ly.abi = max(ly.abi, abi)
 			ly.netTCP = true
 		}
@@ -418,6 +449,13 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 	} else {
 		gaps = append(gaps, "signals to processes outside the sandbox (Landlock ABI < 6; abstract unix sockets are cut off by the network namespace)")
 	}
+	if ly.netns == NetNSUnshare && ly.abi == 0 && abi >= 4 {
+		// Nothing else puts the command in a Landlock domain, which keeps
+		// it from opening the namespaces of processes outside (ptrace
+		// access): handle TCP then, and let the proxy's port through.
+		ly.abi = abi
+		ly.netTCP = true
+	}
 	ly.capDrop = caps.CapDrop && ly.fsHandled && !ly.fsGrantAll
 
 	// Layers, in the order they are applied.
@@ -430,6 +468,9 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 	switch ly.netns {
 	case NetNSUnshare:
 		by = append(by, "netns")
+		if ly.proxy {
+			by = append(by, "proxy")
+		}
 	case NetNSUserNS:
 		by = append(by, "userns-netns")
 	}
@@ -484,6 +525,15 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 	return ly, rep, nil
 }
 
+// proxyReason says why no network namespace can host the proxy's
+// listener.
+func proxyReason(caps Capabilities) string {
+	if caps.NetNS == NetNSUserNS {
+		return "the network namespace is a user namespace's, made at the fork, where the server cannot listen"
+	}
+	return caps.reason("netns", "no network namespace")
+}
+
 // under reports whether path is one of dirs or lies beneath one.
 func under(path string, dirs []string) bool {
 	for _, d := range dirs {
@@ -511,6 +561,12 @@ type Spec struct {
 	// written there. Empty: Start makes a v2 group of its own if it needs
 	// one and the caller did not set UseCgroupFD.
 	CgroupV2Dir string
+	// ProxyEnv, with Policy.Proxy, returns the variables that point the
+	// command at the proxy listening on addr (netproxy.Env); Start calls it
+	// on the forking thread once the listener is made, before the fork,
+	// and appends them to cmd's environment, where they win over any
+	// earlier value. Nil adds none.
+	ProxyEnv func(addr netip.AddrPort) []string
 	// OnLimit, if set, is called once, from a goroutine of the Sandbox,
 	// when a cgroup limit is hit while the command runs, after every
 	// process in the limit's cgroups has been sent SIGKILL. Finish waits

@@ -5,6 +5,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -32,6 +34,11 @@ type sysState struct {
 	onLimit  func(Limit)
 	// cpuSeconds is RLIMIT_CPU's soft limit, 0 for none.
 	cpuSeconds uint64
+	// proxy is the proxy's listener (proxy_linux.go), made by the
+	// confining thread before it reports on started, closed by Finish;
+	// proxyEnv is Spec.ProxyEnv.
+	proxy    net.Listener
+	proxyEnv func(netip.AddrPort) []string
 
 	// release is closed by Finish: the confining goroutine returns and
 	// the runtime ends its thread, still locked.
@@ -80,6 +87,7 @@ func start(cmd *exec.Cmd, spec Spec, caps Capabilities) (*Sandbox, error) {
 	st := &s.sys
 	st.onLimit = spec.OnLimit
 	st.cpuSeconds = ly.cpuSeconds
+	st.proxyEnv = spec.ProxyEnv
 	st.stop = make(chan struct{})
 	st.release = make(chan struct{})
 	v2fd, err := st.makeGroups(ly, spec, attr)
@@ -185,6 +193,9 @@ func (st *sysState) makeGroups(ly layers, spec Spec, attr *syscall.SysProcAttr) 
 // runtime to notice a blocked thread.
 func (st *sysState) confined(cmd *exec.Cmd, ly layers, started chan<- error) {
 	err := st.confineAndStart(cmd, ly)
+	if err != nil {
+		st.closeProxy()
+	}
 	started <- err
 	if err != nil {
 		return
@@ -263,6 +274,14 @@ func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
 		if err := unshareNet(); err != nil {
 			return err
 		}
+	}
+	if ly.proxy {
+		// In the namespace, and before Landlock and seccomp.
+		port, err := st.listenProxy(cmd)
+		if err != nil {
+			return err
+		}
+		ly.proxyPort = port
 	}
 	if ly.mntns {
 		if err := applyMountNS(ly); err != nil {
@@ -505,6 +524,7 @@ func (s *Sandbox) Finish() (Limit, error) {
 		}
 	}
 	err := st.removeGroups()
+	st.closeProxy()
 	close(st.release)
 	return hit, err
 }
