@@ -57,9 +57,6 @@ type Policy struct {
 	// ReadRoots are never written, in any mode, even when nested in a
 	// writable directory.
 	ReadRoots []string
-	// Proxy, with Network false, gives the command a network namespace of
-	// its own whose only way out is a proxy the caller serves.
-	Proxy bool
 	// Protect are paths a command may read but not change; DenyRead
 	// paths it cannot read.
 	Protect, DenyRead []string
