@@ -460,6 +460,8 @@ type Result struct {
 	// (Confinement.Network) let through and refused, summed over its
 	// steps; nil without an allow-list.
 	Network *netproxy.Stats
+	// NetworkAllow is that allow-list's patterns; nil without one.
+	NetworkAllow []string
 	// ProgressPath is Spec.ProgressPath.
 	ProgressPath string
 }

@@ -101,6 +101,13 @@ type Port struct {
 	Address string `json:"address"`
 	// PID is the process holding the listening socket.
 	PID int `json:"pid"`
+	// InsidePort and InsideAddress are the socket's own port and address
+	// when the command has a network namespace of its own (its network off
+	// or allow-listed): Port and Address are then the host side of the
+	// forward toolhost keeps into the namespace, on this machine's
+	// loopback, where a browser reaches it. Absent otherwise.
+	InsidePort    int    `json:"insidePort,omitempty"`
+	InsideAddress string `json:"insideAddress,omitempty"`
 }
 
 // PortOpenedParams are the params of portOpened.
@@ -113,13 +120,21 @@ type PortOpenedParams struct {
 	Address string `json:"address"`
 	// PID is the process holding the listening socket.
 	PID int `json:"pid"`
+	// InsidePort and InsideAddress are the socket's own port and address
+	// when the command has a network namespace of its own (its network off
+	// or allow-listed): Port and Address are then the host side of the
+	// forward toolhost keeps into the namespace, on this machine's
+	// loopback, where a browser reaches it. Absent otherwise.
+	InsidePort    int    `json:"insidePort,omitempty"`
+	InsideAddress string `json:"insideAddress,omitempty"`
 }
 
 // PortClosedParams are the params of portClosed.
 type PortClosedParams struct {
 	// HandleID names the handle.
 	HandleID string `json:"handleId"`
-	// Port is the port that no longer listens.
+	// Port is the port that no longer listens (for a forward, its host
+	// side, which is closed first).
 	Port int `json:"port"`
 	// Address is the address it listened on.
 	Address string `json:"address"`

@@ -184,7 +184,7 @@ type NetworkAllowed struct {
 	// Port is the port.
 	Port int `json:"port"`
 	// Connections counts the connections made.
-	Connections int `json:"connections"`
+	Connections int64 `json:"connections"`
 	// BytesOut and BytesIn count what went to the host and came back.
 	BytesOut int64 `json:"bytesOut"`
 	BytesIn  int64 `json:"bytesIn"`
@@ -197,5 +197,5 @@ type NetworkDenied struct {
 	// Port is the port.
 	Port int `json:"port"`
 	// Attempts counts the refusals.
-	Attempts int `json:"attempts"`
+	Attempts int64 `json:"attempts"`
 }

@@ -312,7 +312,7 @@ func (w *watcher) onEvent(line []byte) {
 func (w *watcher) onPort(ev process.PortEvent) {
 	<-w.ready
 	if ev.Open {
-		w.s.NotifyCritical(protocol.NotifyPortOpened, protocol.PortOpenedParams{HandleID: w.handleID, Port: ev.Port.Port, Address: ev.Address, PID: ev.PID})
+		w.s.NotifyCritical(protocol.NotifyPortOpened, protocol.PortOpenedParams{HandleID: w.handleID, Port: ev.Port.Port, Address: ev.Address, PID: ev.PID, InsidePort: ev.InsidePort, InsideAddress: ev.InsideAddress})
 		return
 	}
 	w.s.NotifyCritical(protocol.NotifyPortClosed, protocol.PortClosedParams{HandleID: w.handleID, Port: ev.Port.Port, Address: ev.Address})

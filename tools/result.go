@@ -23,7 +23,7 @@ func toolResult(r process.Result) protocol.ToolResult {
 			Status:     protocol.StepStatus(st.Status),
 			DurationMs: st.Duration.Milliseconds(),
 			ExitCode:   st.ExitCode,
-			Sandbox:    sandboxApplied(st.Sandbox),
+			Sandbox:    sandboxApplied(st.Sandbox, r.NetworkAllow),
 		})
 	}
 	o := r.Output
@@ -58,7 +58,8 @@ func toolResult(r process.Result) protocol.ToolResult {
 			ProgressPath: r.ProgressPath,
 		},
 		Steps:         steps,
-		Sandbox:       sandboxApplied(r.Sandbox),
+		Sandbox:       sandboxApplied(r.Sandbox, r.NetworkAllow),
+		Network:       networkUse(r.Network),
 		LimitExceeded: limitOf(r.LimitExceeded),
 	}
 }
@@ -85,7 +86,7 @@ func progressOf(s process.Snapshot) protocol.Progress {
 	}
 	ports := make([]protocol.Port, 0, len(s.Ports))
 	for _, p := range s.Ports {
-		ports = append(ports, protocol.Port{Port: p.Port, Address: p.Address, PID: p.PID})
+		ports = append(ports, protocol.Port{Port: p.Port, Address: p.Address, PID: p.PID, InsidePort: p.InsidePort, InsideAddress: p.InsideAddress})
 	}
 	if len(ports) == 0 {
 		ports = nil

@@ -56,8 +56,13 @@ type level struct {
 
 // equal reports whether l and o confine alike.
 func (l level) equal(o level) bool {
+	return l.fs == o.fs && l.equalNetwork(o) && slices.Equal(l.protect, o.protect) && slices.Equal(l.denyRead, o.denyRead)
+}
+
+// equalNetwork reports whether l and o have the same network.
+func (l level) equalNetwork(o level) bool {
 	sameAllow := (l.allow == nil) == (o.allow == nil) && (l.allow == nil || slices.Equal(l.allow.Patterns(), o.allow.Patterns()))
-	return l.fs == o.fs && l.network == o.network && sameAllow && slices.Equal(l.protect, o.protect) && slices.Equal(l.denyRead, o.denyRead)
+	return l.network == o.network && sameAllow
 }
 
 // unconfined is the level of a command nothing confines.
@@ -204,6 +209,10 @@ func (c *confinement) capability() protocol.SandboxCapability {
 	if c.caps.NetNS != sandbox.NetNSNone {
 		cap.Layers = append(cap.Layers, "netns")
 	}
+	if c.caps.NetNS == sandbox.NetNSUnshare {
+		// A network allow-list's proxy needs a namespace it can listen in.
+		cap.Layers = append(cap.Layers, "proxy")
+	}
 	if c.caps.Seccomp {
 		cap.Layers = append(cap.Layers, "seccomp")
 	}
@@ -272,11 +281,19 @@ func (c *confinement) confine(p *protocol.RunCommandParams, spec *process.Spec, 
 		}
 		return nil
 	}
+	for i, sl := range levels {
+		// A command's allow-list is its proxy's, which serves every
+		// step: a step may not have a network of its own beside it.
+		if (lvl.allow != nil || sl.allow != nil) && !sl.equalNetwork(lvl) {
+			return protocol.InvalidParams(fmt.Sprintf("steps[%d].sandbox.network", i), "a step's network must be its command's when either is an allow-list: give network.allow on the command, where every step uses it")
+		}
+	}
 	spec.Confine = &process.Confinement{
 		Policy:  c.policy(lvl),
 		Limits:  limits,
 		Require: c.mode == SandboxRequired || explicit,
 		Caps:    &c.caps,
+		Network: lvl.allow,
 	}
 	workspaceWrite := lvl.fs == protocol.SandboxWorkspaceWrite
 	for i, sl := range levels {
@@ -365,8 +382,9 @@ func sandboxError(err error) (error, bool) {
 		"sandbox unavailable: the kernel cannot give the confinement asked: %s", strings.Join(ue.Missing, "; ")), true
 }
 
-// sandboxApplied converts a sandbox report to the wire.
-func sandboxApplied(r *sandbox.Report) *protocol.SandboxApplied {
+// sandboxApplied converts a sandbox report to the wire; allow is the
+// network allow-list of the command, which the report's proxy enforced.
+func sandboxApplied(r *sandbox.Report, allow []string) *protocol.SandboxApplied {
 	if r == nil {
 		return nil
 	}
@@ -376,6 +394,13 @@ func sandboxApplied(r *sandbox.Report) *protocol.SandboxApplied {
 		EnforcedBy:  r.EnforcedBy,
 		NotEnforced: r.NotEnforced,
 	}
+	if r.Proxy {
+		// The command reached what the list allows, and nothing else.
+		a.Network, a.NetworkAllow = true, allow
+		if a.NetworkAllow == nil {
+			a.NetworkAllow = []string{}
+		}
+	}
 	if len(r.Limits) > 0 {
 		a.Limits = make(map[string]string, len(r.Limits))
 		for k, v := range r.Limits {
@@ -383,4 +408,19 @@ func sandboxApplied(r *sandbox.Report) *protocol.SandboxApplied {
 		}
 	}
 	return a
+}
+
+// networkUse converts what a command's proxies counted to the wire.
+func networkUse(s *netproxy.Stats) *protocol.NetworkUse {
+	if s == nil {
+		return nil
+	}
+	u := &protocol.NetworkUse{Allowed: make([]protocol.NetworkAllowed, 0, len(s.Allowed)), Denied: make([]protocol.NetworkDenied, 0, len(s.Denied))}
+	for _, a := range s.Allowed {
+		u.Allowed = append(u.Allowed, protocol.NetworkAllowed{Host: a.Host, Port: a.Port, Connections: a.Connections, BytesOut: a.BytesOut, BytesIn: a.BytesIn})
+	}
+	for _, d := range s.Denied {
+		u.Denied = append(u.Denied, protocol.NetworkDenied{Host: d.Host, Port: d.Port, Attempts: d.Attempts})
+	}
+	return u
 }

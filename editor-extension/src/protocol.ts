@@ -553,6 +553,11 @@ export interface ToolResult {
    */
   sandbox?: SandboxApplied;
   /**
+   * Network says, for a command under a network allow-list, the
+   * connections its proxy allowed and refused.
+   */
+  network?: NetworkUse;
+  /**
    * LimitExceeded names the limit the command hit, after which its whole
    * tree was killed: "memory", "pids" or "cpu"; null when none was.
    */
@@ -704,6 +709,15 @@ export interface Port {
   address: string;
   /** PID is the process holding the listening socket. */
   pid: number;
+  /**
+   * InsidePort and InsideAddress are the socket's own port and address
+   * when the command has a network namespace of its own (its network off
+   * or allow-listed): Port and Address are then the host side of the
+   * forward toolhost keeps into the namespace, on this machine's
+   * loopback, where a browser reaches it. Absent otherwise.
+   */
+  insidePort?: number;
+  insideAddress?: string;
 }
 
 /** PortOpenedParams are the params of portOpened. */
@@ -716,13 +730,25 @@ export interface PortOpenedParams {
   address: string;
   /** PID is the process holding the listening socket. */
   pid: number;
+  /**
+   * InsidePort and InsideAddress are the socket's own port and address
+   * when the command has a network namespace of its own (its network off
+   * or allow-listed): Port and Address are then the host side of the
+   * forward toolhost keeps into the namespace, on this machine's
+   * loopback, where a browser reaches it. Absent otherwise.
+   */
+  insidePort?: number;
+  insideAddress?: string;
 }
 
 /** PortClosedParams are the params of portClosed. */
 export interface PortClosedParams {
   /** HandleID names the handle. */
   handleId: string;
-  /** Port is the port that no longer listens. */
+  /**
+   * Port is the port that no longer listens (for a forward, its host
+   * side, which is closed first).
+   */
   port: number;
   /** Address is the address it listened on. */
   address: string;
@@ -1201,10 +1227,55 @@ export interface Sandbox {
   /** Filesystem is "workspace-write", "read-only" or "full". */
   filesystem?: SandboxFilesystem;
   /**
-   * Network false cuts the command off from the network: no TCP connect
-   * or bind and no UDP outside its own loopback.
+   * Network is true (on), false (off: no TCP connect or bind and no UDP
+   * outside the command's own loopback) or {allow: [PATTERN…]}: only the
+   * hosts of the allow-list, through toolhost's proxy (see
+   * [NetworkAllow]). A request narrows the server's network, never
+   * widens it.
    */
-  network?: boolean;
+  network?: Network;
+  /**
+   * Protect lists paths in the root that a workspace-write command may
+   * read but not change (relative to the root, or absolute inside it); a
+   * path that does not exist is left alone. A client adds to the
+   * server's list (--protect), never removes from it.
+   */
+  protect?: string[];
+  /**
+   * DenyRead lists paths a confined command cannot read: files and
+   * directories anywhere, "~" being the server's $HOME. A client adds
+   * to the server's list (--deny-read), never removes from it.
+   */
+  denyRead?: string[];
+}
+
+/**
+ * Network is a command's network in a [Sandbox]: on, off, or only the
+ * hosts an allow-list names. In JSON it is true, false or an object with
+ * allow.
+ */
+export type Network = boolean | NetworkAllow;
+
+/**
+ * NetworkAllow is the allow-list form of a command's network: the command
+ * has a network namespace of its own, and its only way out is toolhost's
+ * proxy (HTTP CONNECT, plain HTTP and SOCKS5), reached on its loopback
+ * through HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and their lowercase
+ * forms). Names are resolved by the proxy, outside; a name that resolves
+ * to a loopback, link-local, private or unspecified address is refused
+ * unless an entry is that IP literal. A refused connection gets HTTP 403
+ * (or the SOCKS5 refusal) saying "toolhost: HOST:PORT is not in this
+ * command's network allow-list".
+ */
+export interface NetworkAllow {
+  /**
+   * Allow lists the patterns: "host", "*.domain" (its subdomains, not
+   * the domain itself), either with ":port", or an IP literal with an
+   * optional port ("10.0.0.5", "[::1]:8080"). Names match without regard
+   * to case or a trailing dot; an entry without a port allows 80 and
+   * 443.
+   */
+  allow: string[];
 }
 
 /**
@@ -1233,6 +1304,17 @@ export interface SandboxApplied {
   /** Network is false only when the command could not reach the network. */
   network: boolean;
   /**
+   * NetworkAllow is the allow-list enforced, when the command reached
+   * the network only through toolhost's proxy.
+   */
+  networkAllow?: string[];
+  /**
+   * Protect and DenyRead are the paths protected and hidden, as
+   * enforced (absolute).
+   */
+  protect?: string[];
+  denyRead?: string[];
+  /**
    * EnforcedBy lists the layers applied, joined by "+"
    * ("landlock-abi-7+mntns+netns"), or "" when none.
    */
@@ -1247,6 +1329,40 @@ export interface SandboxApplied {
    * enforced (only under --sandbox auto).
    */
   notEnforced?: string[];
+}
+
+/**
+ * NetworkUse says what a command under an allow-list did with the
+ * network, connection by connection through the proxy.
+ */
+export interface NetworkUse {
+  /** Allowed lists the hosts reached, with what went each way. */
+  allowed: NetworkAllowed[];
+  /** Denied lists the hosts refused, with how many times each was asked. */
+  denied: NetworkDenied[];
+}
+
+/** NetworkAllowed is one host and port the proxy let through. */
+export interface NetworkAllowed {
+  /** Host is the name (or IP literal) the command asked for. */
+  host: string;
+  /** Port is the port. */
+  port: number;
+  /** Connections counts the connections made. */
+  connections: number;
+  /** BytesOut and BytesIn count what went to the host and came back. */
+  bytesOut: number;
+  bytesIn: number;
+}
+
+/** NetworkDenied is one host and port the proxy refused. */
+export interface NetworkDenied {
+  /** Host is the name (or IP literal) the command asked for. */
+  host: string;
+  /** Port is the port. */
+  port: number;
+  /** Attempts counts the refusals. */
+  attempts: number;
 }
 
 /** DestinationsParams are the params of destinations: an empty object. */
