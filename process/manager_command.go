@@ -474,9 +474,7 @@ func (c *Command) Current() Result {
 		r.Sandbox = c.procs[0].report // set at the fork, before procs holds it
 	}
 	r.Network = c.networkOf(c.procs)
-	if cf := c.spec.Confine; cf != nil && cf.Network != nil {
-		r.NetworkAllow = cf.Network.Patterns()
-	}
+	r.NetworkAllow = c.networkAllow()
 	return r
 }
 

@@ -106,3 +106,12 @@ func (c *Command) networkOf(procs []*proc) *netproxy.Stats {
 	}
 	return sum
 }
+
+// networkAllow is the patterns of the command's network allow-list; nil
+// without one.
+func (c *Command) networkAllow() []string {
+	if cf := c.spec.Confine; cf != nil && cf.Network != nil {
+		return cf.Network.Patterns()
+	}
+	return nil
+}

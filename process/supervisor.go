@@ -215,7 +215,8 @@ func (c *Command) end(code *int, sig string) {
 		StartedAt: c.startedAt, EndedAt: ended, Duration: ended.Sub(c.startedAt),
 		Output: out, Steps: append([]StepResult(nil), c.stepResults...),
 		Events: events, ProgressPath: c.spec.ProgressPath,
-		Network: c.networkOf(procs), // the proxies have closed with their steps
+		Network:      c.networkOf(procs), // the proxies have closed with their steps
+		NetworkAllow: c.networkAllow(),
 	}
 	// The waiters have all returned (pumps above): each proc's limit is set.
 	for _, p := range procs {
