@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,38 @@ import (
 // instructions tell the model what the server is for.
 const instructions = `toolhost runs commands and reads and writes files, confined to one workspace directory (plus read-only roots), with kernel sandboxing, resource limits, timeouts and cancellation that kill a command's whole process tree.
 Use run_command for commands that finish (tests, builds, git, grep); it returns the exit code and the head and tail of the output, with the full output as resources you can read in pages. Use start_command for servers, watchers and interactive programs, then wait_command, read_output, write_input and cancel_command with its handleId. Use read_file and write_file for files: paths are relative to the workspace root. Commands are never run through a shell: pass argv as a list, or ["sh", "-c", "..."] when you need one.`
+
+// confinementNote tells the model what confines its commands beyond the
+// workspace, as the command line set it: the network allow-list, and the
+// protected and unreadable paths. A client may narrow it, never widen it.
+func confinementNote(sb tools.SandboxConfig) string {
+	if sb.Mode == tools.SandboxOff {
+		return ""
+	}
+	var b strings.Builder
+	switch {
+	case sb.NetworkAllow != nil:
+		b.WriteString("\nNetwork: commands reach only the hosts of an allow-list, through a proxy toolhost sets in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY")
+		var hosts []string
+		hosts = append(hosts, sb.NetworkAllow...)
+		if sb.Registries != nil {
+			hosts = append(hosts, "the package registries this machine's Go, npm and pip use")
+		}
+		if len(hosts) > 0 {
+			b.WriteString(" (" + strings.Join(hosts, ", ") + ")")
+		}
+		b.WriteString(`; any other host is refused with HTTP 403 "toolhost: HOST:PORT is not in this command's network allow-list", which is policy, not a network fault: do not retry it.`)
+	case !sb.Network:
+		b.WriteString("\nNetwork: commands have none (their own loopback only).")
+	}
+	if len(sb.DenyRead) > 0 {
+		b.WriteString("\nUnreadable to commands: " + strings.Join(sb.DenyRead, ", ") + ".")
+	}
+	if len(sb.Protect) > 0 {
+		b.WriteString("\nRead-only to commands: " + strings.Join(sb.Protect, ", ") + " (git still commits).")
+	}
+	return b.String()
+}
 
 // Server serves one MCP session over a toolhost session run in-process.
 type Server struct {
@@ -98,7 +131,7 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 	client.OnNotification(s.th, protocol.LogMessageNotification, s.logMessage)
 
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "toolhost", Title: "toolhost", Version: version}, &sdk.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructions + confinementNote(cfg.Sandbox),
 		Logger:       log,
 		Capabilities: &sdk.ServerCapabilities{
 			Logging:   &sdk.LoggingCapabilities{},
