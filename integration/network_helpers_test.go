@@ -206,6 +206,9 @@ func netRun(t testing.TB, s *server, sandbox map[string]any, cwd, script string,
 // netAllow is the sandbox member of a workspace-write command limited to
 // the allow-list entries.
 func netAllow(entries ...string) map[string]any {
+	if entries == nil {
+		entries = []string{} // an empty list, not null, which is no list at all
+	}
 	return map[string]any{"filesystem": "workspace-write", "network": map[string]any{"allow": entries}}
 }
 
