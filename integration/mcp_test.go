@@ -43,6 +43,7 @@ type mcpOptions struct {
 	args    []string // the binary's arguments; default: mcp --root <root>
 	roots   []string // file roots the client offers
 	version string   // the protocol version the client asks for; default the SDK's latest
+	env     []string // the binary's environment; default quickExitEnv()
 }
 
 // startMCP starts the binary and connects the SDK's client to it; the
@@ -56,6 +57,9 @@ func startMCP(t *testing.T, o mcpOptions) *mcpSession {
 	}
 	cmd := exec.Command(binary, append(args, "--log-level", "warn", "--kill-grace", "500ms")...)
 	cmd.Stderr, cmd.Env = &testLogWriter{t: t}, quickExitEnv()
+	if o.env != nil {
+		cmd.Env = o.env
+	}
 	c := sdk.NewClient(&sdk.Implementation{Name: "toolhost-integration", Version: "1"}, &sdk.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
 			select {
