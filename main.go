@@ -67,6 +67,7 @@ type flags struct {
 	// defaults (the agents' under `toolhost mcp`).
 	networkAllow      []string
 	registries        bool
+	registriesGiven   bool // --network-allow-registries on the command line
 	protect, denyRead []string
 	limitMemory       byteSize
 	limitPids         int64
@@ -213,6 +214,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "network-allow-registries" && f.registries {
+			f.registriesGiven = true
+		}
+	})
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "toolhost: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
@@ -396,6 +402,9 @@ func (f *flags) sandboxConfig() (tools.SandboxConfig, error) {
 	}
 	if f.sandboxNetwork != "allow" && len(f.networkAllow) > 0 {
 		return c, fmt.Errorf("--network-allow needs --sandbox-network allow, not %s", f.sandboxNetwork)
+	}
+	if f.sandboxNetwork != "allow" && f.registriesGiven {
+		return c, fmt.Errorf("--network-allow-registries needs --sandbox-network allow, not %s", f.sandboxNetwork)
 	}
 	c.Protect, c.DenyRead = f.protect, f.denyRead
 	c.Home = os.Getenv("HOME")

@@ -29,6 +29,23 @@ type ErrorInfo struct {
 	Data    *protocol.ErrorData `json:"data,omitempty" jsonschema:"details: the field or path concerned, the reason and what to do"`
 }
 
+// schemaOptions give the protocol's types with a JSON form of their own
+// (MarshalJSON) the schema of that form.
+var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[protocol.Network](): {
+		Description: `true (the whole network, where the server allows it), false (none: the command's own loopback only), or {"allow": [...]}: only these hosts, through a proxy toolhost sets in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY; an entry is "host", "*.domain", either with ":port", or an IP literal. A request may narrow the server's network, never widen it`,
+		// Types as well as AnyOf: the inference puts "null" in Types for a
+		// pointer, and null alone would be left of a schema without them.
+		Types: []string{"boolean", "object"},
+		AnyOf: []*jsonschema.Schema{
+			{Type: "null"},
+			{Type: "boolean"},
+			{Type: "object", Required: []string{"allow"}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+				Properties: map[string]*jsonschema.Schema{"allow": {Type: "array", Items: &jsonschema.Schema{Type: "string"}}}},
+		},
+	},
+}}
+
 // addTool registers a tool whose arguments are In and whose structured
 // result is Out (or, when isError, a ToolError). The input schema comes
 // from In, the output schema from Out and ToolError. Arguments that do not
@@ -36,7 +53,7 @@ type ErrorInfo struct {
 // model can correct itself. The first call opens the workspace.
 func addTool[In, Out any](s *Server, name, title, description string, annotations *sdk.ToolAnnotations,
 	h func(context.Context, *sdk.CallToolRequest, *In) (*sdk.CallToolResult, error)) {
-	inSchema, err := jsonschema.For[In](nil)
+	inSchema, err := jsonschema.For[In](schemaOptions)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: input schema of %s: %v", name, err))
 	}
@@ -45,7 +62,7 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 	if err != nil {
 		panic(fmt.Sprintf("mcp: input schema of %s: %v", name, err))
 	}
-	outSchema, err := jsonschema.For[Out](nil)
+	outSchema, err := jsonschema.For[Out](schemaOptions)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: output schema of %s: %v", name, err))
 	}
@@ -57,7 +74,7 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 	if taskTools[name] && reflect.TypeFor[Out]() != reflect.TypeFor[protocol.ToolResult]() {
 		// As a task, the tool's result (tasks/result, a task's result) is
 		// the command's, as run_command answers it.
-		resultSchema, err := jsonschema.For[protocol.ToolResult](nil)
+		resultSchema, err := jsonschema.For[protocol.ToolResult](schemaOptions)
 		if err != nil {
 			panic(fmt.Sprintf("mcp: result schema of %s: %v", name, err))
 		}
@@ -168,6 +185,9 @@ func argumentError(field, reason string) *sdk.CallToolResult {
 	return errorResult(ErrorInfo{Code: protocol.CodeInvalidParams, Message: msg, Data: &protocol.ErrorData{Field: field, Reason: reason}})
 }
 
+// schemaAt finds the schema paths a validation error goes through.
+var schemaAt = regexp.MustCompile(`validating (/[^:\s]*)`)
+
 // schemaPath finds the properties and items a schema error names.
 var schemaPath = regexp.MustCompile(`/(properties|items)/([^/:\s"]+)`)
 
@@ -177,8 +197,24 @@ var schemaMissing = regexp.MustCompile(`missing properties: \[?"?([A-Za-z0-9_]+)
 // schemaField turns a schema validation error into the field it concerns,
 // as toolhost names fields ("steps[0].argv").
 func schemaField(msg string) string {
+	// The validator names each schema on the way down: relative to the
+	// one before, or, for a nested object's properties, with that one's
+	// path again, which is cut.
+	var path strings.Builder
+	prev := ""
+	for _, m := range schemaAt.FindAllStringSubmatch(msg, -1) {
+		p := m[1]
+		if prev != "" && strings.HasPrefix(p, prev+"/") {
+			p = strings.TrimPrefix(p, prev)
+		}
+		path.WriteString(p)
+		prev = m[1]
+	}
+	if path.Len() == 0 {
+		path.WriteString(msg)
+	}
 	var b strings.Builder
-	for _, m := range schemaPath.FindAllStringSubmatch(msg, -1) {
+	for _, m := range schemaPath.FindAllStringSubmatch(path.String(), -1) {
 		if m[1] == "items" {
 			b.WriteString("[" + m[2] + "]")
 			continue

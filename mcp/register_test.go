@@ -11,10 +11,11 @@ import (
 // names fields.
 func TestSchemaField(t *testing.T) {
 	for msg, want := range map[string]string{
-		`validating root: validating /properties/path: type: 3 has type "integer", want "string"`:                             "path",
-		`validating root: validating /properties/steps: validating /items/1: validating /properties/argv: type: want "array"`: "steps[1].argv",
-		`validating root: required: missing properties: ["argv"]`:                                                             "argv",
-		`validating root: validating /properties/steps: validating /items/0: required: missing properties: ["name"]`:          "steps[0].name",
+		`validating root: validating /properties/path: type: 3 has type "integer", want "string"`:                                       "path",
+		`validating root: validating /properties/steps: validating /items/1: validating /properties/argv: type: want "array"`:           "steps[1].argv",
+		`validating root: required: missing properties: ["argv"]`:                                                                       "argv",
+		`validating root: validating /properties/steps: validating /items/0: required: missing properties: ["name"]`:                    "steps[0].name",
+		`validating root: validating /properties/sandbox: validating /properties/sandbox/properties/network: type: x has type "string"`: "sandbox.network",
 		`something else`: "",
 	} {
 		if got := schemaField(msg); got != want {

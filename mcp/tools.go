@@ -25,7 +25,7 @@ type RunCommandInput struct {
 	InactivityTimeoutMs *int64             `json:"inactivityTimeoutMs,omitempty" jsonschema:"stop the command when it prints nothing for this many milliseconds"`
 	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the inline output kept per stream, head and tail, 1 to 4194304 (default 65536); the artifacts keep all of it"`
 	YieldMs             *int64             `json:"yieldMs,omitempty" jsonschema:"answer after at most this many milliseconds: a command still running then goes on behind a handleId (status running), to follow with wait_command, read_output or cancel_command"`
-	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement: filesystem \"read-only\" (writes only its TMPDIR) or \"workspace-write\" (the default: writes only in the workspace), network false to cut the network off"`
+	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement: filesystem \"read-only\" (writes only its TMPDIR) or \"workspace-write\" (the default: writes only in the workspace); network false to cut the network off, or {\"allow\": [hosts]} to narrow it; protect (paths in the workspace the command may read but not change) and denyRead (paths it may not read) add to the server's"`
 	Limits              *protocol.Limits   `json:"limits,omitempty" jsonschema:"lower the resource limits of the command's whole process tree: memoryBytes, pids, cpuMs"`
 	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (another machine or container the server was started with), not here; see the enum for the names"`
 }

@@ -116,9 +116,11 @@ type PortOpenedParams struct {
 	HandleID string `json:"handleId"`
 	// Port is the port number.
 	Port int `json:"port"`
-	// Address is the address it listens on.
+	// Address is the address it listens on (for a forward out of the
+	// command's network namespace, the host side's: see InsidePort).
 	Address string `json:"address"`
-	// PID is the process holding the listening socket.
+	// PID is the process holding the listening socket, as this machine
+	// numbers it.
 	PID int `json:"pid"`
 	// InsidePort and InsideAddress are the socket's own port and address
 	// when the command has a network namespace of its own (its network off

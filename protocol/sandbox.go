@@ -175,6 +175,9 @@ type NetworkUse struct {
 	Allowed []NetworkAllowed `json:"allowed"`
 	// Denied lists the hosts refused, with how many times each was asked.
 	Denied []NetworkDenied `json:"denied"`
+	// OverLimit counts the connections refused because the command had as
+	// many open through the proxy as it may (256).
+	OverLimit int `json:"overLimit,omitempty"`
 }
 
 // NetworkAllowed is one host and port the proxy let through.

@@ -79,9 +79,16 @@ func narrowNetwork(base level, asked *protocol.Network, field string) (bool, *ne
 		list := netproxy.NewAllowList(rules...)
 		return true, &list, nil
 	}
+	for i, r := range rules {
+		// Each entry on its own, so that the error names the first that
+		// would widen the list.
+		if _, err := base.allow.Narrow([]netproxy.Rule{r}); err != nil {
+			return false, nil, protocol.InvalidParams(fmt.Sprintf("%s.allow[%d]", field, i), "%v; a client may narrow the server's list, never widen it", strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+	}
 	list, err := base.allow.Narrow(rules)
 	if err != nil {
-		return false, nil, protocol.InvalidParams(field+".allow", "%v; a client may narrow the server's list, never widen it", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return false, nil, protocol.InvalidParams(field+".allow", "%v", err)
 	}
 	return true, &list, nil
 }

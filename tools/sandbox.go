@@ -422,5 +422,6 @@ func networkUse(s *netproxy.Stats) *protocol.NetworkUse {
 	for _, d := range s.Denied {
 		u.Denied = append(u.Denied, protocol.NetworkDenied{Host: d.Host, Port: d.Port, Attempts: d.Attempts})
 	}
+	u.OverLimit = s.OverLimit
 	return u
 }

@@ -726,9 +726,15 @@ export interface PortOpenedParams {
   handleId: string;
   /** Port is the port number. */
   port: number;
-  /** Address is the address it listens on. */
+  /**
+   * Address is the address it listens on (for a forward out of the
+   * command's network namespace, the host side's: see InsidePort).
+   */
   address: string;
-  /** PID is the process holding the listening socket. */
+  /**
+   * PID is the process holding the listening socket, as this machine
+   * numbers it.
+   */
   pid: number;
   /**
    * InsidePort and InsideAddress are the socket's own port and address
@@ -1340,6 +1346,11 @@ export interface NetworkUse {
   allowed: NetworkAllowed[];
   /** Denied lists the hosts refused, with how many times each was asked. */
   denied: NetworkDenied[];
+  /**
+   * OverLimit counts the connections refused because the command had as
+   * many open through the proxy as it may (256).
+   */
+  overLimit?: number;
 }
 
 /** NetworkAllowed is one host and port the proxy let through. */
