@@ -10,8 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -100,6 +103,10 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 		Argv:    []string{"sh", "-c", `echo inside > inside.txt && echo wrote inside.txt; echo outside > "$0" && echo wrote "$0"`, outside},
 		Sandbox: &protocol.Sandbox{Filesystem: protocol.SandboxWorkspaceWrite},
 	}, nil); err != nil {
+		return err
+	}
+
+	if err := networkDemo(d, p); err != nil {
 		return err
 	}
 
@@ -282,4 +289,37 @@ func shorten(v any) any {
 		}
 	}
 	return v
+}
+
+// networkDemo runs curl under a network allow-list that names one of two
+// servers the demo starts on this machine's loopback: the proxy lets the
+// first through and refuses the second, and the result counts both. It
+// says so and goes on where curl is not installed.
+func networkDemo(d *session, p *printer) error {
+	p.say("\nA network by name: this command may reach only the hosts of its allow-list, through")
+	p.say("toolhost's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY); any other gets a 403 that says why:")
+	if _, err := exec.LookPath("curl"); err != nil {
+		p.say("(curl is not installed here: skipped)")
+		return nil
+	}
+	var servers [2]*http.Server
+	var addrs [2]string
+	var served sync.WaitGroup // owned by networkDemo, which waits for both servers
+	defer served.Wait()
+	for i, body := range []string{"hello from the allowed host\n", "you should not see this\n"} {
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		addrs[i] = l.Addr().String()
+		servers[i] = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) })}
+		srv := servers[i]
+		served.Go(func() { _ = srv.Serve(l) })
+		defer srv.Close()
+	}
+	script := `curl -sS http://` + addrs[0] + `/; curl -sS -o /dev/null -w '%{http_code} ' http://` + addrs[1] + `/; curl -sS http://` + addrs[1] + `/`
+	return d.call(protocol.MethodRunCommand, protocol.RunCommandParams{
+		Argv:    []string{"sh", "-c", script},
+		Sandbox: &protocol.Sandbox{Network: &protocol.Network{Allow: []string{addrs[0]}}},
+	}, nil)
 }
