@@ -732,6 +732,10 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       const handleAt = rows.findIndex((r) => r.text.includes(id));
       const refusedAt = rows.findIndex((r) => r.text.includes(refused));
       assert.ok(handleAt >= 0 && refusedAt > handleAt && rows[refusedAt].level === rows[handleAt].level + 1, `the refused host is the handle's child: ${JSON.stringify(rows)}`);
+      // Its only child: the restarted server's h-1 is not the recipe that was h-1 before.
+      const end = rows.findIndex((r, i) => i > handleAt && r.level <= rows[handleAt].level);
+      const children = rows.slice(handleAt + 1, end < 0 ? rows.length : end);
+      assert.deepEqual(children.map((r) => r.text.trim()), [refused], `nothing of another handle under it: ${JSON.stringify(rows)}`);
       assert.ok(!rows.some((r) => r.text.includes(`Refused: 127.0.0.1:${port}`)), 'the allowed origin is not refused');
 
       // "confined" as text in the row's description, drawn by any font; no emoji lock.

@@ -225,6 +225,11 @@ class Toolhost implements vscode.Disposable {
       if (e.newState === State.Running) {
         this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';
         const sandbox = sandboxOf(client.initializeResult);
+        // A new server numbers its handles from the start again: what was
+        // known of the last one's ids is about other commands.
+        this.reported.clear();
+        this.cancelledByUser.clear();
+        this.ptyRecipes.clear();
         this.model.serverStarted(sandbox);
         this.serverLog.info(`The server is running: ${describeCapability(sandbox)}.`);
         this.model.setDestinations(destinationsOf(client.initializeResult));
@@ -445,9 +450,10 @@ class Toolhost implements vscode.Disposable {
             const msg = describeStep(t) || 'running';
             if (msg !== last) progress.report({ message: (last = msg) });
           };
+          // The model's object for this handle: after a server restart, the
+          // same handle id names another command.
+          const me = tool;
           const sub = this.model.onDidChange((t) => {
-            const me = this.model.get(tool.handleId);
-            if (!me) return;
             if (me.status !== 'running') {
               sub.dispose();
               progressDone.dispose();
@@ -455,7 +461,7 @@ class Toolhost implements vscode.Disposable {
             } else if (!t || t === me) update(me);
           });
           token.onCancellationRequested(() => {
-            this.cancel(this.model.get(tool.handleId)).catch((e: unknown) => {
+            this.cancel(tool).catch((e: unknown) => {
               void vscode.window.showErrorMessage(`Toolhost: cancel failed: ${errorText(e)}`);
             });
           });

@@ -33,6 +33,13 @@ export interface StepView {
 /** What the Tools view shows of one handle. */
 export interface ToolView {
   handleId: string;
+  /**
+   * Key names the handle's rows in the Tools view: its handle id with the
+   * number of the server that ran it. A restarted server numbers its
+   * handles from h-1 again, and its h-1 is another command than the last
+   * server's.
+   */
+  key: string;
   commandId: string;
   label: string;
   status: Status;
@@ -81,6 +88,10 @@ export class ToolsModel {
   private sandbox: SandboxCapability | undefined;
   /** The destinations the server offers, as it last said. */
   private dests: DestinationInfo[] = [];
+  /** The handles of earlier servers, kept for the view: none of them runs. */
+  private readonly retired: ToolView[] = [];
+  /** How many servers handed out handles before this one. */
+  private generation = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -90,10 +101,12 @@ export class ToolsModel {
     return { dispose: () => this.listeners.delete(fn) };
   }
 
+  /** list is every handle, this server's and earlier ones', newest first. */
   list(): ToolView[] {
-    return [...this.tools.values()].sort((a, b) => b.startedAt - a.startedAt);
+    return [...this.tools.values(), ...this.retired].sort((a, b) => b.startedAt - a.startedAt);
   }
 
+  /** get is this server's handle of that id. */
   get(handleId: string): ToolView | undefined {
     return this.tools.get(handleId);
   }
@@ -125,7 +138,7 @@ export class ToolsModel {
 
   /** grouped says the Tools view shows groups: the server has destinations, or a handle belongs to one. */
   grouped(): boolean {
-    return this.dests.length > 0 || [...this.tools.keys()].some((id) => destinationOf(id) !== '');
+    return this.dests.length > 0 || this.list().some((t) => destinationOf(t.handleId) !== '');
   }
 
   /**
@@ -148,9 +161,19 @@ export class ToolsModel {
     if (t?.ports.closed(p)) this.fire(t);
   }
 
-  /** Records the confinement a newly started server offers (undefined: none). */
+  /**
+   * Records the confinement a newly started server offers (undefined:
+   * none). The last server's handles are retired: they stay in the view,
+   * but the new server's handle ids, which start again, are new handles.
+   */
   serverStarted(sandbox: SandboxCapability | undefined): void {
     this.sandbox = sandbox;
+    if (this.tools.size === 0) return;
+    this.serverLost();
+    this.retired.push(...this.tools.values());
+    this.tools.clear();
+    this.generation++;
+    this.fire(undefined);
   }
 
   /** Records longRunning's answer to a request that asked for sandbox, and for pty when its argv runs in one. */
@@ -252,6 +275,7 @@ export class ToolsModel {
       const now = this.now();
       t = {
         handleId,
+        key: `${this.generation}:${handleId}`,
         commandId,
         label: handleId,
         status: 'running',

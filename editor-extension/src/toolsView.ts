@@ -116,7 +116,7 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
   private toolItem(t: ToolView): vscode.TreeItem {
     const parent = toolChildren(t).length > 0;
     const item = new vscode.TreeItem(t.label, parent ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-    item.id = leafAware(t.handleId, parent);
+    item.id = leafAware(t.key, parent);
     // The icon keeps saying the status (a spinner while running); "confined"
     // leads the description of a confined handle, since a tree item has one
     // icon and renders no $(codicon) in its label or description, and an
@@ -130,7 +130,7 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
 
   private stepItem(t: ToolView, s: StepView, index: number): vscode.TreeItem {
     const item = new vscode.TreeItem(s.name, vscode.TreeItemCollapsibleState.None);
-    item.id = `${t.handleId}/${index}`;
+    item.id = `${t.key}/${index}`;
     item.description = describeStepView(s);
     if (s.sandbox) item.tooltip = new vscode.MarkdownString([`**${s.name}**`, ...appliedConfinement(s.sandbox).lines].join('  \n'));
     item.iconPath = stepIcon(s);
@@ -151,15 +151,15 @@ function nodeKey(n: Node): string {
     case 'group':
       return `group:${n.group.name}`;
     case 'tool':
-      return `tool:${n.tool.handleId}`;
+      return `tool:${n.tool.key}`;
     case 'step':
-      return `step:${n.tool.handleId}:${n.index}`;
+      return `step:${n.tool.key}:${n.index}`;
     case 'port':
-      return `port:${n.tool.handleId}:${n.port.address}:${n.port.port}`;
+      return `port:${n.tool.key}:${n.port.address}:${n.port.port}`;
     case 'progressFile':
-      return `progressFile:${n.tool.handleId}`;
+      return `progressFile:${n.tool.key}`;
     case 'refused':
-      return `refused:${n.tool.handleId}:${hostPort(n.denied.host, n.denied.port)}`;
+      return `refused:${n.tool.key}:${hostPort(n.denied.host, n.denied.port)}`;
   }
 }
 
@@ -217,7 +217,7 @@ function groupItem(g: Group<ToolView>): vscode.TreeItem {
 
 function portItem(t: ToolView, p: Port): vscode.TreeItem {
   const item = new vscode.TreeItem(`Port ${p.port}`, vscode.TreeItemCollapsibleState.None);
-  item.id = `${t.handleId}/port/${p.address}/${p.port}`;
+  item.id = `${t.key}/port/${p.address}/${p.port}`;
   item.description = describePort(p);
   const fwd = forwardedFrom(p);
   item.tooltip = `${portUrl(p)} (pid ${p.pid}${fwd ? `, ${fwd}: the command listens in a network namespace of its own, and toolhost forwards this port of this machine's loopback to it` : ''}): click to open it in a browser`;
@@ -230,7 +230,7 @@ function portItem(t: ToolView, p: Port): vscode.TreeItem {
 function refusedItem(t: ToolView, d: NetworkDenied): vscode.TreeItem {
   const item = new vscode.TreeItem(describeRefused(d), vscode.TreeItemCollapsibleState.None);
   const where = hostPort(d.host, d.port);
-  item.id = `${t.handleId}/refused/${where}`;
+  item.id = `${t.key}/refused/${where}`;
   const allow = t.result?.sandbox?.networkAllow;
   item.tooltip = new vscode.MarkdownString(
     [
@@ -248,7 +248,7 @@ function refusedItem(t: ToolView, d: NetworkDenied): vscode.TreeItem {
 
 function progressFileItem(t: ToolView, path: string): vscode.TreeItem {
   const item = new vscode.TreeItem('progress file', vscode.TreeItemCollapsibleState.None);
-  item.id = `${t.handleId}/progressFile`;
+  item.id = `${t.key}/progressFile`;
   item.description = path;
   item.tooltip = `${path}: rewritten at every step; click to open it`;
   item.iconPath = new vscode.ThemeIcon('file');
