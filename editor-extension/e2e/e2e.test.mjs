@@ -11,7 +11,12 @@
 // toolhost> --root <another dir>`), so every Run… asks where: a command run
 // on `local` runs in that root and shows under its group. A command that
 // listens on a port raises "Port N opened by …", whose Open in Browser opens
-// the page it serves, and the port shows under its handle.
+// the page it serves, and the port shows under its handle. Last, the
+// workspace's settings get `toolhost.networkAllow` (a loopback origin the test
+// serves): the extension offers a restart, and a command that curls that
+// origin and a host outside the list shows the refused host under its row,
+// and the word "confined" (not an emoji lock, which draws as an empty box
+// without an emoji font) in its description.
 //
 //   scripts/install-e2e.sh && npm run package && node --test e2e/
 //
@@ -22,6 +27,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -684,5 +690,70 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await pickWhere();
     await rowShows('echo back', 'completed');
     await screenshot('server-restarted');
+  });
+  test('toolhost.networkAllow in the workspace settings: a restart, then a command shows the host it was refused and the word "confined"', async () => {
+    // The allowed origin: a loopback server of the test's, named by its IP
+    // literal (a name resolving to loopback is refused by design).
+    let hits = 0;
+    const origin = createHttpServer((_, res) => {
+      hits++;
+      res.end('allowed-origin\n');
+    });
+    await new Promise((r) => origin.listen(0, '127.0.0.1', r));
+    const port = origin.address().port;
+    try {
+      await runPalette('Notifications: Clear All Notifications');
+      mkdirSync(path.join(WS, '.vscode'), { recursive: true });
+      writeFileSync(path.join(WS, '.vscode/settings.json'), JSON.stringify({ 'toolhost.networkAllow': [`127.0.0.1:${port}`] }, null, 2));
+      const prompt = notification('restart the server to use the new settings');
+      await prompt.first().waitFor({ timeout: 30_000 });
+      await screenshot('network-allow-restart-prompt');
+      await prompt.first().locator('.monaco-button', { hasText: 'Restart Server' }).click();
+      // The extension logs the session's default once the new server runs.
+      await until('the server to run again with the allow-list', () => serverLog().includes(`network allow-list: 127.0.0.1:${port}.`));
+
+      const id = `net${Math.floor(Math.random() * 1e9)}`;
+      // refused.invalid is refused by the proxy by its name, before any lookup.
+      const line = `sh -c "echo ${id}; curl -sS http://127.0.0.1:${port}/; curl -sS http://refused.invalid/"`;
+      await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click(); // the Tools view
+      await runPalette('Toolhost: Run Command');
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(line);
+      await input.press('Enter');
+      await pickWhere();
+      await rowShows(line, 'completed');
+      assert.equal(hits, 1, 'the allowed origin was reached, once');
+
+      // The refused host, as a child of the command's row.
+      const refused = 'Refused: refused.invalid:80 (1×)';
+      await rowShows(refused, refused);
+      const rows = await treeRows();
+      const handleAt = rows.findIndex((r) => r.text.includes(id));
+      const refusedAt = rows.findIndex((r) => r.text.includes(refused));
+      assert.ok(handleAt >= 0 && refusedAt > handleAt && rows[refusedAt].level === rows[handleAt].level + 1, `the refused host is the handle's child: ${JSON.stringify(rows)}`);
+      // Its only child: the restarted server's h-1 is not the recipe that was h-1 before.
+      const end = rows.findIndex((r, i) => i > handleAt && r.level <= rows[handleAt].level);
+      const children = rows.slice(handleAt + 1, end < 0 ? rows.length : end);
+      assert.deepEqual(children.map((r) => r.text.trim()), [refused], `nothing of another handle under it: ${JSON.stringify(rows)}`);
+      assert.ok(!rows.some((r) => r.text.includes(`Refused: 127.0.0.1:${port}`)), 'the allowed origin is not refused');
+
+      // "confined" as text in the row's description, drawn by any font; no emoji lock.
+      const description = await treeRow(line).first().locator('.label-description').innerText();
+      assert.match(description.replace(/\u00a0/g, ' '), /^confined · completed · /);
+      assert.doesNotMatch(await treeRow(line).first().innerText(), /\u{1F512}/u);
+      await screenshot('network-allow-refused');
+
+      // The tooltip says the allow-list and what went through.
+      await treeRow(line).first().locator('.label-name').hover();
+      const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: `allowed: 127.0.0.1:${port}` });
+      await hover.first().waitFor({ timeout: 30_000 });
+      const tip = (await hover.first().innerText()).replace(/\u00a0/g, ' ');
+      assert.match(tip, new RegExp(`network allow-list: 127\\.0\\.0\\.1:${port}`));
+      assert.match(tip, /refused: refused\.invalid:80 \(1 attempt\)/);
+      await screenshot('network-allow-tooltip');
+    } finally {
+      origin.close();
+    }
   });
 });

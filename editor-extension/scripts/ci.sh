@@ -16,7 +16,8 @@
 #                                Tools view, progress, live output, cancel,
 #                                sh in a terminal (keys, resize, attach, close),
 #                                a port opened (notification, browser, view),
-#                                a destination (picker, group), crash restarts
+#                                a destination (picker, group), crash restarts,
+#                                toolhost.networkAllow (refused host, "confined")
 set -uo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -31,11 +31,18 @@ export function sandboxOf(init: unknown): SandboxCapability | undefined {
   return { available, abi, mode, default: def, layers, ...(reason !== undefined && { reason }) };
 }
 
+/**
+ * isSandbox checks a sandbox as the server says it: a filesystem mode, a
+ * network that is true, false or an allow-list ({allow: [...]}), and the
+ * protected and unreadable paths.
+ */
 function isSandbox(v: unknown): v is Sandbox {
   if (!isRecord(v)) return false;
-  const { filesystem, network } = v;
+  const { filesystem, network, protect, denyRead } = v;
   const fsOK = filesystem === undefined || filesystem === 'workspace-write' || filesystem === 'read-only' || filesystem === 'full';
-  return fsOK && (network === undefined || typeof network === 'boolean');
+  const netOK = network === undefined || typeof network === 'boolean' || (isRecord(network) && isStringArray(network.allow));
+  const pathsOK = (protect === undefined || isStringArray(protect)) && (denyRead === undefined || isStringArray(denyRead));
+  return fsOK && netOK && pathsOK;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -18,7 +18,7 @@ import { splitArgv } from './argv';
 import { destinationOf, destinationPicks, destinationsOf, handleHead, isLocalPath, qualifiedPath, THIS_MACHINE } from './destinations';
 import type { ReadOutput } from './follow';
 import { LiveOutput } from './liveOutput';
-import { describeStep, summarizeResult, ToolsModel, ToolView } from './model';
+import { describeAllowed, describeCapability, describeRefused, describeStep, refusedHosts, summarizeResult, ToolsModel, ToolView } from './model';
 import {
   type CancelParams,
   type InitializationOptions,
@@ -41,12 +41,12 @@ import {
   ToolResultNotification,
   WriteInputRequest,
 } from './protocol';
-import { portMessage, portUrl } from './ports';
+import { portMessage, portOf, portUrl } from './ports';
 import { PtyOutputs } from './ptyStream';
 import { parseRecipe, Recipe, recipeParams, usesPty } from './recipes';
 import { RestartPolicy } from './restartPolicy';
 import { resolveServerPath } from './serverPath';
-import { initializationOptions, initializeFailure, readServerArgs, refusedSetting } from './settings';
+import { initializationOptions, initializeFailure, readServerArgs, refusedSetting, SettingError } from './settings';
 import { HandleTerminal, type TerminalServer, type TerminalTarget } from './terminal';
 import { Node, ToolsView } from './toolsView';
 
@@ -123,7 +123,7 @@ class Toolhost implements vscode.Disposable {
       cmd('toolhost.restartServer', () => this.restartServer()),
       cmd('toolhost.showResults', () => this.results.show(true)),
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (['serverPath', 'serverArgs', 'readRoots', 'sandbox'].some((s) => e.affectsConfiguration(`toolhost.${s}`))) {
+        if (['serverPath', 'serverArgs', 'readRoots', 'sandbox', 'networkAllow'].some((s) => e.affectsConfiguration(`toolhost.${s}`))) {
           void vscode.window
             .showInformationMessage('Toolhost: restart the server to use the new settings?', 'Restart Server')
             .then((a) => a && this.restartServer());
@@ -147,13 +147,20 @@ class Toolhost implements vscode.Disposable {
     const root = folder.uri.fsPath;
     let options: InitializationOptions;
     try {
-      options = initializationOptions({ readRoots: config.get<unknown[]>('readRoots', []), sandbox: config.get<unknown>('sandbox') }, root);
+      options = initializationOptions(
+        { readRoots: config.get<unknown[]>('readRoots', []), sandbox: config.get<unknown>('sandbox'), networkAllow: config.get<unknown>('networkAllow') },
+        root,
+      );
     } catch (e) {
       // Not started: a sandbox the extension cannot read must not leave
       // commands less confined than the user asked.
       this.serverLog.appendLine(`Not started: ${errorText(e)}`);
-      this.settingError(`Toolhost: the server is not started: ${errorText(e)}`, 'toolhost.sandbox');
+      this.settingError(`Toolhost: the server is not started: ${errorText(e)}`, e instanceof SettingError ? e.setting : 'toolhost.sandbox');
       return;
+    }
+    const allow = config.get<unknown[]>('networkAllow', []);
+    if (Array.isArray(allow) && allow.length > 0 && options.sandbox?.network === false) {
+      this.serverLog.appendLine('toolhost.networkAllow is not sent: toolhost.sandbox.network is false, which is stricter.');
     }
     let extraArgs: string[];
     try {
@@ -181,7 +188,7 @@ class Toolhost implements vscode.Disposable {
       },
       initializationFailedHandler: (error) => {
         client.failureShown = true;
-        this.settingError(initializeFailure(error, command, errorText(error)), refusedSetting(error)?.setting ?? 'toolhost');
+        this.settingError(initializeFailure(error, command, errorText(error), options), refusedSetting(error, options)?.setting ?? 'toolhost');
         return false;
       },
     };
@@ -201,7 +208,9 @@ class Toolhost implements vscode.Disposable {
     client.onNotification(PortOpenedNotification, (p) => {
       const seen = this.model.portOpened(p);
       if (!seen?.fresh) return;
-      const port: Port = { port: p.port, address: p.address, pid: p.pid };
+      // The host side: for a command with a network namespace of its own,
+      // the loopback port toolhost forwards into it, which a browser reaches.
+      const port = portOf(p);
       void vscode.window.showInformationMessage(portMessage(port, seen.tool.label, destinationOf(p.handleId)), 'Open in Browser').then((a) => {
         if (a) this.openPort(port).catch((e: unknown) => void vscode.window.showErrorMessage(`Toolhost: ${errorText(e)}`));
       });
@@ -215,7 +224,14 @@ class Toolhost implements vscode.Disposable {
       }
       if (e.newState === State.Running) {
         this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';
-        this.model.serverStarted(sandboxOf(client.initializeResult));
+        const sandbox = sandboxOf(client.initializeResult);
+        // A new server numbers its handles from the start again: what was
+        // known of the last one's ids is about other commands.
+        this.reported.clear();
+        this.cancelledByUser.clear();
+        this.ptyRecipes.clear();
+        this.model.serverStarted(sandbox);
+        this.serverLog.info(`The server is running: ${describeCapability(sandbox)}.`);
         this.model.setDestinations(destinationsOf(client.initializeResult));
         void this.refresh().catch(() => undefined);
       }
@@ -434,9 +450,10 @@ class Toolhost implements vscode.Disposable {
             const msg = describeStep(t) || 'running';
             if (msg !== last) progress.report({ message: (last = msg) });
           };
+          // The model's object for this handle: after a server restart, the
+          // same handle id names another command.
+          const me = tool;
           const sub = this.model.onDidChange((t) => {
-            const me = this.model.get(tool.handleId);
-            if (!me) return;
             if (me.status !== 'running') {
               sub.dispose();
               progressDone.dispose();
@@ -444,7 +461,7 @@ class Toolhost implements vscode.Disposable {
             } else if (!t || t === me) update(me);
           });
           token.onCancellationRequested(() => {
-            this.cancel(this.model.get(tool.handleId)).catch((e: unknown) => {
+            this.cancel(tool).catch((e: unknown) => {
               void vscode.window.showErrorMessage(`Toolhost: cancel failed: ${errorText(e)}`);
             });
           });
@@ -585,6 +602,8 @@ class Toolhost implements vscode.Disposable {
     for (const s of r.steps ?? []) {
       this.results.appendLine(`    ${s.status.padEnd(9)} ${s.name}${s.exitCode !== null && s.exitCode !== 0 ? ` (exit ${s.exitCode})` : ''}`);
     }
+    for (const a of r.network?.allowed ?? []) this.results.appendLine(`    allowed: ${describeAllowed(a)}`);
+    for (const d of refusedHosts({ result: r })) this.results.appendLine(`    ${describeRefused(d)}`);
     this.results.appendLine(`    output: ${r.artifacts.outputPath}`);
     const byUser = r.status === 'cancelled' && this.cancelledByUser.has(r.handleId);
     if (!r.success && !byUser) {

@@ -1,9 +1,12 @@
 import { destinationOf, groupByDestination, type Group } from './destinations';
-import { Ports } from './ports';
+import { describeListener, portOf, Ports } from './ports';
 import type {
   DestinationInfo,
   HeartbeatParams,
   LongRunningResult,
+  NetworkAllowed,
+  NetworkDenied,
+  NetworkUse,
   PortClosedParams,
   PortOpenedParams,
   Progress,
@@ -30,6 +33,13 @@ export interface StepView {
 /** What the Tools view shows of one handle. */
 export interface ToolView {
   handleId: string;
+  /**
+   * Key names the handle's rows in the Tools view: its handle id with the
+   * number of the server that ran it. A restarted server numbers its
+   * handles from h-1 again, and its h-1 is another command than the last
+   * server's.
+   */
+  key: string;
   commandId: string;
   label: string;
   status: Status;
@@ -78,6 +88,10 @@ export class ToolsModel {
   private sandbox: SandboxCapability | undefined;
   /** The destinations the server offers, as it last said. */
   private dests: DestinationInfo[] = [];
+  /** The handles of earlier servers, kept for the view: none of them runs. */
+  private readonly retired: ToolView[] = [];
+  /** How many servers handed out handles before this one. */
+  private generation = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -87,10 +101,12 @@ export class ToolsModel {
     return { dispose: () => this.listeners.delete(fn) };
   }
 
+  /** list is every handle, this server's and earlier ones', newest first. */
   list(): ToolView[] {
-    return [...this.tools.values()].sort((a, b) => b.startedAt - a.startedAt);
+    return [...this.tools.values(), ...this.retired].sort((a, b) => b.startedAt - a.startedAt);
   }
 
+  /** get is this server's handle of that id. */
   get(handleId: string): ToolView | undefined {
     return this.tools.get(handleId);
   }
@@ -122,7 +138,7 @@ export class ToolsModel {
 
   /** grouped says the Tools view shows groups: the server has destinations, or a handle belongs to one. */
   grouped(): boolean {
-    return this.dests.length > 0 || [...this.tools.keys()].some((id) => destinationOf(id) !== '');
+    return this.dests.length > 0 || this.list().some((t) => destinationOf(t.handleId) !== '');
   }
 
   /**
@@ -134,7 +150,7 @@ export class ToolsModel {
     if (!p.handleId) return undefined;
     const t = this.ensure(p.handleId, '');
     if (t.result) return { tool: t, fresh: false };
-    const fresh = t.ports.opened({ port: p.port, address: p.address, pid: p.pid });
+    const fresh = t.ports.opened(portOf(p));
     if (fresh) this.fire(t);
     return { tool: t, fresh };
   }
@@ -145,9 +161,19 @@ export class ToolsModel {
     if (t?.ports.closed(p)) this.fire(t);
   }
 
-  /** Records the confinement a newly started server offers (undefined: none). */
+  /**
+   * Records the confinement a newly started server offers (undefined:
+   * none). The last server's handles are retired: they stay in the view,
+   * but the new server's handle ids, which start again, are new handles.
+   */
   serverStarted(sandbox: SandboxCapability | undefined): void {
     this.sandbox = sandbox;
+    if (this.tools.size === 0) return;
+    this.serverLost();
+    this.retired.push(...this.tools.values());
+    this.tools.clear();
+    this.generation++;
+    this.fire(undefined);
   }
 
   /** Records longRunning's answer to a request that asked for sandbox, and for pty when its argv runs in one. */
@@ -249,6 +275,7 @@ export class ToolsModel {
       const now = this.now();
       t = {
         handleId,
+        key: `${this.generation}:${handleId}`,
         commandId,
         label: handleId,
         status: 'running',
@@ -324,24 +351,63 @@ export function expectedSandbox(capability: SandboxCapability | undefined, reque
   return s;
 }
 
-/** isConfined says a sandbox keeps a command from writing everywhere or from the network. */
-export function isConfined(s: Sandbox | undefined): boolean {
-  return s !== undefined && ((s.filesystem !== undefined && s.filesystem !== 'full') || s.network === false);
+/**
+ * allowListOf is the network allow-list of a sandbox, asked (`network:
+ * {allow}`) or applied (`networkAllow`, with the network reached only
+ * through toolhost's proxy); undefined when the network is on or off.
+ */
+export function allowListOf(s: Sandbox | SandboxApplied): string[] | undefined {
+  if (typeof s.network === 'object' && s.network !== null) return s.network.allow ?? [];
+  if ('networkAllow' in s && s.networkAllow && s.network !== false) return s.networkAllow;
+  return undefined;
 }
 
-/** describeSandbox says a sandbox in the words of the setting: "filesystem read-only, network off". */
-export function describeSandbox(s: Sandbox): string {
-  return `filesystem ${s.filesystem ?? 'full'}, network ${s.network === false ? 'off' : 'on'}`;
+/**
+ * isConfined says a sandbox keeps a command from writing everywhere or from
+ * the network: its filesystem is not full, or its network is off or an
+ * allow-list.
+ */
+export function isConfined(s: Sandbox | SandboxApplied | undefined): boolean {
+  if (s === undefined) return false;
+  return (s.filesystem !== undefined && s.filesystem !== 'full') || s.network === false || allowListOf(s) !== undefined;
 }
 
-/** Confinement is what the Tools view shows of a sandbox: a lock or none, and lines for the tooltip. */
+/**
+ * describeSandbox says a sandbox in the words of the settings: "filesystem
+ * read-only, network off", "filesystem workspace-write, network allow-list:
+ * proxy.golang.org, *.npmjs.org".
+ */
+export function describeSandbox(s: Sandbox | SandboxApplied): string {
+  const allow = allowListOf(s);
+  const network = allow ? `allow-list: ${allow.length > 0 ? allow.join(', ') : 'empty (no host)'}` : s.network === false ? 'off' : 'on';
+  return `filesystem ${s.filesystem ?? 'full'}, network ${network}`;
+}
+
+/**
+ * describeCapability says, for the log, how the server confines commands
+ * that ask for nothing: "commands are confined by default: filesystem
+ * workspace-write, network allow-list: 127.0.0.1:8080", or why not.
+ */
+export function describeCapability(c: SandboxCapability | undefined): string {
+  if (!c) return 'it offers no confinement of commands';
+  if (!c.available) return `commands are not confined${c.reason ? ` (${c.reason})` : ''}`;
+  return `commands ${isConfined(c.default) ? 'are confined' : 'run unconfined'} by default: ${describeSandbox(c.default)}`;
+}
+
+/** Confinement is what the Tools view shows of a sandbox: the confined marker or none, and lines for the tooltip. */
 export interface Confinement {
   locked: boolean;
   lines: string[];
 }
 
-/** LOCK is what the Tools view puts before the description of a confined handle or step. */
-export const LOCK = '🔒';
+/**
+ * CONFINED is what the Tools view puts before the description of a
+ * confined handle or step: a word, which every machine draws (an emoji lock
+ * draws as an empty box where the system has no emoji font), in a
+ * description, where VS Code renders no $(codicon). The item's icon keeps
+ * saying the status.
+ */
+export const CONFINED = 'confined';
 
 /** appliedConfinement says what was applied to one command: the lock, what enforced it and what it could not. */
 export function appliedConfinement(a: SandboxApplied | undefined): Confinement {
@@ -350,6 +416,8 @@ export function appliedConfinement(a: SandboxApplied | undefined): Confinement {
   const lines = [`${locked ? 'confined' : 'not confined'}: ${describeSandbox(a)}`, `enforced by: ${a.enforcedBy ? `\`${a.enforcedBy}\`` : 'nothing'}`];
   const limits = Object.entries(a.limits ?? {}).map(([limit, how]) => `${limit} (${how})`);
   if (limits.length > 0) lines.push(`limits: ${limits.join(', ')}`);
+  if (a.protect && a.protect.length > 0) lines.push(`protected (read-only): ${a.protect.map((p) => `\`${p}\``).join(', ')}`);
+  if (a.denyRead && a.denyRead.length > 0) lines.push(`unreadable: ${a.denyRead.map((p) => `\`${p}\``).join(', ')}`);
   for (const s of a.notEnforced ?? []) lines.push(`not enforced: ${s}`);
   return { locked, lines };
 }
@@ -378,11 +446,62 @@ export function confinementOf(t: ToolView): Confinement {
   return { locked, lines: [`${locked ? 'confined' : 'not confined'} (asked): ${describeSandbox(t.asked)}; ${then}`] };
 }
 
-/** describeTool is the description of a handle in the Tools view: "🔒 running · 3.2s · step 2/3: build". */
+/** describeTool is the description of a handle in the Tools view: "confined · running · 3.2s · step 2/3: build". */
 export function describeTool(t: ToolView, elapsedMs: number): string {
   const parts = [describeStatus(t), formatDuration(elapsedMs)];
   if (t.status === 'running' && describeStep(t)) parts.push(describeStep(t));
-  return (confinementOf(t).locked ? `${LOCK} ` : '') + parts.join(' · ');
+  if (confinementOf(t).locked) parts.unshift(CONFINED);
+  return parts.join(' · ');
+}
+
+/** hostPort writes a host and port as a URL would: "example.com:443", "[::1]:8080". */
+export function hostPort(host: string, port: number): string {
+  return `${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
+}
+
+/** formatBytes is a byte count in words: "512 B", "1.5 KiB", "20.0 MiB". */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(1)} ${units[i]}`;
+}
+
+/** refusedHosts are the hosts the proxy refused a handle, from its result's network: none before it ends. */
+export function refusedHosts(t: Pick<ToolView, 'result'>): NetworkDenied[] {
+  return t.result?.network?.denied ?? [];
+}
+
+/** describeRefused is a refused host's row under its handle: "Refused: example.com:443 (2×)". */
+export function describeRefused(d: NetworkDenied): string {
+  return `Refused: ${hostPort(d.host, d.port)} (${d.attempts}×)`;
+}
+
+/** describeAllowed says a host the proxy let through: "registry.npmjs.org:443 (3 connections, 1.2 KiB out, 20.0 MiB in)". */
+export function describeAllowed(a: NetworkAllowed): string {
+  const n = `${a.connections} connection${a.connections === 1 ? '' : 's'}`;
+  return `${hostPort(a.host, a.port)} (${n}, ${formatBytes(a.bytesOut)} out, ${formatBytes(a.bytesIn)} in)`;
+}
+
+/**
+ * networkLines say, for the tooltip, what a command under an allow-list did
+ * with the network: each host let through, each refused; nothing for a
+ * command without an allow-list (no `network` in its result).
+ */
+export function networkLines(use: NetworkUse | undefined): string[] {
+  if (!use) return [];
+  const allowed = use.allowed ?? [];
+  const denied = use.denied ?? [];
+  if (allowed.length === 0 && denied.length === 0) return ['network: no connection through the allow-list'];
+  return [
+    ...allowed.map((a) => `allowed: ${describeAllowed(a)}`),
+    ...denied.map((d) => `refused: ${hostPort(d.host, d.port)} (${d.attempts} attempt${d.attempts === 1 ? '' : 's'}), not in the allow-list`),
+  ];
 }
 
 /** toolTooltip is the tooltip of a handle in the Tools view, as Markdown lines. */
@@ -395,17 +514,19 @@ export function toolTooltip(t: ToolView): string[] {
     `command: \`${t.commandId}\``,
     t.result && `output: \`${t.result.artifacts.outputPath}\``,
     t.progressPath && `progress file: \`${t.progressPath}\``,
-    ...t.ports.list().map((p) => `listening: ${p.address || '*'}:${p.port} (pid ${p.pid})`),
+    ...t.ports.list().map((p) => `listening: ${describeListener(p)}`),
     ...confinementOf(t).lines,
+    ...networkLines(t.result?.network),
   ].filter((l): l is string => Boolean(l));
 }
 
-/** describeStepView is the description of a step in the Tools view: "🔒 fail · exit 2 · 1.5s". */
+/** describeStepView is the description of a step in the Tools view: "confined · fail · exit 2 · 1.5s". */
 export function describeStepView(s: StepView): string {
   const parts: string[] = [s.status];
   if (s.exitCode !== undefined && s.exitCode !== null && s.exitCode !== 0) parts.push(`exit ${s.exitCode}`);
   if (s.durationMs !== undefined) parts.push(formatDuration(s.durationMs));
-  return (isConfined(s.sandbox) ? `${LOCK} ` : '') + parts.join(' · ');
+  if (isConfined(s.sandbox)) parts.unshift(CONFINED);
+  return parts.join(' · ');
 }
 
 /**

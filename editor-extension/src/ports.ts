@@ -23,8 +23,23 @@ export function portKey(p: Pick<Port, 'port' | 'address'>): string {
 }
 
 /**
+ * portOf is a Port as the model keeps it, from a portOpened's params or a
+ * progress snapshot's port: the host side (port, address), the pid, and for
+ * a forward into the command's network namespace the socket's own port and
+ * address inside.
+ */
+export function portOf(p: Port): Port {
+  const port: Port = { port: p.port, address: p.address, pid: p.pid };
+  if (p.insidePort !== undefined) port.insidePort = p.insidePort;
+  if (p.insideAddress !== undefined) port.insideAddress = p.insideAddress;
+  return port;
+}
+
+/**
  * Ports holds the TCP ports one handle listens on, in the order they
- * opened. It knows nothing of VS Code.
+ * opened, by their host side: for a command with a network namespace of its
+ * own, the loopback port toolhost forwards into it. It knows nothing of VS
+ * Code.
  */
 export class Ports {
   private readonly open = new Map<string, Port>();
@@ -33,7 +48,7 @@ export class Ports {
   opened(p: Port): boolean {
     const key = portKey(p);
     const known = this.open.has(key);
-    this.open.set(key, { port: p.port, address: p.address, pid: p.pid });
+    this.open.set(key, portOf(p));
     return !known;
   }
 
@@ -49,7 +64,7 @@ export class Ports {
    */
   snapshot(ports: readonly Port[] | undefined): void {
     this.open.clear();
-    for (const p of ports ?? []) this.open.set(portKey(p), { port: p.port, address: p.address, pid: p.pid });
+    for (const p of ports ?? []) this.open.set(portKey(p), portOf(p));
   }
 
   clear(): void {
@@ -65,12 +80,39 @@ export class Ports {
   }
 }
 
-/** describePort is a port's row in the Tools view: its address and the process holding it, "127.0.0.1 · pid 5200". */
-export function describePort(p: Port): string {
-  return `${p.address || '*'} · pid ${p.pid}`;
+/**
+ * forwardedFrom says where a forwarded port listens inside the command's
+ * network namespace: "forwarded from inside port 5173" (with the inside
+ * address when it is not a wildcard or loopback one); "" for a port that is
+ * not forwarded.
+ */
+export function forwardedFrom(p: Pick<Port, 'insidePort' | 'insideAddress'>): string {
+  if (p.insidePort === undefined) return '';
+  const a = p.insideAddress ?? '';
+  const plain = isWildcard(a) || a === '127.0.0.1' || a === '::1' || a === '[::1]';
+  return `forwarded from inside port ${p.insidePort}${plain ? '' : ` (${a})`}`;
 }
 
-/** portMessage is the notification shown when a port opens: "Port 5173 opened by npm run dev" (on a destination: "… on build"). */
-export function portMessage(p: Pick<Port, 'port'>, label: string, destination: string): string {
-  return `Port ${p.port} opened by ${label}${destination ? ` on ${destination}` : ''}`;
+/**
+ * describePort is a port's row in the Tools view: its address, the process
+ * holding it, and for a forward its port inside: "127.0.0.1 · pid 5200",
+ * "127.0.0.1 · pid 5200 · forwarded from inside port 5173".
+ */
+export function describePort(p: Port): string {
+  return [p.address || '*', `pid ${p.pid}`, forwardedFrom(p)].filter(Boolean).join(' · ');
+}
+
+/** describeListener is a port in a tooltip: "127.0.0.1:41234 (pid 5200, forwarded from inside port 5173)". */
+export function describeListener(p: Port): string {
+  return `${p.address || '*'}:${p.port} (${[`pid ${p.pid}`, forwardedFrom(p)].filter(Boolean).join(', ')})`;
+}
+
+/**
+ * portMessage is the notification shown when a port opens: "Port 5173
+ * opened by npm run dev" (on a destination: "… on build"; a forward: "Port
+ * 41234 opened by npm run dev, forwarded from inside port 5173").
+ */
+export function portMessage(p: Pick<Port, 'port' | 'insidePort' | 'insideAddress'>, label: string, destination: string): string {
+  const fwd = forwardedFrom(p);
+  return `Port ${p.port} opened by ${label}${destination ? ` on ${destination}` : ''}${fwd ? `, ${fwd}` : ''}`;
 }

@@ -1,20 +1,33 @@
 import * as vscode from 'vscode';
 import { describeDestination, type Group, THIS_MACHINE, THIS_MACHINE_LABEL } from './destinations';
-import { appliedConfinement, contextValue, describeStepView, describeTool, StepView, toolTooltip, ToolsModel, ToolView } from './model';
-import { describePort, portUrl } from './ports';
-import type { Port } from './protocol';
+import {
+  appliedConfinement,
+  contextValue,
+  describeRefused,
+  describeStepView,
+  describeTool,
+  hostPort,
+  refusedHosts,
+  StepView,
+  toolTooltip,
+  ToolsModel,
+  ToolView,
+} from './model';
+import { describePort, forwardedFrom, portUrl } from './ports';
+import type { NetworkDenied, Port } from './protocol';
 
 /**
  * A node of the Tools view: a destination's group (when the server has
  * destinations), a handle, one of its steps, one of the ports it listens
- * on, or its progress file.
+ * on, its progress file, or a host its network allow-list refused it.
  */
 export type Node =
   | { kind: 'group'; group: Group<ToolView> }
   | { kind: 'tool'; tool: ToolView }
   | { kind: 'step'; tool: ToolView; step: StepView; index: number }
   | { kind: 'port'; tool: ToolView; port: Port }
-  | { kind: 'progressFile'; tool: ToolView; path: string };
+  | { kind: 'progressFile'; tool: ToolView; path: string }
+  | { kind: 'refused'; tool: ToolView; denied: NetworkDenied };
 
 /**
  * ToolsView shows every handle of the session with its label, status,
@@ -93,6 +106,8 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
         return portItem(node.tool, node.port);
       case 'progressFile':
         return progressFileItem(node.tool, node.path);
+      case 'refused':
+        return refusedItem(node.tool, node.denied);
       case 'tool':
         return this.toolItem(node.tool);
     }
@@ -101,10 +116,11 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
   private toolItem(t: ToolView): vscode.TreeItem {
     const parent = toolChildren(t).length > 0;
     const item = new vscode.TreeItem(t.label, parent ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-    item.id = leafAware(t.handleId, parent);
-    // The icon keeps saying the status (a spinner while running); the lock of
-    // a confined handle leads the description, since a tree item has one icon
-    // and renders no $(codicon) in its label or description.
+    item.id = leafAware(t.key, parent);
+    // The icon keeps saying the status (a spinner while running); "confined"
+    // leads the description of a confined handle, since a tree item has one
+    // icon and renders no $(codicon) in its label or description, and an
+    // emoji lock draws as an empty box where there is no emoji font.
     item.description = describeTool(t, this.model.elapsedNow(t));
     item.tooltip = new vscode.MarkdownString(toolTooltip(t).join('  \n'));
     item.iconPath = statusIcon(t);
@@ -114,7 +130,7 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
 
   private stepItem(t: ToolView, s: StepView, index: number): vscode.TreeItem {
     const item = new vscode.TreeItem(s.name, vscode.TreeItemCollapsibleState.None);
-    item.id = `${t.handleId}/${index}`;
+    item.id = `${t.key}/${index}`;
     item.description = describeStepView(s);
     if (s.sandbox) item.tooltip = new vscode.MarkdownString([`**${s.name}**`, ...appliedConfinement(s.sandbox).lines].join('  \n'));
     item.iconPath = stepIcon(s);
@@ -135,13 +151,15 @@ function nodeKey(n: Node): string {
     case 'group':
       return `group:${n.group.name}`;
     case 'tool':
-      return `tool:${n.tool.handleId}`;
+      return `tool:${n.tool.key}`;
     case 'step':
-      return `step:${n.tool.handleId}:${n.index}`;
+      return `step:${n.tool.key}:${n.index}`;
     case 'port':
-      return `port:${n.tool.handleId}:${n.port.address}:${n.port.port}`;
+      return `port:${n.tool.key}:${n.port.address}:${n.port.port}`;
     case 'progressFile':
-      return `progressFile:${n.tool.handleId}`;
+      return `progressFile:${n.tool.key}`;
+    case 'refused':
+      return `refused:${n.tool.key}:${hostPort(n.denied.host, n.denied.port)}`;
   }
 }
 
@@ -156,11 +174,15 @@ function leafAware(id: string, hasChildren: boolean): string {
   return hasChildren ? id : `${id}#leaf`;
 }
 
-/** toolChildren are a handle's rows: its progress file, the ports it listens on, then its steps. */
+/**
+ * toolChildren are a handle's rows: its progress file, the ports it listens
+ * on, the hosts its allow-list refused it (once it ended), then its steps.
+ */
 function toolChildren(tool: ToolView): Node[] {
   const nodes: Node[] = [];
   if (tool.progressPath) nodes.push({ kind: 'progressFile', tool, path: tool.progressPath });
   for (const port of tool.ports.list()) nodes.push({ kind: 'port', tool, port });
+  for (const denied of refusedHosts(tool)) nodes.push({ kind: 'refused', tool, denied });
   tool.steps.forEach((step, index) => nodes.push({ kind: 'step', tool, step, index }));
   return nodes;
 }
@@ -195,18 +217,38 @@ function groupItem(g: Group<ToolView>): vscode.TreeItem {
 
 function portItem(t: ToolView, p: Port): vscode.TreeItem {
   const item = new vscode.TreeItem(`Port ${p.port}`, vscode.TreeItemCollapsibleState.None);
-  item.id = `${t.handleId}/port/${p.address}/${p.port}`;
+  item.id = `${t.key}/port/${p.address}/${p.port}`;
   item.description = describePort(p);
-  item.tooltip = `${portUrl(p)} (pid ${p.pid}): click to open it in a browser`;
+  const fwd = forwardedFrom(p);
+  item.tooltip = `${portUrl(p)} (pid ${p.pid}${fwd ? `, ${fwd}: the command listens in a network namespace of its own, and toolhost forwards this port of this machine's loopback to it` : ''}): click to open it in a browser`;
   item.iconPath = new vscode.ThemeIcon('plug');
   item.contextValue = 'toolhost.port';
   item.command = { command: 'toolhost.openPort', title: 'Open in Browser', arguments: [{ kind: 'port', tool: t, port: p } satisfies Node] };
   return item;
 }
 
+function refusedItem(t: ToolView, d: NetworkDenied): vscode.TreeItem {
+  const item = new vscode.TreeItem(describeRefused(d), vscode.TreeItemCollapsibleState.None);
+  const where = hostPort(d.host, d.port);
+  item.id = `${t.key}/refused/${where}`;
+  const allow = t.result?.sandbox?.networkAllow;
+  item.tooltip = new vscode.MarkdownString(
+    [
+      `**${where}** was refused ${d.attempts} time${d.attempts === 1 ? '' : 's'}: not in this command's network allow-list`,
+      allow ? `allow-list: ${allow.length > 0 ? allow.map((a) => `\`${a}\``).join(', ') : 'empty'}` : '',
+      "to let it through, add it to the `toolhost.networkAllow` setting (within what the server's `--network-allow` allows, if it has a list)",
+    ]
+      .filter(Boolean)
+      .join('  \n'),
+  );
+  item.iconPath = new vscode.ThemeIcon('circle-slash', new vscode.ThemeColor('problemsWarningIcon.foreground'));
+  item.contextValue = 'toolhost.refused';
+  return item;
+}
+
 function progressFileItem(t: ToolView, path: string): vscode.TreeItem {
   const item = new vscode.TreeItem('progress file', vscode.TreeItemCollapsibleState.None);
-  item.id = `${t.handleId}/progressFile`;
+  item.id = `${t.key}/progressFile`;
   item.description = path;
   item.tooltip = `${path}: rewritten at every step; click to open it`;
   item.iconPath = new vscode.ThemeIcon('file');

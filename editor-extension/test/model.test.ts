@@ -54,6 +54,43 @@ test('model merges progress snapshots and marks handles lost when the server goe
   assert.equal(m.running().length, 0);
 });
 
+test('a restarted server\'s handles are new ones, though their ids start again: the last server\'s stay in the view, apart', () => {
+  let clock = 1000;
+  const m = new ToolsModel(() => clock);
+  m.serverStarted(undefined);
+  m.started({ handleId: 'h-1', commandId: 'cmd-1', pid: 1, processGroupId: 1, startedAt: '', command: 'recipe' }, 'E2E Build');
+  m.stepTransition({ handleId: 'h-1', commandId: 'cmd-1', step: 'check', status: 'start', index: 3, total: 3, elapsedMs: 5, ts: '' });
+  m.toolResult(result({ handleId: 'h-1', commandId: 'cmd-1', steps: [{ name: 'check', status: 'done', durationMs: 5, exitCode: 0 }] }));
+  clock += 5;
+  m.started({ handleId: 'h-2', commandId: 'cmd-2', pid: 2, processGroupId: 2, startedAt: '', command: 'sleep' }, 'sleep 100');
+  const old = m.get('h-1')!;
+  const changes: string[] = [];
+  m.onDidChange((t) => changes.push(t?.handleId ?? '*'));
+
+  m.serverStarted(undefined); // the same model, a new server
+  assert.deepEqual(changes, ['*', '*'], 'the view is told, once for the lost handle and once for the retirement');
+  assert.equal(m.get('h-1'), undefined, 'the new server has no h-1 yet');
+  assert.equal(describeStatus(m.list().find((t) => t.handleId === 'h-2')!), 'lost (server restarted)', 'what ran is lost');
+  clock += 10;
+  const fresh = m.started({ handleId: 'h-1', commandId: 'cmd-1', pid: 3, processGroupId: 3, startedAt: '', command: 'curl' }, 'curl');
+  assert.notEqual(fresh, old);
+  assert.deepEqual(fresh.steps, [], 'none of the old recipe\'s steps');
+  assert.equal(fresh.status, 'running');
+  assert.equal(m.get('h-1'), fresh);
+  assert.notEqual(fresh.key, old.key, 'the Tools view\'s rows are distinct');
+  assert.deepEqual(m.list().map((t) => `${t.key} ${t.label}`), ['1:h-1 curl', '0:h-2 sleep 100', '0:h-1 E2E Build']);
+  assert.deepEqual(m.running(), [fresh]);
+  // The old one is untouched by the new one's notifications.
+  m.toolResult(result({ handleId: 'h-1', commandId: 'cmd-1', success: false, exitCode: 7 }));
+  assert.equal(describeStatus(old), 'completed');
+  assert.equal(describeStatus(fresh), 'failed (exit 7)');
+  // A first start retires nothing.
+  const first = new ToolsModel(() => 0);
+  first.started({ handleId: 'h-1', commandId: 'cmd-1', pid: 1, processGroupId: 1, startedAt: '', command: 'x' }, 'x');
+  first.serverStarted(undefined);
+  assert.equal(first.list().length, 1);
+});
+
 test('describeStatus and formatDuration', () => {
   const m = new ToolsModel(() => 0);
   const t = m.toolResult(result({ status: 'cancelled', success: false, exitCode: null, signal: 'SIGTERM' }))!;

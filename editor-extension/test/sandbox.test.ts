@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import { sandboxOf } from '../src/answers';
-import { confinementOf, describeStepView, describeTool, isConfined, LOCK, toolTooltip, ToolsModel } from '../src/model';
+import { confinementOf, describeStepView, describeTool, CONFINED, isConfined, toolTooltip, ToolsModel } from '../src/model';
 import {
   CodeInvalidParams,
   CodePathOutsideWorkspace,
@@ -40,11 +40,14 @@ const confined: SandboxApplied = {
 };
 const unconfined: SandboxApplied = { filesystem: 'full', network: true, enforcedBy: '' };
 
-test('a running handle shows the lock of the session default, and the tooltip says it is only asked', () => {
+test('a running handle shows the confined marker of the session default, and the tooltip says it is only asked', () => {
   const m = new ToolsModel(() => 0);
   m.serverStarted(capability({}));
   const t = m.started({ ...started, handleId: 'h1' }, 'make');
-  assert.equal(describeTool(t, 1200), `${LOCK} running · 1.2s`);
+  // The marker is a word every machine draws, not an emoji (an empty box without an emoji font).
+  assert.equal(CONFINED, 'confined');
+  assert.equal(describeTool(t, 1200), 'confined · running · 1.2s');
+  assert.doesNotMatch(describeTool(t, 1200), /\p{Extended_Pictographic}/u);
   assert.deepEqual(confinementOf(t), {
     locked: true,
     lines: ['confined (asked): filesystem workspace-write, network on; what was applied is known when it ends'],
@@ -53,7 +56,7 @@ test('a running handle shows the lock of the session default, and the tooltip sa
   assert.deepEqual(confinementOf(t).lines, ['confined (asked): filesystem workspace-write, network on; the server went away before saying what was applied']);
 });
 
-test('the request\'s sandbox overrides the default while running: a lock for network off, none for full', () => {
+test('the request\'s sandbox overrides the default while running: confined for network off, not for full', () => {
   const m = new ToolsModel(() => 0);
   m.serverStarted(capability({ default: { filesystem: 'full', network: true } }));
   assert.equal(confinementOf(m.started({ ...started, handleId: 'h1' }, 'a', { network: false })).locked, true);
@@ -65,22 +68,22 @@ test('the request\'s sandbox overrides the default while running: a lock for net
   assert.deepEqual(m.get('h3')!.asked, { filesystem: 'full', network: true });
 });
 
-test('a server that cannot confine promises no lock before the result', () => {
+test('a server that cannot confine promises no confined marker before the result', () => {
   for (const cap of [undefined, capability({ available: false, mode: 'off', reason: '--sandbox off' })]) {
     const m = new ToolsModel(() => 0);
     m.serverStarted(cap);
     const t = m.started({ ...started, handleId: 'h1' }, 'make', { filesystem: 'read-only' });
     assert.deepEqual(confinementOf(t), { locked: false, lines: [] });
-    assert.ok(!describeTool(t, 0).includes(LOCK));
+    assert.ok(!describeTool(t, 0).includes(CONFINED));
   }
 });
 
-test('the result says what was applied: lock and tooltip for confined, no lock for full with network', () => {
+test('the result says what was applied: marker and tooltip for confined, none for full with network', () => {
   const m = new ToolsModel(() => 0);
   m.serverStarted(capability({}));
   m.started({ ...started, handleId: 'h1' }, 'make');
   const t = m.toolResult(result('h1', { sandbox: confined }))!;
-  assert.equal(describeTool(t, t.elapsedMs), `${LOCK} completed · 1.0s`);
+  assert.equal(describeTool(t, t.elapsedMs), 'confined · completed · 1.0s');
   assert.deepEqual(toolTooltip(t), [
     '**make**',
     'status: completed',
@@ -119,14 +122,14 @@ test('the result says what was applied: lock and tooltip for confined, no lock f
   assert.deepEqual(confinementOf(m.toolResult(result('h4', {}))!), { locked: false, lines: ['not confined: the server applied no sandbox'] });
 });
 
-test('a recipe: each step shows its own lock, the handle one only when every step that ran was confined', () => {
+test('a recipe: each step shows its own marker, the handle one only when every step that ran was confined', () => {
   const m = new ToolsModel(() => 0);
   const step = (name: string, sandbox: SandboxApplied | undefined) => ({ name, status: 'done' as const, durationMs: 1500, exitCode: 0, sandbox });
   const t = m.toolResult(result('h1', {
     sandbox: confined,
     steps: [step('fetch', confined), step('build', unconfined), { name: 'test', status: 'skip', durationMs: 0, exitCode: null }],
   }))!;
-  assert.deepEqual(t.steps.map(describeStepView), [`${LOCK} done · 1.5s`, 'done · 1.5s', 'skip · 0.0s']);
+  assert.deepEqual(t.steps.map(describeStepView), ['confined · done · 1.5s', 'done · 1.5s', 'skip · 0.0s']);
   assert.deepEqual(confinementOf(t), { locked: false, lines: ['not every step confined: each step has its own sandbox (see the steps)'] });
 
   const same = m.toolResult(result('h2', { sandbox: confined, steps: [step('a', confined), step('b', confined)] }))!;
@@ -150,7 +153,7 @@ test('toolhost.sandbox becomes initializationOptions.sandbox; what cannot be rea
     ['read-only', /^toolhost\.sandbox must be an object/],
     [[], /^toolhost\.sandbox must be an object/],
     [{ filesystem: 'readonly' }, /^toolhost\.sandbox\.filesystem must be "workspace-write", "read-only" or "full", not "readonly"$/],
-    [{ network: 'false' }, /^toolhost\.sandbox\.network must be true or false, not "false"$/],
+    [{ network: 'false' }, /^toolhost\.sandbox\.network must be true or false, not "false" \(an allow-list of hosts goes in toolhost\.networkAllow\)$/],
     [{ netwrok: false }, /^toolhost\.sandbox has an unknown key "netwrok"/],
   ];
   for (const [v, re] of bad) assert.throws(() => readSandboxSetting(v), { message: re });
@@ -192,6 +195,11 @@ test('sandboxOf reads capabilities.sandbox from an initialize answer, and nothin
   assert.equal(sandboxOf({ capabilities: { methods: [] } }), undefined);
   assert.equal(sandboxOf({ capabilities: { sandbox: { ...cap, default: { filesystem: 'nowhere' } } } }), undefined);
   assert.equal(sandboxOf({ capabilities: { sandbox: { ...cap, available: 'yes' } } }), undefined);
+  // A network allow-list (issue 25), protected and unreadable paths: still a sandbox.
+  const allow = capability({ default: { filesystem: 'workspace-write', network: { allow: ['127.0.0.1:8080'] }, protect: ['/ws/.git/hooks'], denyRead: ['/root/.ssh'] } });
+  assert.deepEqual(sandboxOf({ capabilities: { sandbox: allow } }), allow);
+  assert.equal(sandboxOf({ capabilities: { sandbox: { ...cap, default: { network: { allow: 'x' } } } } }), undefined);
+  assert.equal(sandboxOf({ capabilities: { sandbox: { ...cap, default: { network: true, protect: '.git' } } } }), undefined);
   assert.equal(sandboxOf(null), undefined);
 });
 
@@ -240,7 +248,7 @@ test('the real server: the session default reflects toolhost.sandbox, a looser o
     const res = await tight.conn.sendRequest(RunCommandRequest, { argv: ['true'] });
     if (cap.available) {
       assert.equal(res.sandbox?.network, false);
-      assert.ok(res.sandbox && isConfined(res.sandbox), 'a confined result shows the lock');
+      assert.ok(res.sandbox && isConfined(res.sandbox), 'a confined result shows the confined marker');
     }
   } finally {
     await tight.close();
