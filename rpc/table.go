@@ -47,6 +47,20 @@ func Handle[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.Context
 	t.methods[rt.Method()] = &method{serve: typed(h)}
 }
 
+// HandleEncoded is Handle for a handler that encodes its own result: the
+// JSON it returns must be what encoding/json makes of an R, since clients
+// decode it as one. It is for results that encoding/json is slow on, such
+// as a file's content (one long string, escaped a byte at a time).
+func HandleEncoded[P, R any](t *Table, rt RequestType[P, R], h func(ctx context.Context, s *Session, p *P) ([]byte, error)) {
+	t.methods[rt.Method()] = &method{serve: func(ctx context.Context, s *Session, params []byte) ([]byte, error) {
+		var p P
+		if err := decodeParams(params, &p, true); err != nil {
+			return nil, err
+		}
+		return h(ctx, s, &p)
+	}}
+}
+
 // HandleInline is Handle for a request that never blocks and answers in
 // microseconds (a snapshot under a lock): it runs on the read loop,
 // without the goroutine a concurrent request costs, so the requests after

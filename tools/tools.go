@@ -153,7 +153,7 @@ func (t *Tools) Register(tab *rpc.Table) {
 	rpc.Handle(tab, rpc.RunCommandRequest, t.runCommand)
 	rpc.Handle(tab, rpc.LongRunningRequest, t.longRunning)
 	rpc.Handle(tab, rpc.CancelRequest, t.cancel)
-	rpc.Handle(tab, rpc.ReadFileRequest, t.readFile)
+	rpc.HandleEncoded(tab, rpc.ReadFileRequest, t.readFileEncoded)
 	rpc.Handle(tab, rpc.WriteFileRequest, t.writeFile)
 	rpc.HandleOrdered(tab, rpc.ProgressRequest, t.progress) // a snapshot under a lock, answered on the read loop; a destination's later
 	rpc.Handle(tab, rpc.WaitRequest, t.wait)
