@@ -71,6 +71,10 @@ var (
 // maxBusy is how many requests may compute at once; see Server.busy.
 const maxBusy = 32
 
+// maxSpareReaders bounds the goroutines that, having served a request,
+// wait to read again; see Server.awaitTurn.
+const maxSpareReaders = 4
+
 // Server serves one session of JSON-RPC over a byte stream. It owns its
 // dispatch: one read loop (Serve's) reads and decodes each message once,
 // one table of requests in flight knows which request every answer belongs
@@ -117,6 +121,10 @@ type Server struct {
 	// room is signalled (capacity 1) when the outbox drains or a busy
 	// request ends; the read loop waits on it for room to go on.
 	room chan struct{}
+	// turn hands the reading to a spare reader (awaitTurn); spares counts
+	// those waiting, guarded by mu.
+	turn   chan struct{}
+	spares int
 
 	endOnce  sync.Once
 	ended    chan struct{} // closed when the session has ended
@@ -177,6 +185,7 @@ func NewServer(opts Options) *Server {
 		inflight: make(map[jsonrpc2.ID]*request),
 		calls:    make(map[jsonrpc2.ID]chan callAnswer),
 		room:     make(chan struct{}, 1),
+		turn:     make(chan struct{}),
 		ended:    make(chan struct{}),
 	}
 	s.idle = sync.NewCond(&s.mu)
@@ -221,10 +230,11 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 // the requests in flight EOFGrace to finish and ends the session.
 //
 // There is one read loop at a time. When a request must run concurrently,
-// the loop hands the reading over to a new goroutine and serves the request
-// itself: the handler starts at once, on a running goroutine, instead of
-// waiting for a new one to be scheduled. Each goroutine that served a
-// request is counted in handlers, which End waits for.
+// the loop hands the reading over to another goroutine (handOver) and
+// serves the request itself: the handler starts at once, on a running
+// goroutine, instead of waiting for a new one to be scheduled. Each
+// goroutine that served a request is counted in handlers, which End waits
+// for; it then waits, a spare, to be handed the reading again (awaitTurn).
 func (s *Server) readLoop(fr *frameReader) {
 	for {
 		frame, err := fr.next()
@@ -235,9 +245,11 @@ func (s *Server) readLoop(fr *frameReader) {
 			break
 		}
 		if serve := s.dispatch(frame); serve != nil {
-			go s.readLoop(fr) // the next reader; owned by Serve like this one
+			s.handOver(fr)
 			serve()
-			return
+			if !s.awaitTurn() {
+				return
+			}
 		}
 	}
 	if readerGone(s.output) {
@@ -250,6 +262,43 @@ func (s *Server) readLoop(fr *frameReader) {
 	s.log.Info("input closed; waiting for requests in flight", "grace", s.opts.EOFGrace)
 	s.waitIdle(s.opts.EOFGrace)
 	s.End("input closed")
+}
+
+// handOver gives the reading to a spare reader, or to a new goroutine
+// when none waits.
+func (s *Server) handOver(fr *frameReader) {
+	select {
+	case s.turn <- struct{}{}:
+	default:
+		go s.readLoop(fr) // the next reader; owned by Serve like this one
+	}
+}
+
+// awaitTurn makes the calling read loop, which has served a request, a
+// spare reader: it waits until handOver gives it the reading (true), and
+// returns false when the session ends, or at once when maxSpareReaders
+// already wait (the goroutine then ends). A spare keeps the stack that
+// reading and serving grew: a new goroutine for every request grew it
+// again, copying it twice, which cost a fifth of a readFile's instructions.
+func (s *Server) awaitTurn() bool {
+	s.mu.Lock()
+	if s.spares >= maxSpareReaders {
+		s.mu.Unlock()
+		return false
+	}
+	s.spares++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.spares--
+		s.mu.Unlock()
+	}()
+	select {
+	case <-s.turn:
+		return true
+	case <-s.ended:
+		return false
+	}
 }
 
 // dispatch handles one frame, which it owns: a message, or a batch of them.
