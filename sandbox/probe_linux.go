@@ -21,12 +21,13 @@ import (
 // namespace, filter and capability is tried for real on a throwaway thread
 // (which exits with what it changed) or a throwaway child; cgroups are read
 // from /proc/self/mountinfo and /proc/self/cgroup and tried with a mkdir.
-// The tries that do not depend on each other run at once: the mount
-// namespace, capability drop and seccomp filter on one thread, in the
-// order a confined command gets them (none changes what the next may do);
-// the network namespace, the slowest (the kernel builds a whole network
-// stack), on another; the exec stop a third; the cgroups on a goroutine.
-// It takes a millisecond or two; DefaultCapabilities caches it.
+// The tries need one thread, not one each: none changes what the next may
+// do, and they are made in the order a confined command gets them (the
+// capability drop, the network and mount namespaces, seccomp, then the
+// fork of a child stopped at its exec); the cgroups are tried meanwhile on
+// another goroutine. It takes a millisecond or two, most of it the kernel
+// building a network stack for the network namespace; DefaultCapabilities
+// caches it.
 func Probe() Capabilities {
 	c := Capabilities{Reasons: make(map[string]string)}
 
@@ -38,28 +39,25 @@ func Probe() Capabilities {
 	c.CPULimit = true // prlimit(2) exists since Linux 2.6.36
 
 	var (
-		tries                        sync.WaitGroup
-		mountErr, seccompErr, capErr error
-		netErr, ptraceErr            error
-		cg                           = Capabilities{Reasons: make(map[string]string)}
+		cgroups                                         sync.WaitGroup
+		cg                                              = Capabilities{Reasons: make(map[string]string)}
+		capErr, netErr, mountErr, seccompErr, ptraceErr error
 	)
+	cgroups.Go(func() { probeCgroups(&cg) })
 	root := os.Geteuid() == 0
-	tries.Go(func() {
-		_ = onThrowawayThread(func() error {
-			mountErr = probeMountNS()
-			if root {
-				capErr = unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_BOOT, 0, 0, 0)
-			}
-			if seccompErr = unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); seccompErr == nil {
-				seccompErr = installNetFilter()
-			}
-			return nil
-		})
+	_ = onThrowawayThread(func() error {
+		if root {
+			capErr = unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_BOOT, 0, 0, 0)
+		}
+		netErr = unix.Unshare(unix.CLONE_NEWNET)
+		mountErr = probeMountNS()
+		if seccompErr = unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); seccompErr == nil {
+			seccompErr = installNetFilter()
+		}
+		ptraceErr = probeExecDevNull(&syscall.SysProcAttr{Ptrace: true})
+		return nil
 	})
-	tries.Go(func() { netErr = onThrowawayThread(func() error { return unix.Unshare(unix.CLONE_NEWNET) }) })
-	tries.Go(func() { ptraceErr = probePtrace() })
-	tries.Go(func() { probeCgroups(&cg) })
-	tries.Wait()
+	cgroups.Wait()
 
 	if mountErr != nil {
 		c.Reasons["mountns"] = "no mount namespace: " + mountErr.Error()
@@ -145,15 +143,6 @@ func probeUserNS() error {
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
-	})
-}
-
-// probePtrace checks that a child may ask to be traced (PTRACE_TRACEME,
-// which Yama's ptrace_scope 3 forbids), with the /dev/null exec of
-// probeExecDevNull, from a throwaway thread as Ptrace requires.
-func probePtrace() error {
-	return onThrowawayThread(func() error {
-		return probeExecDevNull(&syscall.SysProcAttr{Ptrace: true})
 	})
 }
 
