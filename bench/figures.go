@@ -26,6 +26,7 @@ type figure struct {
 
 // figures run in this order; each starts the servers it needs.
 var figures = []figure{
+	{"startup", (*bench).startup},
 	{"rtt", (*bench).roundTrip},
 	{"readfile", (*bench).readFile},
 	{"runcommand", (*bench).runCommandTrue},
