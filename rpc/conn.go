@@ -102,7 +102,8 @@ type Server struct {
 	shutdownSeen bool
 	// inflight is the table of requests in flight, by id, guarded by mu. A
 	// request enters when it is read and leaves when its response is
-	// queued (a batch member: when the batch's answer is queued), never
+	// queued or written (a batch member: when the batch's answer is
+	// queued), never
 	// merely when its handler returns, so that nothing waiting on it (EOF,
 	// the session's end, AfterReply) runs before the client can have the
 	// answer.
@@ -503,7 +504,7 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	return func() {
 		defer s.handlers.Done()
 		res, e := s.run(ctx, method, work)
-		s.reply(req, res, e)
+		s.answer(req, res, e, true)
 	}
 }
 
@@ -532,9 +533,16 @@ func (s *Server) run(ctx context.Context, method string, serve func() ([]byte, e
 }
 
 // reply queues the answer to req, a result (JSON) or an error, and retires
-// req. It is the only way a request leaves the table, so every request is
-// answered exactly once.
+// req. It (or answer) is the only way a request leaves the table, so every
+// request is answered exactly once.
 func (s *Server) reply(req *request, result []byte, e *Error) {
+	s.answer(req, result, e, false)
+}
+
+// answer is reply; now, on a handler's own goroutine (never the read
+// loop's), writes the answer from it when nothing waits to be written
+// (outbox.sendNow).
+func (s *Server) answer(req *request, result []byte, e *Error, now bool) {
 	req.cancel(nil)
 	var body []byte
 	if e != nil {
@@ -546,7 +554,11 @@ func (s *Server) reply(req *request, result []byte, e *Error) {
 		s.finishBatchMember(req.batch, req, body)
 		return
 	}
-	s.out.send(body, false)
+	if now {
+		s.out.sendNow(body)
+	} else {
+		s.out.send(body, false)
+	}
 	s.retire(req)
 }
 

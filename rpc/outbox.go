@@ -62,6 +62,7 @@ type outbox struct {
 	queued  int64               // bytes of encoded messages in queue
 	closed  bool                // no more messages are accepted
 	broken  bool                // the output failed; everything is discarded
+	writing bool                // a message is being written, by run or by sendNow
 	wake    chan struct{}       // signals the writer (capacity 1)
 	room    chan struct{}       // closed, and set nil, once queued falls to the high-water mark (or the outbox stops)
 	onDrain func()              // called after a write lowers queued; set before run
@@ -129,6 +130,38 @@ func (o *outbox) send(body []byte, droppable bool) {
 	o.queue = append(o.queue, &outItem{body: body})
 	o.queued += int64(len(body))
 	o.signal()
+}
+
+// sendNow writes an encoded response from the calling goroutine when
+// nothing is queued or being written, and otherwise queues it as send
+// does. A handler's goroutine answers this way: handing the answer to the
+// writer goroutine woke that goroutine, and another thread to run it, for
+// every request. The read loop never calls it, since a client that stops
+// reading would then stop it too.
+func (o *outbox) sendNow(body []byte) {
+	o.mu.Lock()
+	if o.closed || o.broken || o.writing || len(o.queue) > 0 {
+		o.mu.Unlock()
+		o.send(body, false)
+		return
+	}
+	o.writing = true
+	o.mu.Unlock()
+	_, err := o.w.WriteFrame(context.Background(), body)
+	o.mu.Lock()
+	o.writing = false
+	if err != nil {
+		o.broken = true
+		o.queue, o.pending = nil, nil
+	}
+	o.signal() // run writes what was queued meanwhile, or sees the outbox broken
+	o.mu.Unlock()
+	if o.onDrain != nil {
+		o.onDrain()
+	}
+	if err != nil {
+		o.log.Warn("output failed; discarding further messages", "err", err)
+	}
 }
 
 // notify encodes and queues a notification.
@@ -201,7 +234,8 @@ func (o *outbox) next() *outItem {
 			o.mu.Unlock()
 			return nil
 		}
-		if len(o.queue) > 0 {
+		if len(o.queue) > 0 && !o.writing {
+			o.writing = true
 			it := o.queue[0]
 			o.queue[0] = nil
 			o.queue = o.queue[1:]
@@ -214,7 +248,7 @@ func (o *outbox) next() *outItem {
 			o.mu.Unlock()
 			return it
 		}
-		closed := o.closed
+		closed := o.closed && len(o.queue) == 0
 		o.mu.Unlock()
 		if closed {
 			return nil
@@ -239,11 +273,15 @@ func (o *outbox) run() {
 			body, err = encodeNotification(it.pend.Method(), it.pend.Params())
 			if err != nil {
 				o.log.Error("cannot encode notification", "method", it.pend.Method(), "err", err)
+				o.mu.Lock()
+				o.writing = false
+				o.mu.Unlock()
 				continue
 			}
 		}
 		_, err := o.w.WriteFrame(ctx, body)
 		o.mu.Lock()
+		o.writing = false
 		if it.pend == nil {
 			o.queued -= int64(len(it.body))
 		}
