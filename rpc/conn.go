@@ -218,6 +218,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 	s.output = out
 	s.out = newOutbox(out, s.framing, s.log)
 	s.out.onDrain = s.signalRoom
+	s.out.fits = writeRoom(out)
 	go s.out.run() // owned by Serve: End flushes it and waits for it
 
 	fr := &frameReader{in: br, framing: s.framing, max: s.opts.MaxMessageBytes, log: s.log,
@@ -532,17 +533,18 @@ func (s *Server) run(ctx context.Context, method string, serve func() ([]byte, e
 	return out, nil
 }
 
-// reply queues the answer to req, a result (JSON) or an error, and retires
-// req. It (or answer) is the only way a request leaves the table, so every
-// request is answered exactly once.
+// reply queues (or writes) the answer to req, a result (JSON) or an
+// error, and retires req. It (or answer) is the only way a request leaves
+// the table, so every request is answered exactly once.
 func (s *Server) reply(req *request, result []byte, e *Error) {
 	s.answer(req, result, e, false)
 }
 
-// answer is reply; now, on a handler's own goroutine (never the read
-// loop's), writes the answer from it when nothing waits to be written
-// (outbox.sendNow).
-func (s *Server) answer(req *request, result []byte, e *Error, now bool) {
+// answer is reply, which writes the answer at once when nothing waits to
+// be written and the output has room for it (outbox.sendNow); handler is
+// set on a handler's own goroutine, never the read loop's, which may then
+// wait for the client to read.
+func (s *Server) answer(req *request, result []byte, e *Error, handler bool) {
 	req.cancel(nil)
 	var body []byte
 	if e != nil {
@@ -554,11 +556,7 @@ func (s *Server) answer(req *request, result []byte, e *Error, now bool) {
 		s.finishBatchMember(req.batch, req, body)
 		return
 	}
-	if now {
-		s.out.sendNow(body)
-	} else {
-		s.out.send(body, false)
-	}
+	s.out.sendNow(body, handler)
 	s.retire(req)
 }
 

@@ -63,6 +63,9 @@ type outbox struct {
 	closed  bool                // no more messages are accepted
 	broken  bool                // the output failed; everything is discarded
 	writing bool                // a message is being written, by run or by sendNow
+	// fits, if set, reports whether n more bytes fit in the output without
+	// a write blocking; set before run.
+	fits func(n int) bool
 	wake    chan struct{}       // signals the writer (capacity 1)
 	room    chan struct{}       // closed, and set nil, once queued falls to the high-water mark (or the outbox stops)
 	onDrain func()              // called after a write lowers queued; set before run
@@ -74,6 +77,10 @@ type outbox struct {
 		WriteFrame(ctx context.Context, data []byte) (int64, error)
 	}
 }
+
+// frameOverhead bounds what framing adds to a message: a Content-Length
+// header, or a newline.
+const frameOverhead = 64
 
 // newOutbox returns an outbox that writes to out in the given framing
 // ("header" or "ndjson"), framed by the library's own streams.
@@ -134,13 +141,18 @@ func (o *outbox) send(body []byte, droppable bool) {
 
 // sendNow writes an encoded response from the calling goroutine when
 // nothing is queued or being written, and otherwise queues it as send
-// does. A handler's goroutine answers this way: handing the answer to the
-// writer goroutine woke that goroutine, and another thread to run it, for
-// every request. The read loop never calls it, since a client that stops
-// reading would then stop it too.
-func (o *outbox) sendNow(body []byte) {
+// does. Handing an answer to the writer goroutine woke that goroutine, and
+// a thread to run it; on the read loop, which then went back to a read
+// that holds its thread in the kernel, the answer waited for the runtime
+// to notice (20 µs and more), most of an inline request's round trip.
+// Unless mayBlock (a handler's goroutine, which a client that stops
+// reading may hold up), it writes only what the output has room for
+// without blocking (o.fits), so that such a client never stops the read
+// loop: without room, or without a way to tell, the answer is queued.
+func (o *outbox) sendNow(body []byte, mayBlock bool) {
 	o.mu.Lock()
-	if o.closed || o.broken || o.writing || len(o.queue) > 0 {
+	if o.closed || o.broken || o.writing || len(o.queue) > 0 ||
+		(!mayBlock && (o.fits == nil || !o.fits(len(body)+frameOverhead))) {
 		o.mu.Unlock()
 		o.send(body, false)
 		return
