@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -74,6 +75,10 @@ const maxBusy = 32
 // maxSpareReaders bounds the goroutines that, having served a request,
 // wait to read again; see Server.awaitTurn.
 const maxSpareReaders = 4
+
+// handOverAfter is how long a request served concurrently may run before
+// the read loop hands the reading to another goroutine; see readLoop.
+const handOverAfter = 100 * time.Microsecond
 
 // Server serves one session of JSON-RPC over a byte stream. It owns its
 // dispatch: one read loop (Serve's) reads and decodes each message once,
@@ -234,9 +239,11 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 // There is one read loop at a time. When a request must run concurrently,
 // the loop hands the reading over to another goroutine (handOver) and
 // serves the request itself: the handler starts at once, on a running
-// goroutine, instead of waiting for a new one to be scheduled. Each
-// goroutine that served a request is counted in handlers, which End waits
-// for; it then waits, a spare, to be handed the reading again (awaitTurn).
+// goroutine, instead of waiting for a new one to be scheduled; for a quick
+// one (Table.Quick), only if it is still being served after handOverAfter.
+// Each goroutine that served a request is counted in handlers, which End
+// waits for; it then waits, a spare, to be handed the reading again
+// (awaitTurn).
 func (s *Server) readLoop(fr *frameReader) {
 	for {
 		frame, err := fr.next()
@@ -246,12 +253,35 @@ func (s *Server) readLoop(fr *frameReader) {
 			}
 			break
 		}
-		if serve := s.dispatch(frame); serve != nil {
+		j := s.dispatch(frame)
+		if j == nil {
+			continue
+		}
+		if !j.quick {
 			s.handOver(fr)
-			serve()
+			j.serve()
 			if !s.awaitTurn() {
 				return
 			}
+			continue
+		}
+		// A quick request: the reading is handed over only if it is still
+		// being served after handOverAfter. One served sooner (a small
+		// readFile) costs no second goroutine woken, nor a thread to run
+		// it, and the loop goes on reading here.
+		var handed atomic.Bool
+		t := time.AfterFunc(handOverAfter, func() {
+			if handed.CompareAndSwap(false, true) {
+				s.handOver(fr)
+			}
+		})
+		j.serve()
+		if handed.CompareAndSwap(false, true) {
+			t.Stop()
+			continue
+		}
+		if !s.awaitTurn() {
+			return
 		}
 	}
 	if readerGone(s.output) {
@@ -303,10 +333,17 @@ func (s *Server) awaitTurn() bool {
 	}
 }
 
+// job is a request that must run concurrently: serve serves it; quick
+// says it usually ends within handOverAfter (Table.Quick).
+type job struct {
+	serve func()
+	quick bool
+}
+
 // dispatch handles one frame, which it owns: a message, or a batch of them.
-// For a request that must run concurrently it returns the function that
-// serves it, for the caller to run on a goroutine of its own.
-func (s *Server) dispatch(frame []byte) (serve func()) {
+// For a request that must run concurrently it returns the job that serves
+// it, for the caller to run on a goroutine of its own.
+func (s *Server) dispatch(frame []byte) *job {
 	frame = bytes.TrimSpace(frame)
 	switch frame[0] {
 	case '{':
@@ -321,7 +358,7 @@ func (s *Server) dispatch(frame []byte) (serve func()) {
 	default:
 		if !json.Valid(frame) {
 			s.answerError(jsonrpc2.ID{}, NewError(CodeParseError, &ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON"))
-			return
+			return nil
 		}
 		s.answerError(jsonrpc2.ID{}, NewError(CodeInvalidRequest, &ErrorData{Reason: "a message must be an object or a batch array"}, "invalid request: not an object"))
 	}
@@ -356,8 +393,8 @@ func (s *Server) dispatchBatch(frame []byte) {
 			b.pending++
 			b.mu.Unlock()
 		}
-		if serve := s.handle(m, b); serve != nil {
-			go serve() // owned by Server through handlers
+		if j := s.handle(m, b); j != nil {
+			go j.serve() // owned by Server through handlers
 		}
 	}
 	s.finishBatchMember(b, nil, nil)
@@ -394,8 +431,8 @@ func (s *Server) parse(frame []byte, b *batch) (message, bool) {
 }
 
 // handle serves one decoded message; b is its batch, or nil. A request
-// that must run concurrently comes back as the function that serves it.
-func (s *Server) handle(m message, b *batch) (serve func()) {
+// that must run concurrently comes back as the job that serves it.
+func (s *Server) handle(m message, b *batch) *job {
 	switch m.kind {
 	case jsonrpc2.MessageViewNotification:
 		s.notification(m.method, m.params)
@@ -411,7 +448,7 @@ func (s *Server) handle(m message, b *batch) (serve func()) {
 // loop, in wire order. Every other method it returns as a function to run
 // on a goroutine of its own, so that a slow request never delays the next;
 // that goroutine is counted in handlers before call returns.
-func (s *Server) call(m message, b *batch) (serve func()) {
+func (s *Server) call(m message, b *batch) *job {
 	ctx, cancel := context.WithCancelCause(s.root)
 	req := &request{id: m.id, method: m.method, cancel: cancel, batch: b}
 	ctx = context.WithValue(ctx, requestKey{}, req)
@@ -433,18 +470,18 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 		} else {
 			s.answerError(m.id, e)
 		}
-		return
+		return nil
 	}
 
 	switch m.method {
 	case MethodInitialize:
 		res, e := s.initialize(ctx, m.params)
 		s.reply(req, res, e)
-		return
+		return nil
 	case MethodShutdown:
 		res, e := s.shutdown()
 		s.reply(req, res, e)
-		return
+		return nil
 	}
 	var refuse *Error
 	switch state {
@@ -457,24 +494,24 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	}
 	if refuse != nil {
 		s.reply(req, nil, refuse)
-		return
+		return nil
 	}
 	h, ok := s.opts.Table.methods[m.method]
 	if !ok {
 		s.reply(req, nil, NewError(CodeMethodNotFound, &ErrorData{Method: m.method, Reason: "no such method"}, "method not found: %s", m.method))
-		return
+		return nil
 	}
 	if h.inline {
 		res, e := s.run(ctx, m.method, func() ([]byte, error) { return h.serve(ctx, s.session, m.params) })
 		s.reply(req, res, e)
-		return
+		return nil
 	}
 	// Add under mu, before End can mark the session ending and wait.
 	s.mu.Lock()
 	if s.state == stateEnding {
 		s.mu.Unlock()
 		s.reply(req, nil, NewError(CodeInvalidRequest, &ErrorData{Method: m.method, Reason: "the session is ending"}, "invalid request: session is ending"))
-		return
+		return nil
 	}
 	s.handlers.Add(1)
 	s.mu.Unlock()
@@ -502,11 +539,11 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 		}
 		work = func() ([]byte, error) { return rest(ctx) }
 	}
-	return func() {
+	return &job{quick: h.quick, serve: func() {
 		defer s.handlers.Done()
 		res, e := s.run(ctx, method, work)
 		s.answer(req, res, e, true)
-	}
+	}}
 }
 
 // requestKey is the context key of the *request a handler serves.

@@ -63,12 +63,13 @@ type outbox struct {
 	closed  bool                // no more messages are accepted
 	broken  bool                // the output failed; everything is discarded
 	writing bool                // a message is being written, by run or by sendNow
-	// fits, if set, reports whether n more bytes fit in the output without
-	// a write blocking; set before run.
-	fits func(n int) bool
 	wake    chan struct{}       // signals the writer (capacity 1)
 	room    chan struct{}       // closed, and set nil, once queued falls to the high-water mark (or the outbox stops)
 	onDrain func()              // called after a write lowers queued; set before run
+
+	// fits, if set, reports whether n more bytes fit in the output without
+	// a write blocking; set before run.
+	fits func(n int) bool
 
 	dropped atomic.Int64  // droppable notifications dropped over budget
 	done    chan struct{} // closed when run returns

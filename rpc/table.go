@@ -12,6 +12,8 @@ type method struct {
 	serve func(ctx context.Context, s *Session, params []byte) ([]byte, error)
 	// inline methods never block: they run on the read loop.
 	inline bool
+	// quick methods usually answer within handOverAfter; see Table.Quick.
+	quick bool
 	// ordered, if set, replaces serve: its first part runs on the read
 	// loop, in wire order, and answers (rest nil) or returns the rest,
 	// which runs on a goroutine of its own.
@@ -129,6 +131,19 @@ func HandleNotification[P any](t *Table, nt NotificationType[P], h func(ctx cont
 		}
 		h(ctx, s, &p)
 		return nil
+	}
+}
+
+// Quick marks a method registered with Handle or HandleEncoded as one that
+// usually answers within handOverAfter (a hundred microseconds) but may
+// block (a read from a slow file system): the read loop's goroutine serves
+// it itself, and hands the reading to another goroutine only if it has not
+// answered by then. Waking another goroutine at once cost a small
+// readFile a fifth of its round trip; a command's start, which takes a
+// millisecond, is better off without the timer.
+func (t *Table) Quick(method string) {
+	if m := t.methods[method]; m != nil && !m.inline && m.ordered == nil {
+		m.quick = true
 	}
 }
 

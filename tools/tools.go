@@ -154,6 +154,7 @@ func (t *Tools) Register(tab *rpc.Table) {
 	rpc.Handle(tab, rpc.LongRunningRequest, t.longRunning)
 	rpc.Handle(tab, rpc.CancelRequest, t.cancel)
 	rpc.HandleEncoded(tab, rpc.ReadFileRequest, t.readFileEncoded)
+	tab.Quick(rpc.MethodReadFile)
 	rpc.Handle(tab, rpc.WriteFileRequest, t.writeFile)
 	rpc.HandleOrdered(tab, rpc.ProgressRequest, t.progress) // a snapshot under a lock, answered on the read loop; a destination's later
 	rpc.Handle(tab, rpc.WaitRequest, t.wait)
