@@ -134,6 +134,9 @@ type bench struct {
 	notes  []string
 	failed bool
 	nextID int // numbers the servers' directories
+	// rttP50 is the progress round trip's median, which other figures'
+	// explanations quote; 0 until measured.
+	rttP50 time.Duration
 }
 
 // iters scales an iteration count, keeping at least min.
