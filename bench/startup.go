@@ -87,8 +87,8 @@ func (b *bench) startup() error {
 		"(profiled: a build without the MCP server took 1.4 ms less CPU to reach main, 2.4 ms against 3.8); ", fmtDur(version), float64(version)/float64(echo), size, pkgs)
 	b.add(row{Figure: "spawn → `initialize` answered, confined default, p50", Value: fmtDur(confined), Baseline: base,
 		Ratio: ratio(float64(confined), float64(echo)), Target: "≤ 2× the echo", Met: met(float64(confined) <= 2*float64(echo)),
-		Why: floor + fmt.Sprintf("after that, initialize waits for the probe of what the kernel can confine (started with the process, its tries at once; "+
-			"a network namespace alone costs the kernel 0.6 ms to build and tear down), then makes the session's artifacts, temporary and cache directories and its cgroup; "+
+		Why: floor + fmt.Sprintf("after that, initialize makes the session's artifacts, temporary and cache directories and its cgroup, and waits for what is left of the probe of what the kernel can confine "+
+			"(started with the process, on a thread of its own beside the start: each namespace, filter and capability tried for real, a network namespace alone costing the kernel 0.6 ms to build and tear down); "+
 			"the answer came %s after the version's.", fmtDur(confined-version))})
 	b.add(row{Figure: "spawn → `initialize` answered, `--sandbox off`, p50", Value: fmtDur(open), Baseline: base,
 		Ratio: ratio(float64(open), float64(echo)), Target: "≤ 2× the echo", Met: met(float64(open) <= 2*float64(echo)),
