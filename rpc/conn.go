@@ -268,7 +268,9 @@ func (s *Server) readLoop(fr *frameReader) {
 		// A quick request: the reading is handed over only if it is still
 		// being served after handOverAfter. One served sooner (a small
 		// readFile) costs no second goroutine woken, nor a thread to run
-		// it, and the loop goes on reading here.
+		// it, and the loop goes on reading here. The timer's function only
+		// hands over and returns; the reader it starts is Serve's, like
+		// this one.
 		var handed atomic.Bool
 		t := time.AfterFunc(handOverAfter, func() {
 			if handed.CompareAndSwap(false, true) {
