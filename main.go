@@ -40,6 +40,7 @@ import (
 	"github.com/toolhost/toolhost/netproxy"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/tools"
 )
 
@@ -238,6 +239,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 2
+	}
+	if sb.Mode != tools.SandboxOff {
+		// What the kernel can confine is measured while the process starts
+		// and the client's first message is awaited: initialize, which
+		// answers with it, then finds it done.
+		sandbox.ProbeInBackground()
 	}
 	logger, closeLog, err := newLogger(f.logLevel, f.logFile, stderr)
 	if err != nil {

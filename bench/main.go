@@ -39,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	workDir := fs.String("work", "", "the `dir` for the servers' roots, artifacts and the baseline's file (default: a new temporary directory, removed at the end); the throughput figure writes 3 GiB at a time into it")
 	bin := fs.String("bin", "", "measure this toolhost `binary` instead of building one")
 	scale := fs.Float64("scale", 1, "multiply every iteration count by this `factor` (0.1 for a quick look)")
-	only := fs.String("only", "", "run only the figures whose key contains this `text` (rtt, readfile, runcommand, escape, output, handles, markers, cancel, readoutput, yield, hub, events, ports, pty, mcp, mcp-task)")
+	only := fs.String("only", "", "run only the figures whose key contains this `text` (startup, rtt, readfile, runcommand, escape, output, handles, markers, cancel, readoutput, yield, hub, events, ports, pty, mcp, mcp-task)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -70,8 +70,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if b.bin == "" {
 		b.bin = filepath.Join(work, "toolhost")
 		logf("building toolhost from %s", *repo)
-		build := exec.Command("go", "build", "-o", b.bin, ".")
+		build := exec.Command("go", append(goBuildArgs(), "-o", b.bin, ".")...)
 		build.Dir = *repo
+		build.Env = goBuildEnv()
 		build.Stdout, build.Stderr = stderr, stderr
 		if err := build.Run(); err != nil {
 			logf("cannot build toolhost: %v", err)
@@ -112,6 +113,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// goBuildArgs and goBuildEnv build toolhost as the editor extension ships
+// it (editor-extension/package.json): statically, without cgo, which the
+// program does not need; a cgo build loads the C library at every start.
+func goBuildArgs() []string { return []string{"build", "-trimpath"} }
+
+// goBuildEnv is the environment of goBuildArgs.
+func goBuildEnv() []string { return append(os.Environ(), "CGO_ENABLED=0") }
+
 // bench is one run of the suite.
 type bench struct {
 	bin   string  // the toolhost binary measured
@@ -125,6 +134,9 @@ type bench struct {
 	notes  []string
 	failed bool
 	nextID int // numbers the servers' directories
+	// rttP50 is the progress round trip's median, which other figures'
+	// explanations quote; 0 until measured.
+	rttP50 time.Duration
 }
 
 // iters scales an iteration count, keeping at least min.

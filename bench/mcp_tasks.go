@@ -91,8 +91,10 @@ func (s *rawMCP) startTask(argv []string) (string, error) {
 			Status string `json:"status"`
 		} `json:"task"`
 	}
-	if err := json.Unmarshal(res, &ct); err != nil || ct.Task.TaskID == "" || ct.Task.Status != "working" {
-		return "", fmt.Errorf("start_command as a task answered %s, want a CreateTaskResult with a working task", res)
+	// The answer is the task as it is when answered: true may have ended
+	// by then, the command's result on its way to tasks/result.
+	if err := json.Unmarshal(res, &ct); err != nil || ct.Task.TaskID == "" || (ct.Task.Status != "working" && ct.Task.Status != "completed") {
+		return "", fmt.Errorf("start_command as a task answered %s, want a CreateTaskResult with a working (or, for a quick command, completed) task", res)
 	}
 	return ct.Task.TaskID, nil
 }

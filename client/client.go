@@ -156,6 +156,39 @@ type frameReader interface {
 	ReadFrame(ctx context.Context) ([]byte, int64, error)
 }
 
+// lineFrames reads NDJSON frames as the library's NDJSON stream does, a
+// line without its "\n", but straight from the client's 64 KiB buffer:
+// the stream reads through a 4 KiB buffer of its own, so every frame over
+// 4 KiB (the answer to a readFile of 4 KiB, say) was copied into a new,
+// growing buffer. A frame is valid until the next ReadFrame.
+type lineFrames struct {
+	r    *bufio.Reader
+	long []byte // a frame longer than r's buffer; reused
+}
+
+// ReadFrame returns the next line without its "\n"; io.EOF at a frame's
+// boundary, io.ErrUnexpectedEOF within one.
+func (l *lineFrames) ReadFrame(context.Context) ([]byte, int64, error) {
+	line, err := l.r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		l.long = append(l.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = l.r.ReadSlice('\n')
+			l.long = append(l.long, line...)
+		}
+		line = l.long
+	}
+	switch {
+	case err == io.EOF && len(line) == 0:
+		return nil, 0, io.EOF
+	case err == io.EOF:
+		return nil, 0, io.ErrUnexpectedEOF
+	case err != nil:
+		return nil, 0, err
+	}
+	return line[:len(line)-1], int64(len(line)), nil
+}
+
 // New returns a client that reads the server's messages from r and writes
 // its own to w, and starts its read loop and dispatcher. Close closes w and
 // r when they are io.Closers and waits for both goroutines; a reader that
@@ -175,7 +208,8 @@ func newClient(r io.Reader, w io.Writer, opts *Options, proc *process) *Client {
 	}
 	// The NDJSON stream reads lines through a 4 KiB buffer: a larger one
 	// below it turns a long line's many small reads into copies.
-	rwc := &duplex{r: bufio.NewReaderSize(r, 64<<10), w: w, closeR: r}
+	br := bufio.NewReaderSize(r, 64<<10)
+	rwc := &duplex{r: br, w: w, closeR: r}
 	var stream jsonrpc2.Stream
 	switch o.Framing {
 	case FramingNDJSON:
@@ -188,6 +222,9 @@ func newClient(r io.Reader, w io.Writer, opts *Options, proc *process) *Client {
 		// Both streams of go.lsp.dev/jsonrpc2 v1.0.1 read frames (the
 		// tests run in both framings): this is a changed dependency.
 		panic("toolhost client: the jsonrpc2 stream cannot read frames")
+	}
+	if o.Framing == FramingNDJSON {
+		frames = &lineFrames{r: br} // the stream still writes
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{

@@ -191,7 +191,7 @@ func (h *Hub) RoutePath(path string) (t Target, ok bool, err error) {
 		return Target{}, false, nil
 	}
 	name, epoch, good := splitHead(head)
-	if !good || !validName.MatchString(name) {
+	if !good || !validName(name) {
 		return Target{}, false, nil
 	}
 	if _, known := h.dests[name]; !known {

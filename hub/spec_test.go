@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -32,6 +33,19 @@ func TestParseSpec(t *testing.T) {
 	for _, bad := range []string{"noequals", "=toolhost", "a/b=toolhost", "x=", "x=   ", `x=sh -c 'unterminated`, `x=sh -c "unterminated`, "-x=toolhost"} {
 		if _, err := ParseSpec(bad); err == nil {
 			t.Errorf("ParseSpec(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestValidName(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	names := []string{"", "a", "A9", "9", "_a", ".a", "-a", "a_b.c-d", "a/b", "a b", "é", "a\x00", strings.Repeat("a", 64), strings.Repeat("a", 65)}
+	for c := range 256 {
+		names = append(names, string(rune(c)), "a"+string([]byte{byte(c)}), string([]byte{byte(c)})+"a")
+	}
+	for _, n := range names {
+		if got, want := validName(n), re.MatchString(n); got != want {
+			t.Errorf("validName(%q) = %v, the regexp says %v", n, got, want)
 		}
 	}
 }

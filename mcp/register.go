@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -185,14 +186,16 @@ func argumentError(field, reason string) *sdk.CallToolResult {
 	return errorResult(ErrorInfo{Code: protocol.CodeInvalidParams, Message: msg, Data: &protocol.ErrorData{Field: field, Reason: reason}})
 }
 
-// schemaAt finds the schema paths a validation error goes through.
-var schemaAt = regexp.MustCompile(`validating (/[^:\s]*)`)
+// schemaAt finds the schema paths a validation error goes through. It,
+// schemaPath and schemaMissing are compiled at their first use, not when
+// the process starts, which every session pays for.
+var schemaAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`validating (/[^:\s]*)`) })
 
 // schemaPath finds the properties and items a schema error names.
-var schemaPath = regexp.MustCompile(`/(properties|items)/([^/:\s"]+)`)
+var schemaPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/(properties|items)/([^/:\s"]+)`) })
 
 // schemaMissing finds the properties a schema error says are missing.
-var schemaMissing = regexp.MustCompile(`missing properties: \[?"?([A-Za-z0-9_]+)`)
+var schemaMissing = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`missing properties: \[?"?([A-Za-z0-9_]+)`) })
 
 // schemaField turns a schema validation error into the field it concerns,
 // as toolhost names fields ("steps[0].argv").
@@ -202,7 +205,7 @@ func schemaField(msg string) string {
 	// path again, which is cut.
 	var path strings.Builder
 	prev := ""
-	for _, m := range schemaAt.FindAllStringSubmatch(msg, -1) {
+	for _, m := range schemaAt().FindAllStringSubmatch(msg, -1) {
 		p := m[1]
 		if prev != "" && strings.HasPrefix(p, prev+"/") {
 			p = strings.TrimPrefix(p, prev)
@@ -214,7 +217,7 @@ func schemaField(msg string) string {
 		path.WriteString(msg)
 	}
 	var b strings.Builder
-	for _, m := range schemaPath.FindAllStringSubmatch(path.String(), -1) {
+	for _, m := range schemaPath().FindAllStringSubmatch(path.String(), -1) {
 		if m[1] == "items" {
 			b.WriteString("[" + m[2] + "]")
 			continue
@@ -224,7 +227,7 @@ func schemaField(msg string) string {
 		}
 		b.WriteString(m[2])
 	}
-	if m := schemaMissing.FindStringSubmatch(msg); m != nil {
+	if m := schemaMissing().FindStringSubmatch(msg); m != nil {
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}

@@ -29,8 +29,11 @@ const artifactTemplate = "toolhost://artifacts/{commandId}/{stream}{?line,limit,
 var artifactFiles = map[string]string{"output": "output.log", "stdout": "stdout.log", "stderr": "stderr.log"}
 
 // commandIDPattern is what a command id may look like in a URI: "cmd-3"
-// here, "build/cmd-3" or "build#2/cmd-3" on a destination.
-var commandIDPattern = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*(#[0-9]+)?/)?[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// here, "build/cmd-3" or "build#2/cmd-3" on a destination. It is compiled
+// at its first use, not when the process starts.
+var commandIDPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*(#[0-9]+)?/)?[A-Za-z0-9][A-Za-z0-9._-]*$`)
+})
 
 // farDirsCap bounds the artifacts directories of destination commands
 // remembered.
@@ -105,7 +108,7 @@ func parseArtifactURI(uri string) (page, error) {
 	if len(parts) == 2 {
 		id, err = url.PathUnescape(parts[0])
 	}
-	if len(parts) != 2 || err != nil || !commandIDPattern.MatchString(id) || artifactFiles[parts[1]] == "" {
+	if len(parts) != 2 || err != nil || !commandIDPattern().MatchString(id) || artifactFiles[parts[1]] == "" {
 		return p, fmt.Errorf("an artifact URI is toolhost://artifacts/{commandId}/{output|stdout|stderr}, not %q", uri)
 	}
 	p.commandID, p.stream, p.line = id, parts[1], 1

@@ -124,13 +124,14 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 			_ = f.Close()
 		}
 	}
-	pipe := func() (r, w *os.File, err error) {
-		if r, w, err = os.Pipe(); err != nil {
+	// pipe returns a pipe's end for this process and the child's.
+	pipe := func(childReads bool) (ours, theirs *os.File, err error) {
+		if ours, theirs, err = childPipe(childReads); err != nil {
 			closeAll()
 			return nil, nil, &SpawnError{Argv0: req.argv[0], Reason: "pipe: " + err.Error(), Err: err}
 		}
-		files = append(files, r, w)
-		return r, w, nil
+		files = append(files, ours, theirs)
+		return ours, theirs, nil
 	}
 	// outs are where the readers' bytes go, in order.
 	var outs []io.Writer
@@ -146,7 +147,7 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 		stdin, stdout, stderr, input = slave, slave, slave, master
 	} else {
 		for _, out := range []io.Writer{req.stdout, req.stderr} {
-			r, w, err := pipe()
+			r, w, err := pipe(false)
 			if err != nil {
 				return nil, false, err
 			}
@@ -154,7 +155,7 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 		}
 		stdout, stderr = writers[0], writers[1]
 		if req.openStdin {
-			r, w, err := pipe()
+			w, r, err := pipe(true)
 			if err != nil {
 				return nil, false, err
 			}
@@ -162,7 +163,7 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 			stdin, input = r, w
 		}
 	}
-	er, ew, err := pipe()
+	er, ew, err := pipe(false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -181,10 +182,15 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 		if cg != nil {
 			cg.setFD(cmd.SysProcAttr)
 		}
-		if stdin != nil {
+		// Without one, stdin is the null device: a child reading it gets
+		// EOF. The session's one open /dev/null spares the open, and its
+		// setting up, that os/exec makes for a nil Stdin at every start.
+		switch null, err := devNull(); {
+		case stdin != nil:
 			cmd.Stdin = stdin
+		case err == nil:
+			cmd.Stdin = null
 		}
-		// A nil cmd.Stdin is the null device: a child reading stdin gets EOF.
 		return cmd
 	}
 
@@ -264,6 +270,10 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 	})
 	return p, cgroupBroken, nil
 }
+
+// devNull is the null device, open for reading, that children without a
+// stdin of their own share; it is never closed.
+var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
 
 // forkOnFreshGoroutine starts cmd from a new goroutine, which never holds
 // runtime.LockOSThread, so Pdeathsig is tied to a thread that lives as long

@@ -41,3 +41,28 @@ func sysProcAttr(tty bool) *syscall.SysProcAttr {
 	}
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// childPipe returns a pipe whose end in this process (ours) is
+// non-blocking and in the runtime's poller, and whose other end (theirs),
+// for a child, is blocking and not: os.Pipe puts both ends in the poller
+// and os/exec then puts the child's end back into blocking mode, five
+// system calls more per pipe, three pipes per command, before its fork.
+// When childReads, the child reads and this process writes.
+func childPipe(childReads bool) (ours, theirs *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	o, t := fds[0], fds[1]
+	if childReads {
+		o, t = t, o
+	}
+	if _, err := unix.FcntlInt(uintptr(t), unix.F_SETFL, 0); err != nil { // blocking again
+		_ = unix.Close(o)
+		_ = unix.Close(t)
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	// NewFile puts a non-blocking descriptor in the poller, and leaves a
+	// blocking one out of it.
+	return os.NewFile(uintptr(o), "|ours"), os.NewFile(uintptr(t), "|theirs"), nil
+}

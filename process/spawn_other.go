@@ -19,3 +19,13 @@ func sysProcAttr(tty bool) *syscall.SysProcAttr {
 	}
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// childPipe returns a pipe's end for this process (ours) and the child's
+// (theirs); when childReads, the child reads and this process writes.
+func childPipe(childReads bool) (ours, theirs *os.File, err error) {
+	r, w, err := os.Pipe()
+	if childReads {
+		return w, r, err
+	}
+	return r, w, err
+}

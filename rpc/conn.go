@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolhost/toolhost/protocol"
@@ -72,6 +73,14 @@ var (
 // maxBusy is how many requests may compute at once; see Server.busy.
 const maxBusy = 32
 
+// maxSpareReaders bounds the goroutines that, having served a request,
+// wait to read again; see Server.awaitTurn.
+const maxSpareReaders = 4
+
+// handOverAfter is how long a request served concurrently may run before
+// the read loop hands the reading to another goroutine; see readLoop.
+const handOverAfter = 100 * time.Microsecond
+
 // Server serves one session of JSON-RPC over a byte stream. It owns its
 // dispatch: one read loop (Serve's) reads and decodes each message once,
 // one table of requests in flight knows which request every answer belongs
@@ -99,7 +108,8 @@ type Server struct {
 	shutdownSeen bool
 	// inflight is the table of requests in flight, by id, guarded by mu. A
 	// request enters when it is read and leaves when its response is
-	// queued (a batch member: when the batch's answer is queued), never
+	// queued or written (a batch member: when the batch's answer is
+	// queued), never
 	// merely when its handler returns, so that nothing waiting on it (EOF,
 	// the session's end, AfterReply) runs before the client can have the
 	// answer.
@@ -118,6 +128,10 @@ type Server struct {
 	// room is signalled (capacity 1) when the outbox drains or a busy
 	// request ends; the read loop waits on it for room to go on.
 	room chan struct{}
+	// turn hands the reading to a spare reader (awaitTurn); spares counts
+	// those waiting, guarded by mu.
+	turn   chan struct{}
+	spares int
 
 	endOnce  sync.Once
 	ended    chan struct{} // closed when the session has ended
@@ -178,6 +192,7 @@ func NewServer(opts Options) *Server {
 		inflight: make(map[jsonrpc2.ID]*request),
 		calls:    make(map[jsonrpc2.ID]chan callAnswer),
 		room:     make(chan struct{}, 1),
+		turn:     make(chan struct{}),
 		ended:    make(chan struct{}),
 	}
 	s.idle = sync.NewCond(&s.mu)
@@ -209,6 +224,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 	s.output = out
 	s.out = newOutbox(out, s.framing, s.log)
 	s.out.onDrain = s.signalRoom
+	s.out.fits = writeRoom(out)
 	go s.out.run() // owned by Serve: End flushes it and waits for it
 
 	fr := &frameReader{in: br, framing: s.framing, max: s.opts.MaxMessageBytes, log: s.log,
@@ -222,10 +238,13 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 // the requests in flight EOFGrace to finish and ends the session.
 //
 // There is one read loop at a time. When a request must run concurrently,
-// the loop hands the reading over to a new goroutine and serves the request
-// itself: the handler starts at once, on a running goroutine, instead of
-// waiting for a new one to be scheduled. Each goroutine that served a
-// request is counted in handlers, which End waits for.
+// the loop hands the reading over to another goroutine (handOver) and
+// serves the request itself: the handler starts at once, on a running
+// goroutine, instead of waiting for a new one to be scheduled; for a quick
+// one (Table.Quick), only if it is still being served after handOverAfter.
+// Each goroutine that served a request is counted in handlers, which End
+// waits for; it then waits, a spare, to be handed the reading again
+// (awaitTurn).
 func (s *Server) readLoop(fr *frameReader) {
 	for {
 		frame, err := fr.next()
@@ -235,9 +254,36 @@ func (s *Server) readLoop(fr *frameReader) {
 			}
 			break
 		}
-		if serve := s.dispatch(frame); serve != nil {
-			go s.readLoop(fr) // the next reader; owned by Serve like this one
-			serve()
+		j := s.dispatch(frame)
+		if j == nil {
+			continue
+		}
+		if !j.quick {
+			s.handOver(fr)
+			j.serve()
+			if !s.awaitTurn() {
+				return
+			}
+			continue
+		}
+		// A quick request: the reading is handed over only if it is still
+		// being served after handOverAfter. One served sooner (a small
+		// readFile) costs no second goroutine woken, nor a thread to run
+		// it, and the loop goes on reading here. The timer's function only
+		// hands over and returns; the reader it starts is Serve's, like
+		// this one.
+		var handed atomic.Bool
+		t := time.AfterFunc(handOverAfter, func() {
+			if handed.CompareAndSwap(false, true) {
+				s.handOver(fr)
+			}
+		})
+		j.serve()
+		if handed.CompareAndSwap(false, true) {
+			t.Stop()
+			continue
+		}
+		if !s.awaitTurn() {
 			return
 		}
 	}
@@ -253,10 +299,54 @@ func (s *Server) readLoop(fr *frameReader) {
 	s.End("input closed")
 }
 
+// handOver gives the reading to a spare reader, or to a new goroutine
+// when none waits.
+func (s *Server) handOver(fr *frameReader) {
+	select {
+	case s.turn <- struct{}{}:
+	default:
+		go s.readLoop(fr) // the next reader; owned by Serve like this one
+	}
+}
+
+// awaitTurn makes the calling read loop, which has served a request, a
+// spare reader: it waits until handOver gives it the reading (true), and
+// returns false when the session ends, or at once when maxSpareReaders
+// already wait (the goroutine then ends). A spare keeps the stack that
+// reading and serving grew: a new goroutine for every request grew it
+// again, copying it twice, which cost a fifth of a readFile's instructions.
+func (s *Server) awaitTurn() bool {
+	s.mu.Lock()
+	if s.spares >= maxSpareReaders {
+		s.mu.Unlock()
+		return false
+	}
+	s.spares++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.spares--
+		s.mu.Unlock()
+	}()
+	select {
+	case <-s.turn:
+		return true
+	case <-s.ended:
+		return false
+	}
+}
+
+// job is a request that must run concurrently: serve serves it; quick
+// says it usually ends within handOverAfter (Table.Quick).
+type job struct {
+	serve func()
+	quick bool
+}
+
 // dispatch handles one frame, which it owns: a message, or a batch of them.
-// For a request that must run concurrently it returns the function that
-// serves it, for the caller to run on a goroutine of its own.
-func (s *Server) dispatch(frame []byte) (serve func()) {
+// For a request that must run concurrently it returns the job that serves
+// it, for the caller to run on a goroutine of its own.
+func (s *Server) dispatch(frame []byte) *job {
 	frame = bytes.TrimSpace(frame)
 	switch frame[0] {
 	case '{':
@@ -271,7 +361,7 @@ func (s *Server) dispatch(frame []byte) (serve func()) {
 	default:
 		if !json.Valid(frame) {
 			s.answerError(jsonrpc2.ID{}, protocol.NewError(protocol.CodeParseError, &protocol.ErrorData{Reason: "malformed JSON: " + syntaxReason(frame)}, "parse error: malformed JSON"))
-			return
+			return nil
 		}
 		s.answerError(jsonrpc2.ID{}, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Reason: "a message must be an object or a batch array"}, "invalid request: not an object"))
 	}
@@ -306,8 +396,8 @@ func (s *Server) dispatchBatch(frame []byte) {
 			b.pending++
 			b.mu.Unlock()
 		}
-		if serve := s.handle(m, b); serve != nil {
-			go serve() // owned by Server through handlers
+		if j := s.handle(m, b); j != nil {
+			go j.serve() // owned by Server through handlers
 		}
 	}
 	s.finishBatchMember(b, nil, nil)
@@ -344,8 +434,8 @@ func (s *Server) parse(frame []byte, b *batch) (message, bool) {
 }
 
 // handle serves one decoded message; b is its batch, or nil. A request
-// that must run concurrently comes back as the function that serves it.
-func (s *Server) handle(m message, b *batch) (serve func()) {
+// that must run concurrently comes back as the job that serves it.
+func (s *Server) handle(m message, b *batch) *job {
 	switch m.kind {
 	case jsonrpc2.MessageViewNotification:
 		s.notification(m.method, m.params)
@@ -361,7 +451,7 @@ func (s *Server) handle(m message, b *batch) (serve func()) {
 // loop, in wire order. Every other method it returns as a function to run
 // on a goroutine of its own, so that a slow request never delays the next;
 // that goroutine is counted in handlers before call returns.
-func (s *Server) call(m message, b *batch) (serve func()) {
+func (s *Server) call(m message, b *batch) *job {
 	ctx, cancel := context.WithCancelCause(s.root)
 	req := &request{id: m.id, method: m.method, cancel: cancel, batch: b}
 	ctx = context.WithValue(ctx, requestKey{}, req)
@@ -383,18 +473,18 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 		} else {
 			s.answerError(m.id, e)
 		}
-		return
+		return nil
 	}
 
 	switch m.method {
 	case protocol.MethodInitialize:
 		res, e := s.initialize(ctx, m.params)
 		s.reply(req, res, e)
-		return
+		return nil
 	case protocol.MethodShutdown:
 		res, e := s.shutdown()
 		s.reply(req, res, e)
-		return
+		return nil
 	}
 	var refuse *protocol.Error
 	switch state {
@@ -407,24 +497,24 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 	}
 	if refuse != nil {
 		s.reply(req, nil, refuse)
-		return
+		return nil
 	}
 	h, ok := s.opts.Table.methods[m.method]
 	if !ok {
 		s.reply(req, nil, protocol.NewError(protocol.CodeMethodNotFound, &protocol.ErrorData{Method: m.method, Reason: "no such method"}, "method not found: %s", m.method))
-		return
+		return nil
 	}
 	if h.inline {
 		res, e := s.run(ctx, m.method, func() ([]byte, error) { return h.serve(ctx, s.session, m.params) })
 		s.reply(req, res, e)
-		return
+		return nil
 	}
 	// Add under mu, before End can mark the session ending and wait.
 	s.mu.Lock()
 	if s.state == stateEnding {
 		s.mu.Unlock()
 		s.reply(req, nil, protocol.NewError(protocol.CodeInvalidRequest, &protocol.ErrorData{Method: m.method, Reason: "the session is ending"}, "invalid request: session is ending"))
-		return
+		return nil
 	}
 	s.handlers.Add(1)
 	s.mu.Unlock()
@@ -452,11 +542,11 @@ func (s *Server) call(m message, b *batch) (serve func()) {
 		}
 		work = func() ([]byte, error) { return rest(ctx) }
 	}
-	return func() {
+	return &job{quick: h.quick, serve: func() {
 		defer s.handlers.Done()
 		res, e := s.run(ctx, method, work)
-		s.reply(req, res, e)
-	}
+		s.answer(req, res, e, true)
+	}}
 }
 
 // requestKey is the context key of the *request a handler serves.
@@ -483,10 +573,18 @@ func (s *Server) run(ctx context.Context, method string, serve func() ([]byte, e
 	return out, nil
 }
 
-// reply queues the answer to req, a result (JSON) or an error, and retires
-// req. It is the only way a request leaves the table, so every request is
-// answered exactly once.
+// reply queues (or writes) the answer to req, a result (JSON) or an
+// error, and retires req. It (or answer) is the only way a request leaves
+// the table, so every request is answered exactly once.
 func (s *Server) reply(req *request, result []byte, e *protocol.Error) {
+	s.answer(req, result, e, false)
+}
+
+// answer is reply, which writes the answer at once when nothing waits to
+// be written and the output has room for it (outbox.sendNow); handler is
+// set on a handler's own goroutine, never the read loop's, which may then
+// wait for the client to read.
+func (s *Server) answer(req *request, result []byte, e *protocol.Error, handler bool) {
 	req.cancel(nil)
 	var body []byte
 	if e != nil {
@@ -498,7 +596,7 @@ func (s *Server) reply(req *request, result []byte, e *protocol.Error) {
 		s.finishBatchMember(req.batch, req, body)
 		return
 	}
-	s.out.send(body, false)
+	s.out.sendNow(body, handler)
 	s.retire(req)
 }
 

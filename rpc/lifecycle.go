@@ -3,8 +3,9 @@ package rpc
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolhost/toolhost/protocol"
 	"time"
+
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // initialize answers initialize, once.

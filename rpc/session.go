@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolhost/toolhost/protocol"
 	"log/slog"
 	"sync"
+
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // Session is what a tool sees of the connection it serves: the client's

@@ -3,8 +3,9 @@ package rpc
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolhost/toolhost/protocol"
 	"slices"
+
+	"github.com/toolhost/toolhost/protocol"
 )
 
 // method is one request method of the table.
@@ -13,6 +14,8 @@ type method struct {
 	serve func(ctx context.Context, s *Session, params []byte) ([]byte, error)
 	// inline methods never block: they run on the read loop.
 	inline bool
+	// quick methods usually answer within handOverAfter; see Table.Quick.
+	quick bool
 	// ordered, if set, replaces serve: its first part runs on the read
 	// loop, in wire order, and answers (rest nil) or returns the rest,
 	// which runs on a goroutine of its own.
@@ -46,6 +49,20 @@ func NewTable() *Table {
 // anything else as -32603.
 func Handle[P, R any](t *Table, rt protocol.RequestType[P, R], h func(ctx context.Context, s *Session, p *P) (*R, error)) {
 	t.methods[rt.Method()] = &method{serve: typed(h)}
+}
+
+// HandleEncoded is Handle for a handler that encodes its own result: the
+// JSON it returns must be what encoding/json makes of an R, since clients
+// decode it as one. It is for results that encoding/json is slow on, such
+// as a file's content (one long string, escaped a byte at a time).
+func HandleEncoded[P, R any](t *Table, rt protocol.RequestType[P, R], h func(ctx context.Context, s *Session, p *P) ([]byte, error)) {
+	t.methods[rt.Method()] = &method{serve: func(ctx context.Context, s *Session, params []byte) ([]byte, error) {
+		var p P
+		if err := decodeParams(params, &p, true); err != nil {
+			return nil, err
+		}
+		return h(ctx, s, &p)
+	}}
 }
 
 // HandleInline is Handle for a request that never blocks and answers in
@@ -116,6 +133,19 @@ func HandleNotification[P any](t *Table, nt protocol.NotificationType[P], h func
 		}
 		h(ctx, s, &p)
 		return nil
+	}
+}
+
+// Quick marks a method registered with Handle or HandleEncoded as one that
+// usually answers within handOverAfter (a hundred microseconds) but may
+// block (a read from a slow file system): the read loop's goroutine serves
+// it itself, and hands the reading to another goroutine only if it has not
+// answered by then. Waking another goroutine at once cost a small
+// readFile a fifth of its round trip; a command's start, which takes a
+// millisecond, is better off without the timer.
+func (t *Table) Quick(method string) {
+	if m := t.methods[method]; m != nil && !m.inline && m.ordered == nil {
+		m.quick = true
 	}
 }
 

@@ -6,10 +6,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +21,13 @@ import (
 // namespace, filter and capability is tried for real on a throwaway thread
 // (which exits with what it changed) or a throwaway child; cgroups are read
 // from /proc/self/mountinfo and /proc/self/cgroup and tried with a mkdir.
-// It takes a few milliseconds; DefaultCapabilities caches it.
+// The tries need one thread, not one each: none changes what the next may
+// do, and they are made in the order a confined command gets them (the
+// capability drop, the network and mount namespaces, seccomp, then the
+// fork of a child stopped at its exec); the cgroups are tried meanwhile on
+// another goroutine. It takes a millisecond or two, most of it the kernel
+// building a network stack for the network namespace; DefaultCapabilities
+// caches it.
 func Probe() Capabilities {
 	c := Capabilities{Reasons: make(map[string]string)}
 
@@ -28,49 +36,57 @@ func Probe() Capabilities {
 		c.Reasons["landlock"] = err.Error()
 	}
 	c.LandlockABI = abi
+	c.CPULimit = true // prlimit(2) exists since Linux 2.6.36
 
-	if err := onThrowawayThread(probeMountNS); err != nil {
-		c.Reasons["mountns"] = "no mount namespace: " + err.Error()
+	var (
+		cgroups                                         sync.WaitGroup
+		cg                                              = Capabilities{Reasons: make(map[string]string)}
+		capErr, netErr, mountErr, seccompErr, ptraceErr error
+	)
+	cgroups.Go(func() { probeCgroups(&cg) })
+	root := os.Geteuid() == 0
+	_ = onThrowawayThread(func() error {
+		if root {
+			capErr = unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_BOOT, 0, 0, 0)
+		}
+		netErr = unix.Unshare(unix.CLONE_NEWNET)
+		mountErr = probeMountNS()
+		if seccompErr = unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); seccompErr == nil {
+			seccompErr = installNetFilter()
+		}
+		ptraceErr = probeExecDevNull(&syscall.SysProcAttr{Ptrace: true})
+		return nil
+	})
+	cgroups.Wait()
+
+	if mountErr != nil {
+		c.Reasons["mountns"] = "no mount namespace: " + mountErr.Error()
 	} else {
 		c.MountNS = true
 	}
-
-	c.CPULimit = true // prlimit(2) exists since Linux 2.6.36
-	if err := probePtrace(); err != nil {
-		c.Reasons["ptrace"] = "the child cannot be stopped at its exec: " + err.Error()
+	if ptraceErr != nil {
+		c.Reasons["ptrace"] = "the child cannot be stopped at its exec: " + ptraceErr.Error()
 	} else {
 		c.PtraceStop = true
 	}
-
-	if err := onThrowawayThread(func() error { return unix.Unshare(unix.CLONE_NEWNET) }); err == nil {
+	if netErr == nil {
 		c.NetNS = NetNSUnshare
 	} else if !c.PtraceStop {
 		// The child's id maps are written while it is stopped at its exec.
-		c.Reasons["netns"] = fmt.Sprintf("no network namespace: unshare: %v; user namespace: %s", err, c.Reasons["ptrace"])
+		c.Reasons["netns"] = fmt.Sprintf("no network namespace: unshare: %v; user namespace: %s", netErr, c.Reasons["ptrace"])
 	} else if uerr := probeUserNS(); uerr == nil {
 		c.NetNS = NetNSUserNS
 	} else {
-		c.Reasons["netns"] = fmt.Sprintf("no network namespace: unshare: %v; user namespace: %v", err, uerr)
+		c.Reasons["netns"] = fmt.Sprintf("no network namespace: unshare: %v; user namespace: %v", netErr, uerr)
 	}
-
-	if err := onThrowawayThread(func() error {
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			return err
-		}
-		return installNetFilter()
-	}); err != nil {
-		c.Reasons["seccomp"] = "no seccomp: " + err.Error()
+	if seccompErr != nil {
+		c.Reasons["seccomp"] = "no seccomp: " + seccompErr.Error()
 	} else {
 		c.Seccomp = true
 	}
-
-	if os.Geteuid() == 0 {
-		if err := onThrowawayThread(func() error { return unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_BOOT, 0, 0, 0) }); err == nil {
-			c.CapDrop = true
-		}
-	}
-
-	probeCgroups(&c)
+	c.CapDrop = root && capErr == nil
+	c.Pids, c.Memory = cg.Pids, cg.Memory
+	maps.Copy(c.Reasons, cg.Reasons)
 	return c
 }
 
@@ -127,15 +143,6 @@ func probeUserNS() error {
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
-	})
-}
-
-// probePtrace checks that a child may ask to be traced (PTRACE_TRACEME,
-// which Yama's ptrace_scope 3 forbids), with the /dev/null exec of
-// probeExecDevNull, from a throwaway thread as Ptrace requires.
-func probePtrace() error {
-	return onThrowawayThread(func() error {
-		return probeExecDevNull(&syscall.SysProcAttr{Ptrace: true})
 	})
 }
 

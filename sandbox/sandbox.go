@@ -571,8 +571,22 @@ type Spec struct {
 	OnLimit func(Limit)
 }
 
-// DefaultCapabilities returns Probe's result, measured once per process.
+// DefaultCapabilities returns Probe's result, measured once per process:
+// by its first caller, or by the goroutine ProbeInBackground starts, which
+// a caller then waits for.
 var DefaultCapabilities = sync.OnceValue(Probe)
+
+// probing owns the goroutine of ProbeInBackground; Drain waits for it.
+var probing sync.WaitGroup
+
+// ProbeInBackground starts measuring DefaultCapabilities on a goroutine of
+// its own and returns at once. A server calls it as it starts, so that the
+// probe's milliseconds, most of them spent in the kernel, pass while the
+// process starts and reads its client's first message, rather than after.
+// Drain waits for the goroutine.
+func ProbeInBackground() {
+	probing.Go(func() { DefaultCapabilities() })
+}
 
 // Sandbox is one confined command, from Start to Finish.
 type Sandbox struct {

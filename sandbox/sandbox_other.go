@@ -40,5 +40,6 @@ func start(cmd *exec.Cmd, spec Spec, _ Capabilities) (*Sandbox, error) {
 // Finish has nothing to undo off Linux.
 func (s *Sandbox) Finish() (Limit, error) { return "", nil }
 
-// Drain has no goroutine to wait for off Linux.
-func Drain() {}
+// Drain waits for ProbeInBackground's goroutine; off Linux there is no
+// confining goroutine.
+func Drain() { probing.Wait() }

@@ -213,8 +213,12 @@ var confiners sync.WaitGroup
 
 // Drain waits until the confining goroutine of every Start has returned:
 // those of sandboxes not finished yet keep it waiting. The runtime ends
-// their threads right after. Call it at shutdown, after the last Finish.
-func Drain() { confiners.Wait() }
+// their threads right after. It also waits for ProbeInBackground's
+// goroutine. Call it at shutdown, after the last Finish.
+func Drain() {
+	probing.Wait()
+	confiners.Wait()
+}
 
 // goLocked runs f on a new goroutine locked to an OS thread that is not the
 // process's main thread, and never unlocks it, so that the runtime ends

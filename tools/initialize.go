@@ -110,6 +110,8 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 		return nil, fmt.Errorf("cannot start the process manager: %w", err)
 	}
 
+	conf.measure()
+
 	t.mu.Lock()
 	t.ws, t.mgr = ws, mgr
 	t.outputLimit = outputLimit

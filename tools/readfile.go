@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
 	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/protocol"
@@ -12,6 +14,46 @@ import (
 // maxReadBytes bounds maxBytes, so that one readFile cannot make the server
 // hold more than 64 MiB of file (and its JSON encoding) in memory.
 const maxReadBytes = 64 << 20
+
+// readFileEncoded is readFile with its result encoded by
+// appendReadFileResult.
+func (t *Tools) readFileEncoded(ctx context.Context, s *rpc.Session, p *protocol.ReadFileParams) ([]byte, error) {
+	r, err := t.readFile(ctx, s, p)
+	if err != nil {
+		return nil, err
+	}
+	return appendReadFileResult(make([]byte, 0, len(r.Content)+len(r.Content)/16+len(r.Path)+192), r)
+}
+
+// appendReadFileResult appends r to dst as encoding/json encodes it (the
+// tests compare the two), the strings by appendJSONString: encoding/json
+// spent more on the content, one byte at a time, and on reflecting over
+// the struct, than the file's reading cost.
+func appendReadFileResult(dst []byte, r *protocol.ReadFileResult) ([]byte, error) {
+	mtime, err := r.MTime.MarshalJSON() // encoding/json's encoding, and its errors
+	if err != nil {
+		return nil, fmt.Errorf("encoding mtime: %w", err)
+	}
+	dst = append(dst, `{"path":`...)
+	dst = appendJSONString(dst, r.Path)
+	dst = append(dst, `,"content":`...)
+	dst = appendJSONString(dst, r.Content)
+	dst = append(dst, `,"encoding":`...)
+	dst = appendJSONString(dst, string(r.Encoding))
+	dst = append(dst, `,"size":`...)
+	dst = strconv.AppendInt(dst, r.Size, 10)
+	dst = append(dst, `,"startLine":`...)
+	dst = strconv.AppendInt(dst, int64(r.StartLine), 10)
+	dst = append(dst, `,"endLine":`...)
+	dst = strconv.AppendInt(dst, int64(r.EndLine), 10)
+	dst = append(dst, `,"totalLines":`...)
+	dst = strconv.AppendInt(dst, int64(r.TotalLines), 10)
+	dst = append(dst, `,"truncated":`...)
+	dst = strconv.AppendBool(dst, r.Truncated)
+	dst = append(dst, `,"mtime":`...)
+	dst = append(dst, mtime...)
+	return append(dst, '}'), nil
+}
 
 // readFile reads a file, or a range of its lines, inside the root, a read
 // root or the artifacts directory.

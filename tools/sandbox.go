@@ -22,7 +22,10 @@ import (
 // the command line's, narrowed by initializationOptions.sandbox.
 type confinement struct {
 	mode string // SandboxAuto, SandboxRequired or SandboxOff
-	caps sandbox.Capabilities
+	// caps are what the kernel can confine, filled in by measure;
+	// noLandlock fakes a kernel without Landlock (--debug-no-landlock).
+	caps       sandbox.Capabilities
+	noLandlock bool
 	// def is the confinement of a command that asks for none; explicit
 	// says the client chose it, so that it is required, never degraded.
 	def      level
@@ -107,8 +110,9 @@ func (c *confinement) tighten(base level, asked *protocol.Sandbox, field string)
 	return out, nil
 }
 
-// newConfinement sets up the session's confinement: the session directory,
-// the kernel's capabilities and the default, narrowed by asked.
+// newConfinement sets up the session's confinement: the session directory
+// and the default, narrowed by asked; measure then adds the kernel's
+// capabilities.
 func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.Sandbox) (*confinement, error) {
 	c := &confinement{
 		mode:   cfg.Mode,
@@ -136,15 +140,7 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.
 	if c.mode == SandboxOff {
 		return c, nil
 	}
-	c.caps = sandbox.DefaultCapabilities()
-	if cfg.NoLandlock {
-		c.caps.LandlockABI = 0
-		c.caps.Reasons = maps.Clone(c.caps.Reasons)
-		if c.caps.Reasons == nil {
-			c.caps.Reasons = map[string]string{}
-		}
-		c.caps.Reasons["landlock"] = "Landlock is not available (faked by --debug-no-landlock)"
-	}
+	c.noLandlock = cfg.NoLandlock
 	for _, d := range cfg.Writable {
 		real, err := filepath.EvalSymlinks(d)
 		if err != nil {
@@ -166,6 +162,25 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.
 		return nil, err
 	}
 	return c, nil
+}
+
+// measure fills in what the kernel can confine (sandbox.DefaultCapabilities),
+// waiting for the probe main started if it has not finished: Initialize
+// calls it last, so that the session's directories and process manager
+// are made meanwhile.
+func (c *confinement) measure() {
+	if c.mode == SandboxOff {
+		return
+	}
+	c.caps = sandbox.DefaultCapabilities()
+	if c.noLandlock {
+		c.caps.LandlockABI = 0
+		c.caps.Reasons = maps.Clone(c.caps.Reasons)
+		if c.caps.Reasons == nil {
+			c.caps.Reasons = map[string]string{}
+		}
+		c.caps.Reasons["landlock"] = "Landlock is not available (faked by --debug-no-landlock)"
+	}
 }
 
 // remove removes the session directory; it is safe on nil.

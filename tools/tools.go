@@ -170,7 +170,8 @@ func (t *Tools) Register(tab *rpc.Table) {
 	rpc.Handle(tab, protocol.RunCommandRequest, t.runCommand)
 	rpc.Handle(tab, protocol.LongRunningRequest, t.longRunning)
 	rpc.Handle(tab, protocol.CancelRequest, t.cancel)
-	rpc.Handle(tab, protocol.ReadFileRequest, t.readFile)
+	rpc.HandleEncoded(tab, protocol.ReadFileRequest, t.readFileEncoded)
+	tab.Quick(protocol.MethodReadFile)
 	rpc.Handle(tab, protocol.WriteFileRequest, t.writeFile)
 	rpc.HandleOrdered(tab, protocol.ProgressRequest, t.progress) // a snapshot under a lock, answered on the read loop; a destination's later
 	rpc.Handle(tab, protocol.WaitRequest, t.wait)

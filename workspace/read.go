@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // DefaultMaxBytes is the byte limit of a ReadFile answer when MaxBytes is 0.
@@ -71,9 +72,11 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 	if len(loc.comps) == 0 {
 		return nil, newErr(op, o.Path, ErrNotRegular, "%s is a directory", loc.abs())
 	}
-	fi, err := loc.r.h.Lstat(loc.rel())
-	if err != nil {
-		return nil, osErr(op, o.Path, err)
+	fi := loc.info // resolve's Lstat of the name, when it ended there
+	if fi == nil {
+		if fi, err = loc.r.h.Lstat(loc.rel()); err != nil {
+			return nil, osErr(op, o.Path, err)
+		}
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		// resolve followed every link, so one here was put there since.
@@ -102,7 +105,12 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 	if whole && st.Size() > maxBytes {
 		return nil, tooLarge(st.Size())
 	}
-	pg, err := scan(f, st.Size(), start, o.Limit, maxBytes, whole)
+	var pg page
+	if whole {
+		pg, err = readWhole(f, st.Size(), maxBytes)
+	} else {
+		pg, err = scan(f, st.Size(), start, o.Limit, maxBytes, false)
+	}
 	if err != nil {
 		return nil, osErr(op, o.Path, err)
 	}
@@ -110,7 +118,7 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 		return nil, tooLarge(max(st.Size(), pg.seen))
 	}
 	res := &ReadResult{
-		Path:       w.realPath(f, loc),
+		Path:       w.realPath(f, loc, st),
 		Encoding:   "utf-8",
 		Size:       st.Size(),
 		StartLine:  pg.start,
@@ -122,10 +130,52 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 	if bytes.IndexByte(pg.content, 0) >= 0 || !utf8.Valid(pg.content) {
 		res.Encoding = "base64"
 		res.Content = base64.StdEncoding.EncodeToString(pg.content)
-	} else {
-		res.Content = string(pg.content)
+	} else if len(pg.content) > 0 {
+		// The page's buffer is its own and never written again: the
+		// string shares it rather than copying it (a 10 MiB file is
+		// otherwise held twice).
+		res.Content = unsafe.String(&pg.content[0], len(pg.content))
 	}
 	return res, nil
+}
+
+// readWhole reads r, a file of size bytes when it was opened, to its end
+// into one buffer, as scan does when the whole file is asked for: the
+// lines are counted afterwards, and a file of size bytes takes one read(2)
+// and the one that sees EOF, with no buffer besides the content's. A file
+// that grew past maxBytes meanwhile comes back with tooLarge set.
+func readWhole(r io.Reader, size, maxBytes int64) (page, error) {
+	buf := make([]byte, 0, min(size, maxBytes)+1) // +1: the first read can see EOF
+	pg := page{start: 1}
+	for {
+		if len(buf) == cap(buf) {
+			// The file grew since it was opened: double the buffer, never
+			// past maxBytes+1.
+			grown := make([]byte, len(buf), len(buf)+min(max(len(buf), 4096), int(maxBytes)+1-len(buf)))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		pg.seen = int64(len(buf))
+		if pg.seen > maxBytes {
+			pg.tooLarge = true
+			return pg, nil
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return pg, err
+		}
+	}
+	pg.content = buf
+	pg.total = bytes.Count(buf, []byte{'\n'})
+	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+		pg.total++ // a last line without "\n" counts
+	}
+	pg.end = pg.total
+	return pg, nil
 }
 
 // page is what scan selected from a stream.

@@ -327,3 +327,38 @@ func BenchmarkOSReadFile4K(b *testing.B) {
 		}
 	}
 }
+
+// TestReadWholeMatchesScan checks that the whole-file path gives what the
+// line scanner gives for the same bytes.
+func TestReadWholeMatchesScan(t *testing.T) {
+	for _, content := range []string{
+		"", "a", "\n", "a\n", "a\nb", "a\nb\n", "\n\n\n", "a\r\nb\r\n",
+		strings.Repeat("x", 4095) + "\n", strings.Repeat("line\n", 20000), strings.Repeat("y", 70000),
+	} {
+		for _, maxBytes := range []int64{1, 4, int64(len(content)) - 1, int64(len(content)), int64(len(content)) + 1, DefaultMaxBytes} {
+			if maxBytes <= 0 {
+				continue
+			}
+			for _, size := range []int64{int64(len(content)), 0, int64(len(content)) / 2} { // the size at open: right, or the file grew since
+				want, werr := scan(strings.NewReader(content), size, 1, 0, maxBytes, true)
+				got, gerr := readWhole(strings.NewReader(content), size, maxBytes)
+				if (werr != nil) != (gerr != nil) {
+					t.Fatalf("%d bytes, maxBytes %d: readWhole err %v, scan err %v", len(content), maxBytes, gerr, werr)
+				}
+				if got.tooLarge != want.tooLarge {
+					t.Fatalf("%d bytes, maxBytes %d, size %d: readWhole tooLarge %v, scan %v", len(content), maxBytes, size, got.tooLarge, want.tooLarge)
+				}
+				if got.tooLarge {
+					if got.seen <= maxBytes {
+						t.Fatalf("%d bytes, maxBytes %d: tooLarge after %d bytes", len(content), maxBytes, got.seen)
+					}
+					continue
+				}
+				if string(got.content) != string(want.content) || got.start != want.start || got.end != want.end || got.total != want.total || got.cut != want.cut {
+					t.Fatalf("%d bytes, maxBytes %d, size %d: readWhole = %d bytes, lines %d-%d of %d, cut %v; scan = %d bytes, lines %d-%d of %d, cut %v",
+						len(content), maxBytes, size, len(got.content), got.start, got.end, got.total, got.cut, len(want.content), want.start, want.end, want.total, want.cut)
+				}
+			}
+		}
+	}
+}

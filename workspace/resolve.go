@@ -35,6 +35,10 @@ type location struct {
 	comps     []string
 	missing   int  // trailing components that do not exist yet
 	dirSyntax bool // the path ended in "/", "." or "..", so it names a directory
+	// info is what Lstat through the root said of the last component, when
+	// it was the last thing resolve looked at (nil otherwise): the caller
+	// need not ask again.
+	info fs.FileInfo
 }
 
 // rel returns the name of loc relative to its root, "." for the root itself.
@@ -199,9 +203,11 @@ func (w *Workspace) resolve(op, p string, mode resolveMode) (location, error) {
 	var stack []string
 	links, missing := 0, 0
 	dirSyntax := false
+	var last fs.FileInfo // the Lstat of stack's last component, if nothing came after it
 	for len(todo) > 0 {
 		c := todo[0]
 		todo = todo[1:]
+		last = nil
 		switch c {
 		case ".":
 			dirSyntax = true
@@ -283,8 +289,9 @@ func (w *Workspace) resolve(op, p string, mode resolveMode) (location, error) {
 			return location{}, newErr(op, p, ErrNotFound, "%s is not a directory", joinAbs(cur.realComps, stack, []string{c}))
 		}
 		stack = append(stack, c)
+		last = fi
 	}
-	loc := location{r: cur, comps: stack, missing: missing, dirSyntax: dirSyntax}
+	loc := location{r: cur, comps: stack, missing: missing, dirSyntax: dirSyntax, info: last}
 	// Re-anchor in the most specific root: a read-only root nested in the
 	// workspace (the artifacts dir, say) governs what lies below it.
 	if r, rest := w.matchReal(append(slices.Clone(cur.realComps), stack...)); r != nil {

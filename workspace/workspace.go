@@ -195,12 +195,19 @@ func (w *Workspace) Dir(p string) (string, error) {
 	if !st.IsDir() {
 		return "", newErr("dir", p, ErrNotRegular, "%s is not a directory", loc.abs())
 	}
-	return w.realPath(f, loc), nil
+	return w.realPath(f, loc, st), nil
 }
 
 // realPath names an opened file: the kernel's name for the descriptor when it
-// lies inside a root, otherwise the resolved name.
-func (w *Workspace) realPath(f *os.File, loc location) string {
+// lies inside a root, otherwise the resolved name. When st, the descriptor's
+// fstat, shows the very file resolve's Lstat saw at the resolved name
+// (loc.info), that name is the file's, and the kernel is not asked: its
+// answer (a readlink of /proc/self/fd) cost more than the rest of a small
+// readFile. st may be nil.
+func (w *Workspace) realPath(f *os.File, loc location, st fs.FileInfo) string {
+	if st != nil && loc.info != nil && os.SameFile(st, loc.info) {
+		return loc.abs()
+	}
 	if p, ok := fdPath(f); ok {
 		if r, _ := w.matchReal(splitComps(p)); r != nil {
 			return p
