@@ -17,7 +17,8 @@ import (
 
 // Probe measures what this kernel and the server's privileges offer. Each
 // namespace, filter and capability is tried for real on a throwaway thread
-// (which exits with what it changed) or a throwaway child; cgroups are read
+// (which exits with what it changed) or a throwaway child (a PID
+// namespace's init is started and ended); cgroups are read
 // from /proc/self/mountinfo and /proc/self/cgroup and tried with a mkdir.
 // It takes a few milliseconds; DefaultCapabilities caches it.
 func Probe() Capabilities {
@@ -62,6 +63,30 @@ func Probe() Capabilities {
 		c.Reasons["seccomp"] = "no seccomp: " + err.Error()
 	} else {
 		c.Seccomp = true
+	}
+
+	var proc error // written on the throwaway thread before it answers
+	pidns := onThrowawayThread(func() error {
+		var pidns error
+		pidns, proc = probePIDNS(c.MountNS)
+		return pidns
+	})
+	if pidns != nil {
+		c.Reasons["pidns"] = "no PID namespace: " + pidns.Error()
+	} else {
+		c.PIDNS = true
+	}
+	if proc != nil {
+		c.Reasons["proc"] = "no /proc of a PID namespace: " + proc.Error()
+	} else {
+		c.PIDNSProc = true
+	}
+	if !c.MountNS {
+		c.Reasons["masks"] = c.Reasons["mountns"]
+	} else if err := onThrowawayThread(probeMasks); err != nil {
+		c.Reasons["masks"] = "no masks: " + err.Error()
+	} else {
+		c.Masks = true
 	}
 
 	if os.Geteuid() == 0 {

@@ -51,6 +51,14 @@ func probed(t testing.TB, need ...string) Capabilities {
 			ok = c.Memory.Version != 0
 		case "ptrace":
 			ok = c.PtraceStop
+		case "pidns":
+			// With a /proc of its own.
+			ok, key = c.PIDNS && c.PIDNSProc && c.MountNS, "proc"
+			if !c.PIDNS {
+				key = "pidns"
+			}
+		case "masks":
+			ok = c.Masks
 		default:
 			t.Fatalf("unknown need %q", n)
 		}
@@ -195,7 +203,7 @@ func TestWorkspaceWrite(t *testing.T) {
 			}
 			c := caps
 			c.MountNS = tc.mountNS
-			c.CapDrop = false // this test is about the filesystem layers
+			c.CapDrop, c.PIDNS = false, false // this test is about the filesystem layers
 			d := newDirs(t)
 			if err := os.Symlink(d.outside, filepath.Join(d.root, "out")); err != nil {
 				t.Fatal(err)
@@ -376,7 +384,7 @@ func threadState(t *testing.T) map[string][]string {
 				st = append(st, strings.Join(strings.Fields(l), " "))
 			}
 		}
-		for _, ns := range []string{"mnt", "net", "user"} {
+		for _, ns := range []string{"mnt", "net", "user", "pid_for_children"} {
 			l, _ := os.Readlink(task + "/ns/" + ns)
 			st = append(st, l)
 		}
@@ -503,21 +511,20 @@ func TestNetworkOff(t *testing.T) {
 	}
 	d := newDirs(t)
 	for _, tc := range []struct {
-		name    string
-		need    string
-		netns   NetNSMethod
-		seccomp bool
-		by      string
-		want    []string
+		name  string
+		need  string
+		netns NetNSMethod
+		by    string
+		want  []string
 	}{
-		{"netns", "netns-unshare", NetNSUnshare, false, "netns", []string{"connect: EACCES", "bind: EACCES", "sendto: ok"}},
-		{"user namespace", "userns", NetNSUserNS, false, "userns-netns", []string{"connect: EACCES", "bind: EACCES", "sendto: ENETUNREACH"}},
-		{"seccomp", "seccomp", NetNSNone, true, "seccomp", []string{"socket: EACCES", "socket: EACCES", "socket: EACCES"}},
+		{"netns", "netns-unshare", NetNSUnshare, "netns", []string{"connect: EACCES", "bind: EACCES", "sendto: ok"}},
+		{"user namespace", "userns", NetNSUserNS, "userns-netns", []string{"connect: EACCES", "bind: EACCES", "sendto: ENETUNREACH"}},
+		{"seccomp", "seccomp", NetNSNone, "seccomp", []string{"socket: EACCES", "socket: EACCES", "socket: EACCES"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probed(t, tc.need)
 			c := caps
-			c.NetNS, c.Seccomp = tc.netns, tc.seccomp
+			c.NetNS = tc.netns // the seccomp filter is only for no namespace
 			p := d.policy()
 			p.Network = false
 			spec := Spec{Policy: p, Caps: &c, Require: true}
@@ -555,9 +562,12 @@ func TestNetworkOff(t *testing.T) {
 
 // TestSignalsScoped checks that a confined command cannot signal the test
 // process or another process outside its sandbox, trace it, or write to
-// the test's stdout through /proc, and still signals its own children.
+// the test's stdout through /proc, and still signals its own children:
+// Landlock's scoping alone, without the PID namespace that would hide
+// those processes (TestPIDNamespace).
 func TestSignalsScoped(t *testing.T) {
 	caps := probed(t, "landlock6")
+	caps.PIDNS = false
 	outside := exec.Command("sleep", "60")
 	if err := outside.Start(); err != nil {
 		t.Fatal(err)
@@ -770,6 +780,7 @@ func TestUnavailable(t *testing.T) {
 	want := []string{
 		"filesystem confinement: no Landlock: faked",
 		"network cut off: no network namespace: faked, no seccomp: faked",
+		"pathname unix sockets outside the writable directories cut off: no Landlock: faked, no seccomp: faked",
 		"pids limit: no cgroup pids controller: faked",
 	}
 	if diff := cmp.Diff(want, ue.Missing); diff != "" {
@@ -912,6 +923,27 @@ func BenchmarkStart(b *testing.B) {
 	landlockOnly.MountNS, landlockOnly.CapDrop = false, false
 	off := d.policy()
 	off.Network = false
+	noPIDNS := caps
+	noPIDNS.PIDNS = false
+	noUnixFilter := caps
+	noUnixFilter.Seccomp = false // the network namespace cuts TCP and UDP
+	// The agents' defaults: .git/hooks and .git/config protected, seven
+	// secrets denied of which two exist.
+	agents := d.policy()
+	for _, dir := range []string{filepath.Join(d.root, ".git", "hooks"), filepath.Join(d.outside, ".ssh")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(d.root, ".git", "config"), filepath.Join(d.outside, ".netrc")} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	agents.Protect = []string{filepath.Join(d.root, ".git", "hooks"), filepath.Join(d.root, ".git", "config")}
+	for _, n := range []string{".ssh", ".aws", ".config/gcloud", ".kube", ".docker", ".netrc", ".git-credentials"} {
+		agents.DenyRead = append(agents.DenyRead, filepath.Join(d.outside, n))
+	}
 	for _, bc := range []struct {
 		name string
 		spec Spec
@@ -919,8 +951,11 @@ func BenchmarkStart(b *testing.B) {
 	}{
 		{"scoping only (full, network on)", Spec{Policy: Policy{Filesystem: Full, Network: true}, Caps: &caps}, nil},
 		{"landlock only", Spec{Policy: d.policy(), Caps: &landlockOnly}, nil},
+		{"workspace-write without a PID namespace", Spec{Policy: d.policy(), Caps: &noPIDNS}, nil},
 		{"workspace-write", Spec{Policy: d.policy(), Caps: &caps}, nil},
+		{"workspace-write network off without the unix filter", Spec{Policy: off, Caps: &noUnixFilter}, nil},
 		{"workspace-write network off", Spec{Policy: off, Caps: &caps}, nil},
+		{"workspace-write protect and denyRead", Spec{Policy: agents, Caps: &caps}, []string{"masks"}},
 		{"workspace-write pids", Spec{Policy: d.policy(), Caps: &caps, Limits: Limits{Pids: 256}}, []string{"pids"}},
 		{"workspace-write memory", Spec{Policy: d.policy(), Caps: &caps, Limits: Limits{MemoryBytes: 1 << 30}}, []string{"memory"}},
 		{"workspace-write cpu", Spec{Policy: d.policy(), Caps: &caps, Limits: Limits{CPU: 60e9}}, nil},
