@@ -257,5 +257,17 @@
 // adds about 0.6 ms, a v1 pids or memory group 0.4 to 0.6 ms each (moving
 // a thread between v1 cgroups waits for an RCU grace period, and a memory
 // group is slow to make and remove), and the stop at exec for a cpu limit
-// 0.1 to 0.25 ms.
+// 0.1 to 0.25 ms (those figures were taken without a PID namespace).
+//
+// BenchmarkIsolation runs each iteration without a layer and with it, so
+// that both see the same load (the figures are medians of 400, with loads
+// of 3 to 6 from other work on the 2 cores): the PID namespace adds 0.33
+// to 0.45 ms to a confined true of about 1.1 ms (its init's fork and exec
+// about 0.2 ms, the /proc mount 0.05 ms, killing and reaping the namespace
+// at Finish 0.1 ms); the unix filter 0.05 to 0.1 ms; the agents' protect
+// and denyRead defaults (two protected paths and a pin, two of seven
+// denied paths existing) 0.4 to 0.45 ms, about 40 µs a mount. A re-executed
+// server as init would cost far more: toolhost takes about 5 ms from exec
+// to exit of --version (1.4 ms of it its packages' init) and holds 11 MB
+// of memory idle, against 0.22 ms and 16 kB for the init used here.
 package sandbox

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -236,9 +237,13 @@ func (s *scratch) mask(fd int, st unix.Stat_t) error {
 
 // maskBlockDevices masks every block device directly under /dev (disks,
 // partitions, loop and zram devices; the names under /dev/disk and
-// /dev/mapper are symlinks to them): a command that may open one for
-// reading, root above all, would read a denied file's bytes from the disk
-// itself.
+// /dev/mapper are symlinks to them) that holds any byte the command could
+// read: root reads a disk raw, and a denied file's bytes with it. The
+// calling thread tries to open each for reading first: one it cannot open
+// (a device cgroup or its mode forbids it), the command, with the same
+// user, cgroups and fewer capabilities, cannot either, and an empty one
+// (an unbound loop device) holds nothing; both are left alone, sparing a
+// mount each (about 40 µs).
 func maskBlockDevices(sc *scratch) error {
 	ents, err := os.ReadDir("/dev")
 	if err != nil {
@@ -249,6 +254,9 @@ func maskBlockDevices(sc *scratch) error {
 			continue
 		}
 		path := "/dev/" + e.Name()
+		if !readableDevice(path) {
+			continue
+		}
 		fd, st, err := reopen(path, -1)
 		if err != nil {
 			return fmt.Errorf("block devices: %w", err)
@@ -262,6 +270,27 @@ func maskBlockDevices(sc *scratch) error {
 		}
 	}
 	return nil
+}
+
+// readableDevice reports whether the block device at path opens for
+// reading (without waiting for a medium) and holds any byte.
+func readableDevice(path string) bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if errors.Is(err, unix.ENOSYS) {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var size uint64
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.BLKGETSIZE64, uintptr(unsafe.Pointer(&size))); e != 0 {
+		return true // no size to tell: mask it
+	}
+	return size > 0
 }
 
 // procAttr are the attributes of a command's /proc, read-only as well when

@@ -923,27 +923,6 @@ func BenchmarkStart(b *testing.B) {
 	landlockOnly.MountNS, landlockOnly.CapDrop = false, false
 	off := d.policy()
 	off.Network = false
-	noPIDNS := caps
-	noPIDNS.PIDNS = false
-	noUnixFilter := caps
-	noUnixFilter.Seccomp = false // the network namespace cuts TCP and UDP
-	// The agents' defaults: .git/hooks and .git/config protected, seven
-	// secrets denied of which two exist.
-	agents := d.policy()
-	for _, dir := range []string{filepath.Join(d.root, ".git", "hooks"), filepath.Join(d.outside, ".ssh")} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, f := range []string{filepath.Join(d.root, ".git", "config"), filepath.Join(d.outside, ".netrc")} {
-		if err := os.WriteFile(f, nil, 0o600); err != nil {
-			b.Fatal(err)
-		}
-	}
-	agents.Protect = []string{filepath.Join(d.root, ".git", "hooks"), filepath.Join(d.root, ".git", "config")}
-	for _, n := range []string{".ssh", ".aws", ".config/gcloud", ".kube", ".docker", ".netrc", ".git-credentials"} {
-		agents.DenyRead = append(agents.DenyRead, filepath.Join(d.outside, n))
-	}
 	for _, bc := range []struct {
 		name string
 		spec Spec
@@ -951,11 +930,8 @@ func BenchmarkStart(b *testing.B) {
 	}{
 		{"scoping only (full, network on)", Spec{Policy: Policy{Filesystem: Full, Network: true}, Caps: &caps}, nil},
 		{"landlock only", Spec{Policy: d.policy(), Caps: &landlockOnly}, nil},
-		{"workspace-write without a PID namespace", Spec{Policy: d.policy(), Caps: &noPIDNS}, nil},
 		{"workspace-write", Spec{Policy: d.policy(), Caps: &caps}, nil},
-		{"workspace-write network off without the unix filter", Spec{Policy: off, Caps: &noUnixFilter}, nil},
 		{"workspace-write network off", Spec{Policy: off, Caps: &caps}, nil},
-		{"workspace-write protect and denyRead", Spec{Policy: agents, Caps: &caps}, []string{"masks"}},
 		{"workspace-write pids", Spec{Policy: d.policy(), Caps: &caps, Limits: Limits{Pids: 256}}, []string{"pids"}},
 		{"workspace-write memory", Spec{Policy: d.policy(), Caps: &caps, Limits: Limits{MemoryBytes: 1 << 30}}, []string{"memory"}},
 		{"workspace-write cpu", Spec{Policy: d.policy(), Caps: &caps, Limits: Limits{CPU: 60e9}}, nil},
