@@ -181,8 +181,8 @@ func (st *sysState) makeGroups(ly layers, spec Spec, attr *syscall.SysProcAttr) 
 // confined runs on a goroutine locked to its OS thread (goLocked), never
 // unlocked: it starts the init of the command's PID namespace, joins the
 // v1 limit groups, confines the thread (capabilities, network and mount
-// namespaces, Landlock, seccomp), starts
-// cmd, which inherits all of it, finishes the child's set-up while it is
+// namespaces, Landlock, seccomp), starts cmd, which inherits all of it
+// and is born in the PID namespace, finishes the child's set-up while it is
 // stopped at its exec, leaves the groups and reports on started. It then
 // holds the thread until Finish releases it, since Pdeathsig fires when
 // the thread that forked a child exits; then it returns and the runtime
@@ -489,15 +489,15 @@ var errFinished = errors.New("sandbox: already finished")
 // Finish ends the sandbox once cmd.Wait has returned: it stops watching
 // the limits, says which limit the command exceeded ("" if none), ends the
 // command's PID namespace (every process left in it is SIGKILLed, and
-// Finish waits until they are gone), kills whatever is left in the limit
-// cgroups the package made and removes them,
-// and lets the confining goroutine return (Drain waits for that), after
+// Finish waits, up to 5 s, until they are gone), kills whatever is left in
+// the limit cgroups the package made and removes them, and lets the
+// confining goroutine return (Drain waits for that), after
 // which the runtime ends its thread. A limit counts as exceeded when a
 // cgroup saw an OOM kill or a refused fork, or when the command's process
 // died of SIGXCPU, or of SIGKILL after using its CPU time. Call it exactly
 // once; if the command still runs, releasing the thread fires its
-// Pdeathsig, if it has one (with a PID namespace Finish would wait for the
-// command to be reaped: call it after cmd.Wait).
+// Pdeathsig, if it has one (but a PID namespace cannot end before the
+// command is reaped: call Finish after cmd.Wait).
 func (s *Sandbox) Finish() (Limit, error) {
 	st := &s.sys
 	st.mu.Lock()
