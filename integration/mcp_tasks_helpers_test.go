@@ -540,6 +540,40 @@ func readLines(t testing.TB, path string) []string {
 	return strings.Fields(string(bytes.TrimSpace(b)))
 }
 
+// outsidePIDs turns the pids a command printed ($$, $!) into the server's:
+// a confined command has a PID namespace of its own, whose pids mean
+// nothing outside it. Each live process of mk's tree says its pid in every
+// namespace from the server's down (NSpid in /proc/<pid>/status); a pid of
+// an unconfined command is the server's already.
+func outsidePIDs(t *testing.T, mk marker, printed []string) []string {
+	t.Helper()
+	outer := map[string]string{}
+	for _, p := range scanProcs(mk, "") {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
+		if err != nil {
+			continue
+		}
+		for l := range strings.SplitSeq(string(status), "\n") {
+			if f := strings.Fields(l); len(f) > 2 && f[0] == "NSpid:" {
+				outer[f[len(f)-1]] = f[1]
+			}
+		}
+	}
+	out := make([]string, len(printed))
+	for i, p := range printed {
+		o, ok := outer[p]
+		switch {
+		case ok:
+			out[i] = o
+		case len(outer) > 0:
+			t.Fatalf("pid %s, printed by the command, is no live process of its namespace", p)
+		default:
+			out[i] = p
+		}
+	}
+	return out
+}
+
 // alive says whether the process runs (and is not a zombie).
 func alive(pid string) bool {
 	stat, err := os.ReadFile("/proc/" + pid + "/stat")

@@ -178,7 +178,7 @@ func TestMCPTasksCancel(t *testing.T) {
 		t.Fatalf("start_command answered resultType %q, want task", created.ResultType)
 	}
 	awaitFIFO(t, started)
-	pids := readLines(t, filepath.Join(s.root, "pids"))
+	pids := outsidePIDs(t, mk, readLines(t, filepath.Join(s.root, "pids")))
 	if len(pids) != 3 {
 		t.Fatalf("the command wrote pids %v, want its shell and two sleeps", pids)
 	}
@@ -1094,7 +1094,7 @@ func TestMCPTasksEndWithStdin(t *testing.T) {
 	var created createTask2025
 	s.toolCall("start_command", map[string]any{"argv": []string{"sh", "-c", script}, "env": mk.env()}, map[string]any{}).result(&created)
 	awaitFIFO(t, started)
-	pids := readLines(t, filepath.Join(s.root, "pids"))
+	pids := outsidePIDs(t, mk, readLines(t, filepath.Join(s.root, "pids")))
 	waiting := s.send("tasks/result", map[string]any{"taskId": created.Task.TaskID})
 	if err := s.conn.Close(); err != nil { // stdin closed, then the exit awaited
 		t.Fatalf("the session's end: %v", err)

@@ -211,7 +211,23 @@ var sbEscapes = []sbCase{
 	{name: "mkdir_outside", script: `echo TRYING; mkdir "$OUT/newdir" && echo ESCAPED`},
 	{name: "chmod_outside_file", script: `echo TRYING; chmod 0777 "$OUT/victim.txt" && echo ESCAPED`},
 	{name: "hard_link_in_root_to_outside_file_then_write", script: `echo TRYING; ln "$OUT/victim.txt" hardlink && echo x >> hardlink && echo ESCAPED`},
-	{name: "unix_socket_outside", script: sbPy(`import os, socket; s = socket.socket(socket.AF_UNIX); print("TRYING", flush=True); s.bind(os.environ["OUT"] + "/sock")`)},
+	// The attempt starts at socket(): with the network off, a kernel
+	// without Landlock ABI 9 refuses every unix socket there.
+	{name: "unix_socket_outside", script: sbPy(`import os, socket; print("TRYING", flush=True); s = socket.socket(socket.AF_UNIX); s.bind(os.environ["OUT"] + "/sock")`)},
+	{name: "connect_unix_socket_outside",
+		script: sbPy(`import os, socket; print("TRYING", flush=True); s = socket.socket(socket.AF_UNIX); s.connect(os.environ["SOCK"])`),
+		live: func(t *testing.T, r *sbCaseRun) func(t *testing.T) {
+			// A stand-in for a Docker socket or an ssh-agent, outside
+			// the root and the corpus's snapshots.
+			path := filepath.Join(t.TempDir(), "agent.sock")
+			l, err := net.Listen("unix", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			r.env["SOCK"] = path
+			return func(t *testing.T) { sbNoConnectionBefore(t, l) }
+		}},
 
 	// Network.
 	{name: "tcp_connect_to_test_listener",
@@ -294,8 +310,26 @@ print("example.com is", socket.inet_ntoa(a[-4:]))`),
 			r.env["TARGET_PID"] = fmt.Sprint(o.pid())
 			return o.checkAlive
 		}},
+	{name: "renice_outside_process",
+		script: `echo TRYING; renice -n 5 -p "$TARGET_PID" && echo ESCAPED`,
+		live: func(t *testing.T, r *sbCaseRun) func(t *testing.T) {
+			o := sbStartOutsider(t, r.f.py)
+			r.env["TARGET_PID"] = fmt.Sprint(o.pid())
+			return func(t *testing.T) {
+				if nice := sbNice(t, o.pid()); nice != "0" {
+					t.Errorf("the outside process has nice %s, want 0", nice)
+				}
+			}
+		}},
+	{name: "read_proc_of_outside_process",
+		script: `echo TRYING; cat "/proc/$TARGET_PID/cmdline" && echo ESCAPED`,
+		live: func(t *testing.T, r *sbCaseRun) func(t *testing.T) {
+			o := sbStartOutsider(t, r.f.py)
+			r.env["TARGET_PID"] = fmt.Sprint(o.pid())
+			return nil
+		}},
 	{name: "connect_abstract_unix_socket",
-		script: sbPy(`import os, socket; s = socket.socket(socket.AF_UNIX); print("TRYING", flush=True); s.connect("\0" + os.environ["SOCK"])`),
+		script: sbPy(`import os, socket; print("TRYING", flush=True); s = socket.socket(socket.AF_UNIX); s.connect("\0" + os.environ["SOCK"])`),
 		live: func(t *testing.T, r *sbCaseRun) func(t *testing.T) {
 			name := fmt.Sprintf("toolhost-sandbox-%s-%d", tokenSalt, tokenSeq.Add(1))
 			l, err := net.Listen("unix", "@"+name)

@@ -4,11 +4,13 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -304,6 +306,16 @@ func (o *sbOutsider) line(t *testing.T) string {
 		t.Fatalf("reading the outside process: %v", err)
 	}
 	return strings.TrimSuffix(s, "\n")
+}
+
+// sbNice returns the nice value of pid (field 19 of /proc/<pid>/stat).
+func sbNice(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))[16]
 }
 
 // checkAlive checks, once the command has ended, that the process is still

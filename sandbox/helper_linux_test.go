@@ -107,6 +107,62 @@ func helper(args []string) string {
 			return outcome("socket", err)
 		}
 		return outcome("bind", unix.Bind(fd, &unix.SockaddrUnix{Name: args[0]}))
+	case "setpriority":
+		pid, _ := strconv.Atoi(args[0])
+		return outcome("setpriority", unix.Setpriority(unix.PRIO_PROCESS, pid, 5))
+	case "read":
+		_, err := os.ReadFile(args[0])
+		return outcome("read", err)
+	case "unix-connect":
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err != nil {
+			return outcome("socket", err)
+		}
+		return outcome("connect", unix.Connect(fd, &unix.SockaddrUnix{Name: args[0]}))
+	case "socketpair":
+		typ := unix.SOCK_STREAM
+		if args[0] == "dgram" {
+			typ = unix.SOCK_DGRAM
+		}
+		fds, err := unix.Socketpair(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return outcome("socketpair", err)
+		}
+		if _, err := unix.Write(fds[0], []byte("x")); err != nil {
+			return outcome("write", err)
+		}
+		b := make([]byte, 1)
+		_, err = unix.Read(fds[1], b)
+		return outcome("socketpair", err)
+	case "unix-echo":
+		// A server and its client on a pathname socket, both in here.
+		ln, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err != nil {
+			return outcome("socket", err)
+		}
+		if err := unix.Bind(ln, &unix.SockaddrUnix{Name: args[0]}); err != nil {
+			return outcome("bind", err)
+		}
+		if err := unix.Listen(ln, 1); err != nil {
+			return outcome("listen", err)
+		}
+		c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err != nil {
+			return outcome("socket", err)
+		}
+		if err := unix.Connect(c, &unix.SockaddrUnix{Name: args[0]}); err != nil {
+			return outcome("connect", err)
+		}
+		s, _, err := unix.Accept(ln)
+		if err != nil {
+			return outcome("accept", err)
+		}
+		if _, err := unix.Write(c, []byte("x")); err != nil {
+			return outcome("write", err)
+		}
+		b := make([]byte, 1)
+		_, err = unix.Read(s, b)
+		return outcome("echo", err)
 	case "ptrace-attach":
 		pid, _ := strconv.Atoi(args[0])
 		return outcome("ptrace", unix.PtraceAttach(pid))

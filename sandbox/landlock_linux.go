@@ -43,7 +43,9 @@ const (
 // skipped.
 var devicePaths = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"}
 
-// handledFS returns the filesystem rights ABI abi knows.
+// handledFS returns the filesystem rights ABI abi knows, but
+// LANDLOCK_ACCESS_FS_RESOLVE_UNIX (ABI 9), which restrictThread handles
+// only for a command whose network is confined.
 func handledFS(abi int) uint64 {
 	r := uint64(fsABI1)
 	if abi >= 2 {
@@ -67,6 +69,11 @@ func restrictThread(ly layers) error {
 	var attr unix.LandlockRulesetAttr
 	if ly.fsHandled {
 		attr.Handled_access_fs = handledFS(ly.abi)
+		if ly.unixLandlock {
+			// Granted beneath the writable directories only: a pathname
+			// unix socket elsewhere is out of reach (ABI 9).
+			attr.Handled_access_fs |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+		}
 	}
 	if ly.netTCP {
 		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP

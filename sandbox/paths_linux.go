@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -27,17 +28,20 @@ func (f policyFDs) close() {
 // paths, which bind mounts and the nesting of read roots in writable
 // directories are decided on, and the descriptors. One open and one
 // readlink of /proc/self/fd per path cost less than resolving symlinks one
-// component at a time. Every path must be an existing directory.
+// component at a time. Every path must be an existing directory, but
+// protected and denied paths, which may be files, and are left out when
+// they do not exist.
 func openPolicy(p Policy) (Policy, policyFDs, error) {
 	if err := p.validate(); err != nil {
 		return p, nil, err
 	}
 	fds := make(policyFDs)
+	flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
 	open := func(path string) (string, error) {
 		if path == "" {
 			return "", nil
 		}
-		fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(path, flags, 0)
 		if err != nil {
 			return "", fmt.Errorf("sandbox: %w", &os.PathError{Op: "open", Path: path, Err: err})
 		}
@@ -52,7 +56,8 @@ func openPolicy(p Policy) (Policy, policyFDs, error) {
 		fds[real] = fd
 		return real, nil
 	}
-	out := Policy{Filesystem: p.Filesystem, Network: p.Network, Proxy: p.Proxy}
+	out := p
+	out.Writable, out.ReadRoots, out.Protect, out.DenyRead = nil, nil, nil, nil
 	var err error
 	for _, d := range []struct{ in, out *string }{{&p.Root, &out.Root}, {&p.TempDir, &out.TempDir}, {&p.CacheDir, &out.CacheDir}} {
 		if *d.out, err = open(*d.in); err != nil {
@@ -63,6 +68,20 @@ func openPolicy(p Policy) (Policy, policyFDs, error) {
 	for _, list := range []struct{ in, out *[]string }{{&p.Writable, &out.Writable}, {&p.ReadRoots, &out.ReadRoots}} {
 		for _, d := range *list.in {
 			r, err := open(d)
+			if err != nil {
+				fds.close()
+				return p, nil, err
+			}
+			*list.out = append(*list.out, r)
+		}
+	}
+	flags = unix.O_PATH | unix.O_CLOEXEC
+	for _, list := range []struct{ in, out *[]string }{{&p.Protect, &out.Protect}, {&p.DenyRead, &out.DenyRead}} {
+		for _, d := range *list.in {
+			r, err := open(d)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				continue // nothing there to protect or hide
+			}
 			if err != nil {
 				fds.close()
 				return p, nil, err

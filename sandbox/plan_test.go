@@ -13,7 +13,7 @@ import (
 func TestPlan(t *testing.T) {
 	full := Capabilities{
 		LandlockABI: 7, NetNS: NetNSUnshare, MountNS: true, Seccomp: true, CapDrop: true,
-		CPULimit: true, PtraceStop: true,
+		CPULimit: true, PtraceStop: true, PIDNS: true, PIDNSProc: true, Masks: true,
 		Pids: Controller{Version: 1, Parent: "/sys/fs/cgroup/pids"}, Memory: Controller{Version: 1, Parent: "/sys/fs/cgroup/memory"},
 	}
 	ws := Policy{Root: "/ws", TempDir: "/tmp/cmd", CacheDir: "/cache"}
@@ -33,31 +33,32 @@ func TestPlan(t *testing.T) {
 		name:   "every layer",
 		policy: wsOff, limits: limits,
 		caps: func(c Capabilities) Capabilities { return c },
-		want: Report{Filesystem: WorkspaceWrite, Network: false, EnforcedBy: "landlock-abi-7+mntns+netns+capdrop",
+		want: Report{Filesystem: WorkspaceWrite, Network: false, EnforcedBy: "landlock-abi-7+mntns+pidns+netns+seccomp-unix+capdrop",
 			Limits: map[Limit]string{LimitMemory: "cgroup-v1", LimitPids: "cgroup-v1", LimitCPU: "rlimit"}},
 	}, {
-		name:   "a newer kernel gets the rights of ABI 7",
+		name:   "a newer kernel gets the rights of ABI 9",
 		policy: wsOn,
-		caps:   func(c Capabilities) Capabilities { c.LandlockABI = 9; c.CapDrop = false; return c },
-		want:   Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-7+mntns"},
+		caps:   func(c Capabilities) Capabilities { c.LandlockABI = 12; c.CapDrop = false; return c },
+		want:   Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-9+mntns+pidns"},
 	}, {
 		name:   "ABI 3 without namespaces, with seccomp",
 		policy: wsOff,
 		caps: func(c Capabilities) Capabilities {
-			c.LandlockABI, c.MountNS, c.NetNS, c.CapDrop = 3, false, NetNSNone, false
-			c.Reasons = map[string]string{"mountns": "no mount namespace: not root"}
+			c.LandlockABI, c.MountNS, c.NetNS, c.CapDrop, c.PIDNS, c.PIDNSProc, c.Masks = 3, false, NetNSNone, false, false, false, false
+			c.Reasons = map[string]string{"mountns": "no mount namespace: not root", "pidns": "no PID namespace: not root"}
 			return c
 		},
-		want: Report{Filesystem: WorkspaceWrite, Network: false, EnforcedBy: "landlock-abi-3+seccomp", NotEnforced: []string{
+		want: Report{Filesystem: WorkspaceWrite, Network: false, EnforcedBy: "landlock-abi-3+seccomp+seccomp-unix", NotEnforced: []string{
 			"ioctl on devices (Landlock ABI < 5)",
 			"metadata outside the writable directories (chmod, chown, utimensat, setxattr): Landlock does not cover it and no mount namespace: not root",
+			"processes outside the sandbox are visible: their /proc/<pid>, and setpriority (renice) of them: no PID namespace: not root",
 			"signals to, and abstract unix sockets of, processes outside the sandbox (Landlock ABI < 6)",
 		}},
 	}, {
 		name:   "ABI 2: no truncate",
 		policy: wsOn,
 		caps:   func(c Capabilities) Capabilities { c.LandlockABI, c.CapDrop = 2, false; return c },
-		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-2+mntns", NotEnforced: []string{
+		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-2+mntns+pidns", NotEnforced: []string{
 			"truncating files outside the writable directories (Landlock ABI < 3)",
 			"ioctl on devices (Landlock ABI < 5)",
 			"signals to, and abstract unix sockets of, processes outside the sandbox (Landlock ABI < 6)",
@@ -70,11 +71,15 @@ func TestPlan(t *testing.T) {
 			c.Reasons = map[string]string{"netns": "no network namespace: EPERM", "seccomp": "no seccomp: ENOSYS"}
 			return c
 		},
-		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-7+mntns+capdrop", NotEnforced: []string{
+		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-7+mntns+pidns+capdrop", NotEnforced: []string{
 			"UDP cut off: no network namespace: EPERM, no seccomp: ENOSYS",
+			"pathname unix sockets outside the writable directories cut off: Landlock ABI < 9, no seccomp: ENOSYS",
 			"UDP and raw sockets (only TCP is denied, by Landlock)",
 		}},
-		missing: []string{"UDP cut off: no network namespace: EPERM, no seccomp: ENOSYS"},
+		missing: []string{
+			"UDP cut off: no network namespace: EPERM, no seccomp: ENOSYS",
+			"pathname unix sockets outside the writable directories cut off: Landlock ABI < 9, no seccomp: ENOSYS",
+		},
 	}, {
 		name:   "a user namespace needs the stop at exec",
 		policy: wsOff,
@@ -82,16 +87,21 @@ func TestPlan(t *testing.T) {
 			c.NetNS, c.PtraceStop, c.Seccomp = NetNSUserNS, false, false
 			return c
 		},
-		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-7+mntns+capdrop", NotEnforced: []string{
+		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-7+mntns+pidns+capdrop", NotEnforced: []string{
 			"UDP cut off: no network namespace, no seccomp",
+			"pathname unix sockets outside the writable directories cut off: Landlock ABI < 9, no seccomp",
 			"UDP and raw sockets (only TCP is denied, by Landlock)",
 		}},
-		missing: []string{"UDP cut off: no network namespace, no seccomp"},
+		missing: []string{
+			"UDP cut off: no network namespace, no seccomp",
+			"pathname unix sockets outside the writable directories cut off: Landlock ABI < 9, no seccomp",
+		},
 	}, {
 		name:   "no Landlock, full mode",
 		policy: Policy{Filesystem: Full, Network: true},
 		caps:   func(Capabilities) Capabilities { return Capabilities{} },
 		want: Report{Filesystem: Full, Network: true, NotEnforced: []string{
+			"processes outside the sandbox are visible: their /proc/<pid>, and setpriority (renice) of them: no PID namespace can be made",
 			"signals to, and abstract unix sockets of, processes outside the sandbox (Landlock ABI < 6)",
 		}},
 	}, {
@@ -102,6 +112,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: Report{Filesystem: Full, Network: true, NotEnforced: []string{
 			"filesystem confinement: no Landlock: disabled at boot",
+			"processes outside the sandbox are visible: their /proc/<pid>, and setpriority (renice) of them: no PID namespace can be made",
 			"signals to, and abstract unix sockets of, processes outside the sandbox (Landlock ABI < 6)",
 		}},
 		missing: []string{"filesystem confinement: no Landlock: disabled at boot"},
@@ -109,7 +120,7 @@ func TestPlan(t *testing.T) {
 		name:   "full mode keeps read roots read-only",
 		policy: Policy{Filesystem: Full, Network: true, ReadRoots: []string{"/ref"}},
 		caps:   func(c Capabilities) Capabilities { return c },
-		want:   Report{Filesystem: Full, Network: true, EnforcedBy: "landlock-abi-7+mntns"},
+		want:   Report{Filesystem: Full, Network: true, EnforcedBy: "landlock-abi-7+mntns+pidns"},
 	}, {
 		name:   "read-only mode, cpu limit without ptrace, no cgroups",
 		policy: Policy{Filesystem: ReadOnly, Network: true, Root: "/ws", TempDir: "/tmp/cmd"}, limits: limits,
@@ -118,7 +129,7 @@ func TestPlan(t *testing.T) {
 			c.Reasons = map[string]string{"ptrace": "ptrace_scope 3", "memory": "no memory controller"}
 			return c
 		},
-		want: Report{Filesystem: ReadOnly, Network: true, EnforcedBy: "landlock-abi-7+mntns+capdrop",
+		want: Report{Filesystem: ReadOnly, Network: true, EnforcedBy: "landlock-abi-7+mntns+pidns+capdrop",
 			Limits: map[Limit]string{LimitCPU: "rlimit"},
 			NotEnforced: []string{
 				"memory limit: no memory controller",
@@ -158,7 +169,7 @@ func TestPlanBinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []bind{{path: "/ws"}, {path: "/ws", readOnly: true}, {path: "/tmp/cmd"}, {path: "/ws/out"}, {path: "/ws/vendor", readOnly: true}}
+	want := []bind{{path: "/ws"}, {path: "/ws", kind: bindReadOnly}, {path: "/tmp/cmd"}, {path: "/ws/out"}, {path: "/ws/vendor", kind: bindReadOnly}}
 	if diff := cmp.Diff(want, ly.binds, cmp.AllowUnexported(bind{})); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}

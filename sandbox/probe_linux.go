@@ -19,7 +19,8 @@ import (
 
 // Probe measures what this kernel and the server's privileges offer. Each
 // namespace, filter and capability is tried for real on a throwaway thread
-// (which exits with what it changed) or a throwaway child; cgroups are read
+// (which exits with what it changed) or a throwaway child (a PID
+// namespace's init is started and ended); cgroups are read
 // from /proc/self/mountinfo and /proc/self/cgroup and tried with a mkdir.
 // The tries need one thread, not one each: none changes what the next may
 // do, and they are made in the order a confined command gets them (the
@@ -87,6 +88,30 @@ func Probe() Capabilities {
 	c.CapDrop = root && capErr == nil
 	c.Pids, c.Memory = cg.Pids, cg.Memory
 	maps.Copy(c.Reasons, cg.Reasons)
+
+	var proc error // written on the throwaway thread before it answers
+	pidns := onThrowawayThread(func() error {
+		var pidns error
+		pidns, proc = probePIDNS(c.MountNS)
+		return pidns
+	})
+	if pidns != nil {
+		c.Reasons["pidns"] = "no PID namespace: " + pidns.Error()
+	} else {
+		c.PIDNS = true
+	}
+	if proc != nil {
+		c.Reasons["proc"] = "no /proc of a PID namespace: " + proc.Error()
+	} else {
+		c.PIDNSProc = true
+	}
+	if !c.MountNS {
+		c.Reasons["masks"] = c.Reasons["mountns"]
+	} else if err := onThrowawayThread(probeMasks); err != nil {
+		c.Reasons["masks"] = "no masks: " + err.Error()
+	} else {
+		c.Masks = true
+	}
 	return c
 }
 

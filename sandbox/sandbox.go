@@ -57,9 +57,20 @@ type Policy struct {
 	// ReadRoots are never written, in any mode, even when nested in a
 	// writable directory.
 	ReadRoots []string
-	// Protect are paths a command may read but not change; DenyRead
-	// paths it cannot read.
-	Protect, DenyRead []string
+	// Protect are paths (files or directories) the command may read but
+	// not change, even inside a writable directory (.git/hooks): each one
+	// that exists is bound read-only on itself. Absolute; the caller
+	// resolves "~" and paths relative to the root.
+	Protect []string
+	// DenyRead are paths the command cannot read, in any mode: each one
+	// that exists is masked by an empty read-only directory or file.
+	// Absolute, like Protect.
+	DenyRead []string
+	// IsolatePIDs asks that the command see only its own processes (a
+	// PID namespace with a /proc of its own); where that cannot be made,
+	// Plan reports it missing. A command gets one wherever the server can
+	// make it, asked or not.
+	IsolatePIDs bool
 }
 
 // mode returns the filesystem mode with the zero value resolved.
@@ -110,6 +121,8 @@ func (p Policy) validate() error {
 	}
 	all := append([]string{p.Root, p.TempDir, p.CacheDir}, p.Writable...)
 	all = append(all, p.ReadRoots...)
+	all = append(all, p.Protect...)
+	all = append(all, p.DenyRead...)
 	for _, d := range all {
 		if d != "" && !filepath.IsAbs(d) {
 			return fmt.Errorf("path %q is not absolute", d)
@@ -188,11 +201,21 @@ type Capabilities struct {
 	// PtraceStop reports whether a child can be stopped at its exec
 	// (PTRACE_TRACEME), so that RLIMIT_CPU is set before it runs.
 	PtraceStop bool `json:"ptraceStop"`
+	// PIDNS reports whether the forking thread can unshare a PID
+	// namespace (CAP_SYS_ADMIN) and start its init.
+	PIDNS bool `json:"pidns"`
+	// PIDNSProc reports whether a procfs of a new PID namespace can be
+	// mounted from outside it (fsconfig's pidns option, Linux 6.18).
+	PIDNSProc bool `json:"pidnsProc"`
+	// Masks reports whether an empty file or directory can be mounted
+	// over a path (an entry of a detached tmpfs cloned with open_tree).
+	Masks bool `json:"masks"`
 	// Pids and Memory are the cgroup controllers for the limits.
 	Pids   Controller `json:"pids"`
 	Memory Controller `json:"memory"`
 	// Reasons explain each missing piece, keyed by "landlock", "netns",
-	// "mountns", "seccomp", "pids", "memory", "cpu", "ptrace".
+	// "mountns", "seccomp", "pids", "memory", "cpu", "ptrace", "pidns",
+	// "proc", "masks".
 	Reasons map[string]string `json:"reasons,omitempty"`
 }
 
@@ -206,7 +229,7 @@ func (c Capabilities) reason(key, def string) string {
 
 // maxABI is the newest Landlock ABI whose rights this package knows; on a
 // newer kernel it asks for these rights and reports this ABI.
-const maxABI = 7
+const maxABI = 9
 
 // Report says what was really applied to a command. It never claims what
 // was not enforced.
@@ -230,6 +253,12 @@ type Report struct {
 	// NotEnforced lists, one sentence each, what was asked for or is
 	// usually expected and was not enforced.
 	NotEnforced []string `json:"notEnforced,omitempty"`
+	// Protect lists the protected paths the command cannot change (those
+	// that existed when it started; Plan cannot tell and lists them all).
+	Protect []string `json:"protect,omitempty"`
+	// DenyRead lists the denied paths masked from the command (those that
+	// existed when it started; Plan lists them all).
+	DenyRead []string `json:"denyRead,omitempty"`
 }
 
 // ErrUnavailable is the sentinel for confinement the kernel cannot give.
@@ -250,11 +279,29 @@ func (e *UnavailableError) Error() string {
 // Unwrap returns ErrUnavailable.
 func (e *UnavailableError) Unwrap() error { return ErrUnavailable }
 
-// bind is one bind mount of the mount namespace: path onto itself,
-// read-only or read-write.
+// bindKind says what a bind of the mount namespace puts over its path.
+type bindKind int
+
+// The kinds of binds, in the order they are applied to one path.
+const (
+	// bindWritable binds the path on itself with what lies beneath, its
+	// top mount read-write (a writable directory).
+	bindWritable bindKind = iota
+	// bindPin binds the path on itself as it is: a mount point cannot be
+	// renamed or removed, so a read-only bind beneath it stays in place.
+	bindPin
+	// bindReadOnly binds the path on itself, read-only with everything
+	// beneath (a read root, a protected path).
+	bindReadOnly
+	// bindMask mounts an empty read-only directory or file over the path
+	// (a denied path).
+	bindMask
+)
+
+// bind is one mount of the mount namespace over path.
 type bind struct {
-	path     string
-	readOnly bool
+	path string
+	kind bindKind
 }
 
 // layers is the plan of what to apply to one child.
@@ -285,6 +332,16 @@ type layers struct {
 	// is made, for Landlock's connect rule where TCP is handled.
 	proxy     bool
 	proxyPort uint16
+
+	// maskDevices masks every block device under /dev too, whose raw
+	// bytes would give a root command the denied files back.
+	maskDevices bool
+	// pidns: a PID namespace of its own, with its init; procfs: a /proc
+	// of that namespace mounted over /proc.
+	pidns, procfs bool
+	// unixLandlock: Landlock handles LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+	// (ABI 9); unixSeccomp: a seccomp filter refuses socket(AF_UNIX).
+	unixLandlock, unixSeccomp bool
 	// pids and memory are the controllers used, Version 0 when not.
 	pids, memory Controller
 	// cpuSeconds is RLIMIT_CPU's soft limit, 0 for none; cpuAtExec sets it
@@ -350,11 +407,11 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 			if caps.MountNS {
 				ly.mntns, ly.roRoot = true, true
 				for _, w := range ly.writable {
-					ly.binds = append(ly.binds, bind{path: w})
+					ly.binds = append(ly.binds, bind{path: w, kind: bindWritable})
 				}
 				for _, r := range readRoots {
 					if under(r, ly.writable) {
-						ly.binds = append(ly.binds, bind{path: r, readOnly: true})
+						ly.binds = append(ly.binds, bind{path: r, kind: bindReadOnly})
 					}
 				}
 			} else {
@@ -374,7 +431,7 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 			ly.fsHandled, ly.fsGrantAll = true, true
 			ly.mntns = true
 			for _, r := range readRoots {
-				ly.binds = append(ly.binds, bind{path: r, readOnly: true})
+				ly.binds = append(ly.binds, bind{path: r, kind: bindReadOnly})
 			}
 		} else {
 			why := caps.reason("mountns", "no mount namespace can be made")
@@ -384,23 +441,8 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 			missing = append(missing, "read roots kept read-only in full mode: "+why)
 		}
 	}
-	slices.SortStableFunc(ly.binds, func(a, b bind) int {
-		// Shallow first, so that deeper binds sit on top; at equal paths
-		// read-only comes last and wins.
-		if c := strings.Count(a.path, "/") - strings.Count(b.path, "/"); c != 0 {
-			return c
-		}
-		if a.path != b.path {
-			return strings.Compare(a.path, b.path)
-		}
-		if a.readOnly == b.readOnly {
-			return 0
-		}
-		if a.readOnly {
-			return 1
-		}
-		return -1
-	})
+	planIsolation(p, caps, abi, &ly, &rep, &missing, &gaps)
+	ly.binds = sortBinds(ly.binds)
 
 	// Network. With the network off, a network namespace with its
 	// loopback up is the boundary: Landlock leaves TCP alone there, so
@@ -437,6 +479,8 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 		}
 	}
 
+	planUnixSockets(p, caps, abi, &ly, &missing)
+
 	// Scoping of signals and abstract unix sockets, whatever the mode.
 	if abi >= 6 {
 		ly.abi = max(ly.abi, abi)
@@ -462,6 +506,9 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 	if ly.mntns {
 		by = append(by, "mntns")
 	}
+	if ly.pidns {
+		by = append(by, "pidns")
+	}
 	switch ly.netns {
 	case NetNSUnshare:
 		by = append(by, "netns")
@@ -473,6 +520,9 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 	}
 	if ly.seccomp {
 		by = append(by, "seccomp")
+	}
+	if ly.unixSeccomp {
+		by = append(by, "seccomp-unix")
 	}
 	if ly.capDrop {
 		by = append(by, "capdrop")
@@ -602,7 +652,9 @@ func (s *Sandbox) Report() Report { return s.report }
 // asks, with cmd.Start on a dedicated OS thread: the server itself is never
 // confined. It sets fields of cmd.SysProcAttr (Ptrace, Cloneflags,
 // UseCgroupFD and CgroupFD) as the layers need, and leaves the caller's
-// (Setpgid, Pdeathsig, ...) alone. On success the caller owns cmd as usual
+// (Setpgid, ...) alone, but Pdeathsig, which it clears in a PID namespace:
+// there the namespace's init dies by SIGKILL with the forking thread, and
+// the kernel kills the command with it. On success the caller owns cmd as usual
 // (cmd.Wait, pipes) and must call Finish once cmd.Wait has returned. On
 // error the command is not running: if it had started, it was killed and
 // waited for.

@@ -51,6 +51,14 @@ func probed(t testing.TB, need ...string) Capabilities {
 			ok = c.Memory.Version != 0
 		case "ptrace":
 			ok = c.PtraceStop
+		case "pidns":
+			// With a /proc of its own.
+			ok, key = c.PIDNS && c.PIDNSProc && c.MountNS, "proc"
+			if !c.PIDNS {
+				key = "pidns"
+			}
+		case "masks":
+			ok = c.Masks
 		default:
 			t.Fatalf("unknown need %q", n)
 		}
@@ -195,7 +203,7 @@ func TestWorkspaceWrite(t *testing.T) {
 			}
 			c := caps
 			c.MountNS = tc.mountNS
-			c.CapDrop = false // this test is about the filesystem layers
+			c.CapDrop, c.PIDNS = false, false // this test is about the filesystem layers
 			d := newDirs(t)
 			if err := os.Symlink(d.outside, filepath.Join(d.root, "out")); err != nil {
 				t.Fatal(err)
@@ -376,7 +384,7 @@ func threadState(t *testing.T) map[string][]string {
 				st = append(st, strings.Join(strings.Fields(l), " "))
 			}
 		}
-		for _, ns := range []string{"mnt", "net", "user"} {
+		for _, ns := range []string{"mnt", "net", "user", "pid_for_children"} {
 			l, _ := os.Readlink(task + "/ns/" + ns)
 			st = append(st, l)
 		}
@@ -504,24 +512,23 @@ func TestNetworkOff(t *testing.T) {
 	}
 	d := newDirs(t)
 	for _, tc := range []struct {
-		name    string
-		need    string
-		netns   NetNSMethod
-		seccomp bool
-		by      string
-		want    []string
+		name  string
+		need  string
+		netns NetNSMethod
+		by    string
+		want  []string
 	}{
 		// The namespace is the boundary: Landlock leaves TCP alone, so the
 		// command listens on its own loopback, where nothing of the
 		// test's is.
-		{"netns", "netns-unshare", NetNSUnshare, false, "netns", []string{"connect: ECONNREFUSED", "bind: ok", "sendto: ok"}},
-		{"user namespace", "userns", NetNSUserNS, false, "userns-netns", []string{"connect: EACCES", "bind: EACCES", "sendto: ENETUNREACH"}},
-		{"seccomp", "seccomp", NetNSNone, true, "seccomp", []string{"socket: EACCES", "socket: EACCES", "socket: EACCES"}},
+		{"netns", "netns-unshare", NetNSUnshare, "netns", []string{"connect: ECONNREFUSED", "bind: ok", "sendto: ok"}},
+		{"user namespace", "userns", NetNSUserNS, "userns-netns", []string{"connect: EACCES", "bind: EACCES", "sendto: ENETUNREACH"}},
+		{"seccomp", "seccomp", NetNSNone, "seccomp", []string{"socket: EACCES", "socket: EACCES", "socket: EACCES"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probed(t, tc.need)
 			c := caps
-			c.NetNS, c.Seccomp = tc.netns, tc.seccomp
+			c.NetNS = tc.netns // the seccomp filter is only for no namespace
 			p := d.policy()
 			p.Network = false
 			spec := Spec{Policy: p, Caps: &c, Require: true}
@@ -559,9 +566,12 @@ func TestNetworkOff(t *testing.T) {
 
 // TestSignalsScoped checks that a confined command cannot signal the test
 // process or another process outside its sandbox, trace it, or write to
-// the test's stdout through /proc, and still signals its own children.
+// the test's stdout through /proc, and still signals its own children:
+// Landlock's scoping alone, without the PID namespace that would hide
+// those processes (TestPIDNamespace).
 func TestSignalsScoped(t *testing.T) {
 	caps := probed(t, "landlock6")
+	caps.PIDNS = false
 	outside := exec.Command("sleep", "60")
 	if err := outside.Start(); err != nil {
 		t.Fatal(err)
@@ -774,6 +784,7 @@ func TestUnavailable(t *testing.T) {
 	want := []string{
 		"filesystem confinement: no Landlock: faked",
 		"network cut off: no network namespace: faked, no seccomp: faked",
+		"pathname unix sockets outside the writable directories cut off: no Landlock: faked, no seccomp: faked",
 		"pids limit: no cgroup pids controller: faked",
 	}
 	if diff := cmp.Diff(want, ue.Missing); diff != "" {

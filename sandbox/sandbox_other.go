@@ -17,6 +17,7 @@ func Probe() Capabilities {
 	return Capabilities{Reasons: map[string]string{
 		"landlock": why, "netns": why, "mountns": why, "seccomp": why,
 		"pids": why, "memory": why, "cpu": why, "ptrace": why,
+		"pidns": why, "proc": why, "masks": why,
 	}}
 }
 

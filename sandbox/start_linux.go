@@ -43,6 +43,10 @@ type sysState struct {
 	// release is closed by Finish: the confining goroutine returns and
 	// the runtime ends its thread, still locked.
 	release chan struct{}
+	// init is pid 1 of the command's PID namespace, nil without one: set
+	// by the confining goroutine before it reports on started, ended by
+	// endInit.
+	init *os.Process
 
 	// mu guards hit and finished.
 	mu sync.Mutex
@@ -82,6 +86,9 @@ func start(cmd *exec.Cmd, spec Spec, caps Capabilities) (*Sandbox, error) {
 			return nil, err
 		}
 	}
+	if ly.pidns {
+		clearPdeathsig(attr)
+	}
 
 	s := &Sandbox{cmd: cmd, report: rep}
 	st := &s.sys
@@ -113,6 +120,7 @@ func start(cmd *exec.Cmd, spec Spec, caps Capabilities) (*Sandbox, error) {
 	}
 	if err != nil {
 		st.closeWatches()
+		err = errors.Join(err, st.endInit())
 		_ = st.removeGroups()
 		return nil, err
 	}
@@ -179,9 +187,10 @@ func (st *sysState) makeGroups(ly layers, spec Spec, attr *syscall.SysProcAttr) 
 }
 
 // confined runs on a goroutine locked to its OS thread (goLocked), never
-// unlocked: it joins the v1 limit groups, confines the thread
-// (capabilities, network and mount namespaces, Landlock, seccomp), starts
-// cmd, which inherits all of it, finishes the child's set-up while it is
+// unlocked: it starts the init of the command's PID namespace, joins the
+// v1 limit groups, confines the thread (capabilities, network and mount
+// namespaces, Landlock, seccomp), starts cmd, which inherits all of it
+// and is born in the PID namespace, finishes the child's set-up while it is
 // stopped at its exec, leaves the groups and reports on started. It then
 // holds the thread until Finish releases it, since Pdeathsig fires when
 // the thread that forked a child exits; then it returns and the runtime
@@ -254,6 +263,14 @@ func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
 			j.close()
 		}
 	}()
+	if ly.pidns {
+		// First: the init is pid 1, and stays out of the limit groups.
+		init, err := startPIDNS()
+		if err != nil {
+			return err
+		}
+		st.init = init
+	}
 	var pidsAtExec *group
 	for _, g := range st.groups {
 		if g.version != 1 {
@@ -302,6 +319,11 @@ func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
 			return fmt.Errorf("no_new_privs: %w", err)
 		}
 		if err := installNetFilter(); err != nil {
+			return err
+		}
+	}
+	if ly.unixSeccomp {
+		if err := installUnixFilter(); err != nil {
 			return err
 		}
 	}
@@ -488,14 +510,17 @@ func (st *sysState) removeGroups() error {
 var errFinished = errors.New("sandbox: already finished")
 
 // Finish ends the sandbox once cmd.Wait has returned: it stops watching
-// the limits, says which limit the command exceeded ("" if none), kills
-// whatever is left in the limit cgroups the package made and removes them,
-// and lets the confining goroutine return (Drain waits for that), after
+// the limits, says which limit the command exceeded ("" if none), ends the
+// command's PID namespace (every process left in it is SIGKILLed, and
+// Finish waits, up to 5 s, until they are gone), kills whatever is left in
+// the limit cgroups the package made and removes them, and lets the
+// confining goroutine return (Drain waits for that), after
 // which the runtime ends its thread. A limit counts as exceeded when a
 // cgroup saw an OOM kill or a refused fork, or when the command's process
 // died of SIGXCPU, or of SIGKILL after using its CPU time. Call it exactly
 // once; if the command still runs, releasing the thread fires its
-// Pdeathsig, if it has one.
+// Pdeathsig, if it has one (but a PID namespace cannot end before the
+// command is reaped: call Finish after cmd.Wait).
 func (s *Sandbox) Finish() (Limit, error) {
 	st := &s.sys
 	st.mu.Lock()
@@ -527,8 +552,20 @@ func (s *Sandbox) Finish() (Limit, error) {
 			}
 		}
 	}
-	err := st.removeGroups()
+	// The namespace first: its end kills what the groups hold as well.
+	err := errors.Join(st.endInit(), st.removeGroups())
 	st.closeProxy()
 	close(st.release)
 	return hit, err
+}
+
+// endInit ends the command's PID namespace, if it has one, and waits until
+// nothing of it is left; the command must have been waited for.
+func (st *sysState) endInit() error {
+	if st.init == nil {
+		return nil
+	}
+	err := endPIDNS(st.init)
+	st.init = nil
+	return err
 }

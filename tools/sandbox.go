@@ -259,6 +259,11 @@ func (c *confinement) policy(l level) sandbox.Policy {
 		CacheDir:   c.cacheDir(),
 		Writable:   c.writable,
 		ReadRoots:  c.readOnly,
+		Protect:    l.protect,
+		DenyRead:   l.denyRead,
+		// A confined command gets a PID namespace wherever the server can
+		// make one; --sandbox required also refuses to run without.
+		IsolatePIDs: c.mode == SandboxRequired,
 	}
 }
 
@@ -409,6 +414,7 @@ func sandboxApplied(r *sandbox.Report, allow []string) *protocol.SandboxApplied 
 		EnforcedBy:  r.EnforcedBy,
 		NotEnforced: r.NotEnforced,
 	}
+	a.Protect, a.DenyRead = r.Protect, r.DenyRead
 	if r.Proxy {
 		// The command reached what the list allows, and nothing else.
 		a.Network, a.NetworkAllow = true, allow
