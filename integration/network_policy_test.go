@@ -129,8 +129,8 @@ func TestNetworkAllowFlagNeedsAllowMode(t *testing.T) {
 
 // TestNetworkRequestCannotWidenAllowList asks, of a server limited to
 // example.com, for more: the whole network, another host, the domain's
-// subdomains, another port, an IP literal. Each is -32602 naming what is
-// too wide, and the command never runs.
+// subdomains, another port, an IP literal. Each is -32602 naming the first
+// entry that is too wide, by its index, and the command never runs.
 func TestNetworkRequestCannotWidenAllowList(t *testing.T) {
 	t.Parallel()
 	s := start(t, options{args: []string{"--sandbox-network", "allow", "--network-allow", "example.com"}})
@@ -145,10 +145,10 @@ func TestNetworkRequestCannotWidenAllowList(t *testing.T) {
 		names   string // what the message must name
 	}{
 		{"the whole network", true, "sandbox.network", "example.com"},
-		{"another host", map[string]any{"allow": []string{"example.org"}}, "sandbox.network.allow", `"example.org"`},
-		{"the subdomains", map[string]any{"allow": []string{"example.com", "*.example.com"}}, "sandbox.network.allow", `"*.example.com"`},
-		{"another port", map[string]any{"allow": []string{"example.com:8080"}}, "sandbox.network.allow", `"example.com:8080"`},
-		{"an IP literal", map[string]any{"allow": []string{"192.0.2.1"}}, "sandbox.network.allow", `"192.0.2.1"`},
+		{"another host", map[string]any{"allow": []string{"example.org"}}, "sandbox.network.allow[0]", `"example.org"`},
+		{"the subdomains", map[string]any{"allow": []string{"example.com", "*.example.com"}}, "sandbox.network.allow[1]", `"*.example.com"`},
+		{"another port", map[string]any{"allow": []string{"example.com:8080"}}, "sandbox.network.allow[0]", `"example.com:8080"`},
+		{"an IP literal", map[string]any{"allow": []string{"192.0.2.1"}}, "sandbox.network.allow[0]", `"192.0.2.1"`},
 	}
 	for i, c := range cases {
 		marker := filepath.Join(s.root, fmt.Sprintf("ran-%d", i))
@@ -371,7 +371,7 @@ func TestMCPDefaultNetworkIsRegistries(t *testing.T) {
 		field   string
 	}{
 		{true, "sandbox.network"},
-		{map[string]any{"allow": []string{"example.com"}}, "sandbox.network.allow"},
+		{map[string]any{"allow": []string{"example.com"}}, "sandbox.network.allow[0]"},
 	} {
 		marker := filepath.Join(s.root, "ran")
 		e := s.toolErr("run_command", map[string]any{"argv": netTouch(marker), "sandbox": map[string]any{"network": c.network}})
