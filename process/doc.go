@@ -80,6 +80,13 @@
 // cgroups such a descendant is out of reach until Shutdown, which kills
 // every orphan re-parented to the server.
 //
+// A confined command where the server may make one (as root) also runs in
+// a PID namespace of its own, under package sandbox's init: its orphans
+// are re-parented to that init, which reaps them, not to the server; the
+// server still sees every pid and kills the tree as above, and when the
+// command's own process ends, the sandbox's Finish kills what is left in
+// the namespace at once (SIGKILL, no grace).
+//
 // A SIGKILLed server runs no code: each command's direct child dies by
 // Pdeathsig (SIGKILL), but grandchildren live on. Where cgroups are in use,
 // the next Manager created in the same cgroup kills the dead session's
