@@ -93,45 +93,20 @@ func auditArch() uint32 {
 // (x32, or 32-bit compat, whose socketcall the filter does not parse) kills
 // the process.
 func netFilter() ([]unix.SockFilter, error) {
-	arch := auditArch()
-	if arch == 0 {
-		return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
-	}
-	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
-	jump := func(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
-		return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
-	}
-	const (
-		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge   = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret   = unix.BPF_RET | unix.BPF_K
-		nrOff = 0  // seccomp_data.nr
-		arOff = 4  // seccomp_data.arch
-		a0Off = 16 // low 32 bits of seccomp_data.args[0] (little endian)
-	)
-	prog := []unix.SockFilter{
-		stmt(ld, arOff),
-		jump(jeq, arch, 1, 0),
-		stmt(ret, unix.SECCOMP_RET_KILL_PROCESS),
-		stmt(ld, nrOff),
-	}
-	if runtime.GOARCH == "amd64" {
-		const x32Bit = 0x40000000
-		prog = append(prog,
-			jump(jge, x32Bit, 0, 1),
-			stmt(ret, unix.SECCOMP_RET_KILL_PROCESS))
+	prog, err := seccompPrologue()
+	if err != nil {
+		return nil, err
 	}
 	prog = append(prog,
-		jump(jeq, unix.SYS_IO_URING_SETUP, 0, 1),
-		stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)),
-		jump(jeq, unix.SYS_SOCKET, 0, 5),
-		stmt(ld, a0Off),
-		jump(jeq, unix.AF_INET, 2, 0),
-		jump(jeq, unix.AF_INET6, 1, 0),
-		jump(jeq, unix.AF_PACKET, 0, 1),
-		stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EACCES)),
-		stmt(ret, unix.SECCOMP_RET_ALLOW),
+		bpfJump(bpfJeq, unix.SYS_IO_URING_SETUP, 0, 1),
+		bpfStmt(bpfRet, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)),
+		bpfJump(bpfJeq, unix.SYS_SOCKET, 0, 5),
+		bpfStmt(bpfLd, seccompArg0),
+		bpfJump(bpfJeq, unix.AF_INET, 2, 0),
+		bpfJump(bpfJeq, unix.AF_INET6, 1, 0),
+		bpfJump(bpfJeq, unix.AF_PACKET, 0, 1),
+		bpfStmt(bpfRet, unix.SECCOMP_RET_ERRNO|uint32(unix.EACCES)),
+		bpfStmt(bpfRet, unix.SECCOMP_RET_ALLOW),
 	)
 	return prog, nil
 }

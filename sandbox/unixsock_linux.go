@@ -33,58 +33,33 @@ import (
 // thread: the kernel runs them all and the strictest answer wins, so the
 // order of installation does not matter.
 func unixFilter() ([]unix.SockFilter, error) {
-	arch := auditArch()
-	if arch == 0 {
-		return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
-	}
-	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
-	jump := func(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
-		return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
+	prog, err := seccompPrologue()
+	if err != nil {
+		return nil, err
 	}
 	const (
-		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		and   = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
-		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge   = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret   = unix.BPF_RET | unix.BPF_K
-		nrOff = 0  // seccomp_data.nr
-		arOff = 4  // seccomp_data.arch
-		a0Off = 16 // low 32 bits of seccomp_data.args[0] (little endian)
-		a1Off = 24 // low 32 bits of seccomp_data.args[1]
 		// sockTypeMask is SOCK_TYPE_MASK: the type without SOCK_NONBLOCK
 		// and SOCK_CLOEXEC.
 		sockTypeMask = 0xf
 	)
-	prog := []unix.SockFilter{
-		stmt(ld, arOff),
-		jump(jeq, arch, 1, 0),
-		stmt(ret, unix.SECCOMP_RET_KILL_PROCESS),
-		stmt(ld, nrOff),
-	}
-	if runtime.GOARCH == "amd64" {
-		const x32Bit = 0x40000000
-		prog = append(prog,
-			jump(jge, x32Bit, 0, 1),
-			stmt(ret, unix.SECCOMP_RET_KILL_PROCESS))
-	}
-	refuse := stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EACCES))
-	allow := stmt(ret, unix.SECCOMP_RET_ALLOW)
+	refuse := bpfStmt(bpfRet, unix.SECCOMP_RET_ERRNO|uint32(unix.EACCES))
+	allow := bpfStmt(bpfRet, unix.SECCOMP_RET_ALLOW)
 	prog = append(prog,
-		jump(jeq, unix.SYS_IO_URING_SETUP, 0, 1),
-		stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)),
+		bpfJump(bpfJeq, unix.SYS_IO_URING_SETUP, 0, 1),
+		bpfStmt(bpfRet, unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)),
 		// socket(AF_UNIX, ...): refused.
-		jump(jeq, unix.SYS_SOCKET, 0, 4),
-		stmt(ld, a0Off),
-		jump(jeq, unix.AF_UNIX, 0, 1),
+		bpfJump(bpfJeq, unix.SYS_SOCKET, 0, 4),
+		bpfStmt(bpfLd, seccompArg0),
+		bpfJump(bpfJeq, unix.AF_UNIX, 0, 1),
 		refuse,
 		allow,
 		// socketpair(AF_UNIX, SOCK_DGRAM, ...): refused.
-		jump(jeq, unix.SYS_SOCKETPAIR, 0, 6),
-		stmt(ld, a0Off),
-		jump(jeq, unix.AF_UNIX, 0, 4),
-		stmt(ld, a1Off),
-		stmt(and, sockTypeMask),
-		jump(jeq, unix.SOCK_DGRAM, 0, 1),
+		bpfJump(bpfJeq, unix.SYS_SOCKETPAIR, 0, 6),
+		bpfStmt(bpfLd, seccompArg0),
+		bpfJump(bpfJeq, unix.AF_UNIX, 0, 4),
+		bpfStmt(bpfLd, seccompArg1),
+		bpfStmt(bpfAnd, sockTypeMask),
+		bpfJump(bpfJeq, unix.SOCK_DGRAM, 0, 1),
 		refuse,
 		allow,
 	)
