@@ -13,7 +13,7 @@ import (
 // domain; the network off, never on, where no such namespace can be made;
 // and a policy error with the network on.
 func TestPlanProxy(t *testing.T) {
-	full := Capabilities{LandlockABI: 7, NetNS: NetNSUnshare, MountNS: true, Seccomp: true, CapDrop: true, PtraceStop: true}
+	full := Capabilities{LandlockABI: 7, NetNS: NetNSUnshare, MountNS: true, Seccomp: true, CapDrop: true, PtraceStop: true, PIDNS: true, PIDNSProc: true}
 	ws := Policy{Root: "/ws", TempDir: "/tmp/cmd", Proxy: true}
 	type layer struct{ Proxy, NetTCP bool }
 	for _, tc := range []struct {
@@ -27,21 +27,21 @@ func TestPlanProxy(t *testing.T) {
 		name:   "every layer",
 		policy: ws,
 		caps:   func(c Capabilities) Capabilities { return c },
-		want:   Report{Filesystem: WorkspaceWrite, Proxy: true, EnforcedBy: "landlock-abi-7+mntns+netns+proxy+capdrop"},
+		want:   Report{Filesystem: WorkspaceWrite, Proxy: true, EnforcedBy: "landlock-abi-7+mntns+pidns+netns+proxy+seccomp-unix+capdrop"},
 		layer:  layer{Proxy: true},
 	}, {
-		name:   "full mode on ABI 4: Landlock's TCP rights make the domain",
+		name:   "full mode on ABI 4: in a Landlock domain already (for the PID namespace), TCP is left to the namespace",
 		policy: Policy{Filesystem: Full, Proxy: true},
 		caps:   func(c Capabilities) Capabilities { c.LandlockABI = 4; return c },
-		want: Report{Filesystem: Full, Proxy: true, EnforcedBy: "landlock-abi-4+netns+proxy", NotEnforced: []string{
+		want: Report{Filesystem: Full, Proxy: true, EnforcedBy: "landlock-abi-4+mntns+pidns+netns+proxy", NotEnforced: []string{
 			"signals to processes outside the sandbox (Landlock ABI < 6; abstract unix sockets are cut off by the network namespace)",
 		}},
-		layer: layer{Proxy: true, NetTCP: true},
+		layer: layer{Proxy: true},
 	}, {
 		name:   "a user namespace cannot host the listener: the network is off",
 		policy: ws,
 		caps:   func(c Capabilities) Capabilities { c.NetNS = NetNSUserNS; return c },
-		want: Report{Filesystem: WorkspaceWrite, EnforcedBy: "landlock-abi-7+mntns+userns-netns+capdrop", NotEnforced: []string{
+		want: Report{Filesystem: WorkspaceWrite, EnforcedBy: "landlock-abi-7+mntns+pidns+userns-netns+seccomp-unix+capdrop", NotEnforced: []string{
 			"network allow-list (a proxy in a network namespace of its own): the network namespace is a user namespace's, made at the fork, where the server cannot listen; the network is off instead",
 		}},
 		layer:   layer{NetTCP: true},
@@ -54,7 +54,7 @@ func TestPlanProxy(t *testing.T) {
 			c.Reasons = map[string]string{"netns": "no network namespace: EPERM"}
 			return c
 		},
-		want: Report{Filesystem: WorkspaceWrite, EnforcedBy: "landlock-abi-7+mntns+seccomp+capdrop", NotEnforced: []string{
+		want: Report{Filesystem: WorkspaceWrite, EnforcedBy: "landlock-abi-7+mntns+pidns+seccomp+seccomp-unix+capdrop", NotEnforced: []string{
 			"network allow-list (a proxy in a network namespace of its own): no network namespace: EPERM; the network is off instead",
 		}},
 		layer:   layer{NetTCP: true},

@@ -218,8 +218,9 @@ func TestProxyUnavailable(t *testing.T) {
 		seccomp     bool
 		by, connect string
 	}{
-		{"user namespace", "userns", NetNSUserNS, false, "landlock-abi-7+mntns+userns-netns+capdrop", "connect: EACCES"},
-		{"seccomp", "seccomp", NetNSNone, true, "landlock-abi-7+mntns+seccomp+capdrop", "socket: EACCES"},
+		// seccomp stays available in both, for the unix sockets (Landlock ABI < 9).
+		{"user namespace", "userns", NetNSUserNS, true, "landlock-abi-7+mntns+pidns+userns-netns+seccomp-unix+capdrop", "connect: EACCES"},
+		{"seccomp", "seccomp", NetNSNone, true, "landlock-abi-7+mntns+pidns+seccomp+seccomp-unix+capdrop", "socket: EACCES"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probed(t, tc.need, "ptrace", "mountns")
@@ -264,6 +265,9 @@ func TestProxyWhereLandlockHandlesTCP(t *testing.T) {
 		t.Skip("no curl on this machine")
 	}
 	caps.LandlockABI = 4
+	// Without a PID namespace, whose /proc needs a mount namespace and
+	// which puts the command in a Landlock domain of its own.
+	caps.PIDNS, caps.PIDNSProc = false, false
 	_, oport := origin(t)
 	allow, err := netproxy.ParseAllowList(fmt.Sprintf("127.0.0.1:%d", oport))
 	if err != nil {
