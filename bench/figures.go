@@ -47,6 +47,7 @@ var figures = []figure{
 	{"mcp", (*bench).mcpVsOwn},
 	{"mcp-task-call", (*bench).mcpTaskVsCall},
 	{"mcp-task-wake", (*bench).mcpTaskWake},
+	{"network", (*bench).network},
 }
 
 // server is a toolhost session the bench drives.
