@@ -176,7 +176,7 @@ func (b *bench) networkDownload(s *server) error {
 // command).
 func (b *bench) downloadWhy(plain, tunnel float64) string {
 	why := "through the proxy every byte crosses two loopback TCP connections instead of one, the origin's to the proxy and the proxy's to curl in the command's namespace, and the proxy moves it between them. " +
-		"curl sends a plain `http://` URL to `http_proxy` as absolute-URI HTTP, which the proxy forwards with net/http's response writer: the body is read through a 4 KiB bufio.Reader and written through a 4 KiB bufio.Writer to the client connection (wrapped for the timeouts, so no splice), about one read and one write system call per 4 KiB, " +
+		"curl sends a plain `http://` URL to `http_proxy` as absolute-URI HTTP, which the proxy forwards with net/http's response writer: the body is copied through 256 KiB buffers to the client connection (wrapped for the timeouts, so not spliced), " +
 		fmt.Sprintf("%.2f× in this run; the same download through a CONNECT tunnel (`curl --proxytunnel`), which the proxy splices between the two sockets, was %.2f×. ", plain, tunnel) +
 		"Even spliced, loopback TCP is a memory copy on the sender's CPU and a wake-up of the reader, so the extra hop is a third party to the same copy: on this VM, two shared cores with about one core's worth of throughput, the proxy cannot run its hop on a core of its own and the download shares the CPU three ways (origin, proxy, curl) instead of two. "
 	cmd := exec.Command("go", "test", "-count=1", "-run", "^$", "-bench", "^BenchmarkDownload$", "-benchtime", "5x", "./netproxy")
@@ -188,7 +188,7 @@ func (b *bench) downloadWhy(plain, tunnel float64) string {
 		return why + "netproxy's BenchmarkDownload, which would time the tunnel alone, could not be run here (see the bench's log)."
 	}
 	b.note("download floor: `go test -run '^$' -bench '^BenchmarkDownload$' -benchtime 5x ./netproxy`, run by the bench when the download misses its target: 100 MiB from a loopback TCP server read directly and through a CONNECT tunnel of the proxy, in one Go process, no curl and no command.")
-	return why + fmt.Sprintf("netproxy's BenchmarkDownload, run now, puts the tunnel alone (a Go reader through a CONNECT tunnel against a direct read, in one process) at %.2f× (0.73× measured there on a quiet run): that is the hop's floor on this machine, short of 0.8× even before HTTP forwarding; meeting the target needs a core for the proxy's hop, and for curl's `http://` a forwarded body that is spliced rather than copied through 4 KiB buffers (package netproxy, outside this bench).", x)
+	return why + fmt.Sprintf("netproxy's BenchmarkDownload, run now, puts the tunnel alone (a Go reader through a CONNECT tunnel against a direct read, in one process) at %.2f× (0.73× measured there on a quiet run): that is the hop's floor on this machine, short of 0.8× even before HTTP forwarding; meeting the target needs a core for the proxy's hop, and for curl's `http://` a forwarded body that is spliced rather than copied (package netproxy).", x)
 }
 
 // proxySetup measures the proxy's connection setup in this process: a Go

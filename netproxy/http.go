@@ -35,7 +35,7 @@ var hopHeaders = []string{
 // ends: a CONNECT becomes a tunnel; absolute-URI requests are forwarded,
 // each checked on its own, however many a kept-alive connection carries.
 func (p *Proxy) serveHTTP(s *session) {
-	fw := &forwarder{s: s, bw: bufio.NewWriter(s.client)}
+	fw := &forwarder{s: s, bw: bufio.NewWriterSize(s.client, bodyBuffer)}
 	defer fw.closeUpstream()
 	for {
 		s.lr.N = maxHeaderBytes
@@ -102,6 +102,10 @@ func (f *forwarder) closeUpstream() {
 	}
 }
 
+// bodyBuffer is the size of the buffers a forwarded response goes through:
+// a body crosses them, so 4 KiB ones would cost two system calls each 4 KiB.
+const bodyBuffer = 256 << 10
+
 // forward checks and forwards one absolute-URI request and copies the
 // response back; it reports whether the client connection may carry
 // another request.
@@ -154,7 +158,7 @@ func (f *forwarder) forward(req *http.Request) bool {
 		}
 		p.log.Debug("netproxy: connected", "protocol", "http", "host", k.host, "port", port, "addr", at.String())
 		f.up, f.key = s.wrap(up, p.countAllowed(d)), k
-		f.upr = bufio.NewReader(f.up)
+		f.upr = bufio.NewReaderSize(f.up, bodyBuffer)
 	}
 
 	removeHopHeaders(req.Header)
