@@ -221,6 +221,9 @@ func (c *confinement) capability() protocol.SandboxCapability {
 	if c.caps.MountNS {
 		cap.Layers = append(cap.Layers, "mntns")
 	}
+	if c.caps.PIDNS {
+		cap.Layers = append(cap.Layers, "pidns")
+	}
 	if c.caps.NetNS != sandbox.NetNSNone {
 		cap.Layers = append(cap.Layers, "netns")
 	}

@@ -339,7 +339,7 @@ func TestCommandSpecConfinement(t *testing.T) {
 			p:      protocol.RunCommandParams{Argv: argv},
 			want: func(f *fixture) process.Spec {
 				return process.Spec{Argv: argv, Dir: f.root, OutputLimit: sessionOutputLimit, Env: f.cacheEnv(nil),
-					Confine: f.confined(f.policy(fsWorkspaceWrite, false), sandbox.Limits{}, true, f.goModCache())}
+					Confine: f.confined(isolatePIDs(f.policy(fsWorkspaceWrite, false)), sandbox.Limits{}, true, f.goModCache())}
 			},
 		},
 		{
@@ -623,4 +623,11 @@ func TestCommandSpecConfinementRejects(t *testing.T) {
 			checkError(t, err, tt.want)
 		})
 	}
+}
+
+// isolatePIDs is p with a PID namespace required, as --sandbox required
+// asks of every command.
+func isolatePIDs(p sandbox.Policy) sandbox.Policy {
+	p.IsolatePIDs = true
+	return p
 }
