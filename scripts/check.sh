@@ -14,14 +14,18 @@ export PATH="$PATH:/usr/local/go/bin"
 t0=$SECONDS
 section() { echo; echo "=== $* ($((SECONDS - t0))s)"; }
 
-section "openssh-server (the destination tests run a real sshd)"
-if [ -x /usr/sbin/sshd ]; then
-  echo "already installed: $(/usr/sbin/sshd -V 2>&1 | head -n1 || true)"
+section "openssh-server (the destination tests run a real sshd), curl and git (the network allow-list tests drive them through the proxy)"
+missing=()
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v curl >/dev/null || missing+=(curl)
+command -v git >/dev/null || missing+=(git)
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "already installed: $(/usr/sbin/sshd -V 2>&1 | head -n1 || true), $(curl --version | head -n1), $(git --version)"
 else
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
   $sudo apt-get update
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openssh-server
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
 section "go: $(go version)"
