@@ -155,6 +155,31 @@ function fileAppears(name) {
 
 // procStat answers the state, parent pid and start time of a process, or
 // undefined when /proc has no such pid.
+// hostPids turns pids printed inside the PID namespace ns ("pid:[N]", as
+// /proc/<pid>/ns/pid reads) into this machine's: each process of that
+// namespace lists its pid in every namespace from this one down (NSpid).
+function hostPids(ns, printed) {
+  const outer = new Map();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    let status;
+    try {
+      if (fs.readlinkSync(`/proc/${d}/ns/pid`) !== ns) continue;
+      status = fs.readFileSync(`/proc/${d}/status`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const m = status.match(/^NSpid:\s+(.*)$/m);
+    if (!m) continue;
+    const f = m[1].trim().split(/\s+/).map(Number);
+    outer.set(f[f.length - 1], f[0]);
+  }
+  return printed.map((p) => {
+    assert.ok(outer.has(p), `pid ${p}, printed by the command, is no live process of its namespace ${ns}`);
+    return outer.get(p);
+  });
+}
+
 function procStat(pid) {
   let text;
   try {
@@ -343,14 +368,18 @@ test('tasks/result waits for the end, answers every concurrent caller, and its c
 });
 
 test('cancelTask mid-command kills the whole tree and the task ends cancelled', bounded, async () => {
-  const script = 'echo $$ > pids.tmp; sleep 300 & echo $! >> pids.tmp; sleep 300 & echo $! >> pids.tmp; mv pids.tmp pids; wait';
+  // The pids the command prints are its PID namespace's (a confined
+  // command has one of its own): it says which namespace, and hostPids
+  // turns them into this machine's.
+  const script = 'readlink /proc/self/ns/pid > ns; echo $$ > pids.tmp; sleep 300 & echo $! >> pids.tmp; sleep 300 & echo $! >> pids.tmp; mv pids.tmp pids; wait';
   const created = await client.request(
     { method: 'tools/call', params: { name: 'start_command', arguments: { argv: ['sh', '-c', script] }, task: {} } },
     CreateTaskResultSchema,
   );
   const id = created.task.taskId;
   await fileAppears('pids');
-  const pids = fs.readFileSync(path.join(root, 'pids'), 'utf8').trim().split('\n').map(Number);
+  const printed = fs.readFileSync(path.join(root, 'pids'), 'utf8').trim().split('\n').map(Number);
+  const pids = hostPids(fs.readFileSync(path.join(root, 'ns'), 'utf8').trim(), printed);
   assert.equal(pids.length, 3, `pids: ${pids}`);
   const running = new Map();
   for (const pid of pids) {
