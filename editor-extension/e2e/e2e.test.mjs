@@ -26,12 +26,33 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+
+/**
+ * hostPid turns pid, as a process of the PID namespace ns ("pid:[N]", as
+ * /proc/<pid>/ns/pid reads) sees it, into this machine's: each process of
+ * that namespace lists its pid in every namespace from this one down
+ * (NSpid in /proc/<pid>/status).
+ */
+function hostPid(ns, pid) {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readlinkSync(`/proc/${d}/ns/pid`) !== ns) continue;
+      const m = readFileSync(`/proc/${d}/status`, 'utf8').match(/^NSpid:\s+(.*)$/m);
+      const f = m ? m[1].trim().split(/\s+/).map(Number) : [];
+      if (f.length > 0 && f[f.length - 1] === pid) return f[0];
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no process ${pid} in ${ns}`);
+}
 
 const EXT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const NODE24 = process.env.TOOLHOST_E2E_NODE ?? path.join(EXT_DIR, '.e2e/node24/bin/node');
@@ -461,11 +482,14 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await until('the shell prompt in the terminal', async () => /[$#] *$/m.test(await screenText()));
     await type('echo hi-$((6*7))');
     await until('hi-42 in the terminal', async () => (await screenText()).includes('hi-42'));
-    await type('echo pid-$$');
+    // A confined shell has a PID namespace of its own: $$ is that
+    // namespace's pid, which hostPid turns into this machine's.
+    await type('echo pid-$$ ns-$(readlink /proc/self/ns/pid)');
     let pid;
+    let printed;
     await until('the shell\'s pid in the terminal', async () => {
-      const m = (await screenText()).match(/pid-(\d+)/);
-      if (m) pid = Number(m[1]);
+      const m = (await screenText()).match(/pid-(\d+) ns-(pid:\[\d+\])/);
+      if (m) [printed, pid] = [Number(m[1]), hostPid(m[2], Number(m[1]))];
       return Boolean(m);
     });
     process.kill(pid, 0); // the shell runs, on this machine
@@ -499,7 +523,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await row.locator('.action-label[aria-label="Open Terminal"]').click();
     await attached.waitFor({ timeout: 30_000 });
     const attachedText = async () => (await attached.locator('.xterm-rows').innerText()).replace(/\u00a0/g, ' ');
-    await until('the attached terminal to replay the output', async () => (await attachedText()).includes('hi-42') && (await attachedText()).includes(`pid-${pid}`));
+    await until('the attached terminal to replay the output', async () => (await attachedText()).includes('hi-42') && (await attachedText()).includes(`pid-${printed}`));
     await type('echo both-$((2+3))');
     await until('the attached terminal to show the answer to its typing', async () => (await attachedText()).includes('both-5'));
     await screenshot('terminal-attached');
