@@ -3,6 +3,7 @@
 package cgroup
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -214,6 +215,10 @@ func startIn(t *testing.T, h hierarchy, dir, script string) *exec.Cmd {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +230,15 @@ func startIn(t *testing.T, h hierarchy, dir, script string) *exec.Cmd {
 	}
 	if _, err := stdin.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(script, "echo ready") {
+		// The script says when it has forked all it forks: a kill before
+		// that could find a fork refused (v1's pids.max drops to 0 while
+		// the processes are killed) and the shell exiting of it.
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || line != "ready\n" {
+			t.Fatalf("the command said %q (%v), want ready", line, err)
+		}
 	}
 	return cmd
 }
@@ -261,7 +275,7 @@ func TestKill(t *testing.T) {
 			t.Parallel()
 			h := writable(t, name)
 			dir := mkdir(t, filepath.Join(h.own, "toolhost-cgroup-test-"+nonce(t)))
-			cmd := startIn(t, h, dir, "sleep 60 & echo forked; exec sleep 60")
+			cmd := startIn(t, h, dir, "sleep 60 & echo ready; exec sleep 60")
 			if Empty(dir) {
 				t.Errorf("Empty with a command running in it")
 			}
@@ -333,7 +347,7 @@ func TestSweepStale(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cmd := startIn(t, h, inner, "sleep 60 & exec sleep 60")
+			cmd := startIn(t, h, inner, "sleep 60 & echo ready; exec sleep 60")
 			kept := []string{
 				mkdir(t, filepath.Join(parent, fmt.Sprintf("x-%d-b", os.Getpid()))),
 				mkdir(t, filepath.Join(parent, fmt.Sprintf("y-%d-c", dead))),
