@@ -38,6 +38,7 @@ import (
 	"github.com/toolhost/toolhost/internal/demo"
 	"github.com/toolhost/toolhost/mcp"
 	"github.com/toolhost/toolhost/netproxy"
+	"github.com/toolhost/toolhost/persist"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/sandbox"
@@ -80,6 +81,12 @@ type flags struct {
 	destinationBootstrap bool
 	// taskTTL and taskTTLMax bound how long MCP tasks are kept.
 	taskTTL, taskTTLMax time.Duration
+
+	// persist, stateDir and linger: sessions that outlive their
+	// connection (package persist).
+	persist  bool
+	stateDir string
+	linger   time.Duration
 }
 
 // byteSize is a flag of bytes: a number with an optional K, M or G suffix
@@ -172,10 +179,13 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.destinationBootstrap, "destination-bootstrap", false, "when a destination has no toolhost (its command exits 127) or another version, install this binary there over the same transport, into ~/.cache/toolhost/VERSION/, and start that; the destination's command must name the far program toolhost")
 	fs.DurationVar(&f.taskTTL, "task-ttl", mcp.DefaultTaskTTL, "MCP: how long a task (a command an MCP client follows as a task) and its result are kept after its creation when the client asks for no ttl; never while its command runs")
 	fs.DurationVar(&f.taskTTLMax, "task-ttl-max", mcp.DefaultTaskTTLMax, "MCP: the longest ttl a client may ask a task to be kept for")
+	fs.BoolVar(&f.persist, "persist", false, "the session outlives its connection: a transport that ends without shutdown (an editor reload, a crashed agent, a dropped ssh link) detaches it, its commands go on for --linger, and a later toolhost --persist resumes it by sessionId (initializationOptions.resume); its commands are held by a holder process per user and root, which the first toolhost --persist starts")
+	fs.StringVar(&f.stateDir, "state-dir", "", "the `dir` of state that outlives a session: the journals of --persist (default $XDG_STATE_HOME/toolhost, else ~/.local/state/toolhost); created 0700, and refused if another user owns it or others may enter it")
+	fs.DurationVar(&f.linger, "linger", 10*time.Minute, "with --persist, how long a detached session's commands go on before they are killed and the session ends")
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  toolhost [flags]       serve JSON-RPC 2.0 on stdin/stdout (MCP when the first message is an MCP initialize or server/discover)\n  toolhost mcp [flags]   serve the Model Context Protocol on stdin/stdout\n  toolhost demo [flags]  play a short session against a temporary workspace (--mcp: an MCP session)\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage:\n  toolhost [flags]       serve JSON-RPC 2.0 on stdin/stdout (MCP when the first message is an MCP initialize or server/discover)\n  toolhost mcp [flags]   serve the Model Context Protocol on stdin/stdout\n  toolhost demo [flags]  play a short session against a temporary workspace (--mcp: an MCP session)\n  toolhost holder ...    the holder of --persist's sessions, which toolhost --persist starts itself\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -183,6 +193,9 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 
 // run is main without the exit, for tests.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "holder" {
+		return runHolder(args[1:], stderr)
+	}
 	var f flags
 	isDemo := len(args) > 0 && args[0] == "demo"
 	isMCP := len(args) > 0 && args[0] == "mcp"
@@ -235,12 +248,23 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolhost: --framing must be auto, header or ndjson, not %q\n", f.framing)
 		return 2
 	}
-	sb, err := f.sandboxConfig()
+	sb, err := f.sandboxConfig(os.Getenv("HOME"))
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 2
 	}
-	if sb.Mode != tools.SandboxOff {
+	var dirs persist.Dirs
+	if f.persist {
+		if isDemo || isMCP {
+			fmt.Fprintf(stderr, "toolhost: --persist serves toolhost's own protocol; it is not yet supported with %s\n", map[bool]string{true: "demo", false: "mcp"}[isDemo])
+			return 2
+		}
+		if dirs, err = persist.ResolveDirs(f.stateDir); err != nil {
+			fmt.Fprintf(stderr, "toolhost: --persist: %v\n", err)
+			return 2
+		}
+	}
+	if sb.Mode != tools.SandboxOff && !f.persist {
 		// What the kernel can confine is measured while the process starts
 		// and the client's first message is awaited: initialize, which
 		// answers with it, then finds it done.
@@ -252,6 +276,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer closeLog()
+	if f.persist {
+		return f.front(args, dirs, stdin, stdout, stderr, logger)
+	}
 	if sb.NetworkAllow != nil && f.registries && sb.Mode != tools.SandboxOff {
 		reg := startRegistries(logger)
 		defer reg.stop()
@@ -264,34 +291,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 
-	cfg := tools.Config{
-		Root:                 f.root,
-		ReadRoots:            f.readRoots,
-		ArtifactsDir:         f.artifactsDir,
-		KeepArtifacts:        f.keepArtifacts,
-		ArtifactsCapBytes:    f.artifactsCap,
-		KillGrace:            f.killGrace,
-		DefaultTimeout:       f.defaultTimeout,
-		OutputLimit:          f.outputLimit,
-		MaxMessageBytes:      f.maxMessageBytes,
-		MaxProcesses:         f.maxProcesses,
-		DebugMethods:         f.debugMethods,
-		DisableCgroups:       f.noCgroups,
-		Sandbox:              sb,
-		Destinations:         f.destinations,
-		ConnectDestinations:  f.connectDestinations,
-		DestinationBootstrap: f.destinationBootstrap,
-		Version:              version,
-		Env:                  os.Environ(),
-		Logger:               logger,
-	}
-	opts := rpc.Options{
-		Framing:         f.framing,
-		MaxMessageBytes: f.maxMessageBytes,
-		EOFGrace:        f.eofGrace,
-		Version:         version,
-		Logger:          logger,
-	}
+	cfg, opts := f.sessionConfig(sb, os.Environ(), logger)
 	if isDemo && demoMCP {
 		if err := demo.RunMCP(stdout, cfg, opts, version); err != nil {
 			fmt.Fprintf(stderr, "toolhost demo --mcp: %v\n", err)
@@ -379,8 +379,43 @@ var (
 	agentDenyRead = []string{"~/.ssh", "~/.aws", "~/.config/gcloud", "~/.kube", "~/.docker", "~/.netrc", "~/.git-credentials"}
 )
 
-// sandboxConfig checks the sandbox and limit flags.
-func (f *flags) sandboxConfig() (tools.SandboxConfig, error) {
+// sessionConfig returns the configuration of a session the flags give,
+// with env as the server's environment.
+func (f *flags) sessionConfig(sb tools.SandboxConfig, env []string, logger *slog.Logger) (tools.Config, rpc.Options) {
+	cfg := tools.Config{
+		Root:                 f.root,
+		ReadRoots:            f.readRoots,
+		ArtifactsDir:         f.artifactsDir,
+		KeepArtifacts:        f.keepArtifacts,
+		ArtifactsCapBytes:    f.artifactsCap,
+		KillGrace:            f.killGrace,
+		DefaultTimeout:       f.defaultTimeout,
+		OutputLimit:          f.outputLimit,
+		MaxMessageBytes:      f.maxMessageBytes,
+		MaxProcesses:         f.maxProcesses,
+		DebugMethods:         f.debugMethods,
+		DisableCgroups:       f.noCgroups,
+		Sandbox:              sb,
+		Destinations:         f.destinations,
+		ConnectDestinations:  f.connectDestinations,
+		DestinationBootstrap: f.destinationBootstrap,
+		Version:              version,
+		Env:                  env,
+		Logger:               logger,
+	}
+	opts := rpc.Options{
+		Framing:         f.framing,
+		MaxMessageBytes: f.maxMessageBytes,
+		EOFGrace:        f.eofGrace,
+		Version:         version,
+		Logger:          logger,
+	}
+	return cfg, opts
+}
+
+// sandboxConfig checks the sandbox and limit flags; home is the server's
+// $HOME, for "~" in --deny-read.
+func (f *flags) sandboxConfig(home string) (tools.SandboxConfig, error) {
 	c := tools.SandboxConfig{
 		Mode:       f.sandbox,
 		Filesystem: protocol.SandboxFilesystem(f.sandboxDefault),
@@ -414,7 +449,7 @@ func (f *flags) sandboxConfig() (tools.SandboxConfig, error) {
 		return c, fmt.Errorf("--network-allow-registries needs --sandbox-network allow, not %s", f.sandboxNetwork)
 	}
 	c.Protect, c.DenyRead = f.protect, f.denyRead
-	c.Home = os.Getenv("HOME")
+	c.Home = home
 	for _, d := range f.writable {
 		if !filepath.IsAbs(d) {
 			return c, fmt.Errorf("--writable must be an absolute path, not %q", d)

@@ -86,9 +86,13 @@ func (c *conn) send(n note) {
 	if s == nil {
 		return
 	}
-	if n.critical {
+	switch {
+	case n.method == protocol.NotifyToolResult:
+		// The far session's seq is replaced by this session's.
+		s.NotifyNumbered(n.method, n.params)
+	case n.critical:
 		s.NotifyCritical(n.method, n.params)
-	} else {
+	default:
 		s.Notify(n.method, n.params)
 	}
 }

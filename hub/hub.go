@@ -25,8 +25,11 @@ type Sink interface {
 	// far behind (output, heartbeat, stepTransition).
 	Notify(method string, params any)
 	// NotifyCritical sends a notification that is never dropped
-	// (toolResult, $/progress end).
+	// ($/progress end).
 	NotifyCritical(method string, params any)
+	// NotifyNumbered sends a notification that is never dropped and
+	// carries the session's next seq in place of any it has (toolResult).
+	NotifyNumbered(method string, params any)
 }
 
 // Timeouts of the hub.

@@ -188,7 +188,7 @@ func TestWaitTimesOutThenAnswersTheEnd(t *testing.T) {
 	if res.Status != protocol.StatusCompleted || res.Stdout != "a\nb\n" {
 		t.Errorf("wait that saw the end: %+v", res)
 	}
-	if diff := cmp.Diff(s.toolResultOf(h.HandleID), res); diff != "" {
+	if diff := cmp.Diff(s.toolResultOf(h.HandleID), res, ignoreSeq); diff != "" {
 		t.Errorf("wait mismatch (-toolResult +wait):\n%s", diff)
 	}
 	var again protocol.ToolResult
@@ -220,7 +220,7 @@ func TestFiveConcurrentWaitsOnOneHandleAllAnswer(t *testing.T) {
 		if e := s.answer(w, &res); e != nil {
 			t.Fatalf("wait %d: %v", i, e)
 		}
-		if diff := cmp.Diff(final, res); diff != "" {
+		if diff := cmp.Diff(final, res, ignoreSeq); diff != "" {
 			t.Errorf("wait %d mismatch (-toolResult +wait):\n%s", i, diff)
 		}
 	}

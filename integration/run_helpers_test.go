@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +17,10 @@ import (
 
 	"github.com/toolhost/toolhost/protocol"
 )
+
+// ignoreSeq compares ToolResults without seq, which only the toolResult
+// notification carries.
+var ignoreSeq = cmpopts.IgnoreFields(protocol.ToolResult{}, "Seq")
 
 // errData returns an error answer's data (the zero value if it has none).
 func errData(e *protocol.Error) protocol.ErrorData {

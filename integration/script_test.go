@@ -446,6 +446,8 @@ func normalizeValue(key string, v any, paths func(string) string) any {
 			return "<version>"
 		case "framing":
 			return "<framing>"
+		case "sessionId":
+			return "<session>"
 		}
 		return paths(x)
 	case float64:

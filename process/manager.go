@@ -132,6 +132,10 @@ type Config struct {
 	BaseEnv []string
 	// RecentHandles bounds the finished handles kept queryable (default 256).
 	RecentHandles int
+	// FirstID is the number after which commands and handles are
+	// numbered: a session a later server took over keeps its handles'
+	// ids apart from those of the server before.
+	FirstID uint64
 	// DisableCgroups keeps commands out of cgroups even where a writable
 	// cgroup2 hierarchy exists; descendants are then attributed by their
 	// TOOLHOST_COMMAND marker only.
@@ -236,6 +240,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	_, _ = rand.Read(b[:])
 	m := &Manager{
 		cfg:          cfg,
+		nextID:       cfg.FirstID,
 		log:          cfg.Logger,
 		allow:        allow,
 		baseEnv:      allow.filter(cfg.BaseEnv),

@@ -216,3 +216,6 @@ func (g *cgroup) remove() error {
 	}
 	return cgroupfs.Remove(g.dir)
 }
+
+// path returns the session's cgroup directory.
+func (s *cgroupSession) path() string { return s.dir }

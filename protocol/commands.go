@@ -17,9 +17,12 @@ const (
 	StatusCompleted Status = "completed"
 	StatusTimedOut  Status = "timedOut"
 	StatusCancelled Status = "cancelled"
-	// StatusLost says the transport to the destination that ran the
-	// command died first: what became of the command is not known here
-	// (its far side ends every process when its stdin ends).
+	// StatusLost says what held the command died first: the transport
+	// to the destination that ran it (its far side ends every process
+	// when its stdin ends, unless it persists and stays unreachable past
+	// its linger), or the process that held a persisted session (a later
+	// server killed what was left of its tree). What became of the
+	// command is not known.
 	StatusLost Status = "lost"
 )
 
@@ -315,6 +318,10 @@ type ToolResult struct {
 	// HandleID names the handle of a longRunning, or of a runCommand that
 	// yielded; a runCommand that ended before its yieldMs has none.
 	HandleID string `json:"handleId,omitempty"`
+	// Seq numbers the toolResult notifications of a session, from 1, in
+	// the order they are made; initializationOptions.resume.lastSeq
+	// names one. Absent from the answers of runCommand, wait and cancel.
+	Seq int64 `json:"seq,omitempty"`
 	// Status is "completed" (the command exited by itself, whatever its
 	// code), "timedOut" or "cancelled" (cancel, $/cancelRequest,
 	// window/workDoneProgress/cancel, the session's end). The first stop

@@ -55,4 +55,5 @@ var (
 	ErrSandboxUnavailable     = &Error{Code: CodeSandboxUnavailable, Message: "sandbox unavailable"}
 	ErrNotRunning             = &Error{Code: CodeNotRunning, Message: "not running"}
 	ErrDestinationUnavailable = &Error{Code: CodeDestinationUnavailable, Message: "destination unavailable"}
+	ErrSessionNotFound        = &Error{Code: CodeSessionNotFound, Message: "session not found"}
 )

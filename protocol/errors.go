@@ -21,6 +21,7 @@ const (
 	CodeSandboxUnavailable     = -32010 // a command asks for confinement the kernel cannot give (data.missing)
 	CodeNotRunning             = -32011 // writeInput, resize or signal to a handle that has ended, or whose input is closed (data.handleId, data.status)
 	CodeDestinationUnavailable = -32012 // a destination that cannot be started or initialized, or whose transport died (data.destination, data.reason)
+	CodeSessionNotFound        = -32030 // a resume of a session that is unknown, expired, ended, or another user's (data.sessionId, data.reason)
 )
 
 // ErrorData is the data of every error toolhost sends: what and where.
@@ -63,4 +64,6 @@ type ErrorData struct {
 	Status Status `json:"status,omitempty"`
 	// Destination names the destination that could not be reached.
 	Destination string `json:"destination,omitempty"`
+	// SessionID names the session of a SessionNotFound.
+	SessionID string `json:"sessionId,omitempty"`
 }

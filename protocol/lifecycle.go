@@ -89,6 +89,10 @@ type InitializationOptions struct {
 	// OutputLimitBytes is the inline output kept per stream of a command
 	// that gives none, 1 to 4 MiB. Default: --output-limit-bytes (64 KiB).
 	OutputLimitBytes *int64 `json:"outputLimitBytes,omitempty"`
+	// Resume asks for a session a server run with --persist still holds
+	// (see [ResumeOptions]); the other options are then those the session
+	// was created with, and these are ignored.
+	Resume *ResumeOptions `json:"resume,omitempty"`
 	// Sandbox tightens the session's default confinement of commands
 	// (--sandbox-default, --sandbox-network): a filesystem mode at least as
 	// strict, network off where it is on. A looser one is InvalidParams.
@@ -106,6 +110,9 @@ type EnvOptions struct {
 // InitializeResult is the result of initialize. Every path in it is a
 // resolved real path.
 type InitializeResult struct {
+	// SessionID names the session: the same for every connection that
+	// resumes it. Under --persist, initializationOptions.resume takes it.
+	SessionID    string             `json:"sessionId"`
 	ServerInfo   ServerInfo         `json:"serverInfo"`
 	Capabilities ServerCapabilities `json:"capabilities"`
 	Workspace    WorkspaceInfo      `json:"workspace"`
@@ -139,6 +146,10 @@ type ServerCapabilities struct {
 	// Sandbox says what confinement of commands the kernel offers and what
 	// the session applies by default.
 	Sandbox SandboxCapability `json:"sandbox"`
+	// Resume says the session outlives its connection (--persist): a
+	// transport that ends without shutdown detaches it, and a later
+	// initialize may resume it.
+	Resume bool `json:"resume"`
 }
 
 // WorkspaceInfo gives the resolved real paths the session works in.

@@ -31,6 +31,7 @@ const (
 	MethodResize        = "resize"
 	MethodSignal        = "signal"
 	MethodDestinations  = "destinations"
+	MethodSessions      = "sessions"
 	MethodCancelRequest = "$/cancelRequest" // a notification, though LSP calls it a method
 )
 
@@ -258,6 +259,10 @@ var (
 	// DestinationsRequest lists the destinations the session may use, with
 	// the state of each one's transport. It never connects one.
 	DestinationsRequest = RequestType[DestinationsParams, DestinationList](MethodDestinations)
+	// SessionsRequest lists this OS user's sessions for this root: under
+	// --persist every session the holder keeps, attached or detached;
+	// otherwise only this one.
+	SessionsRequest = RequestType[SessionsParams, SessionList](MethodSessions)
 )
 
 // Notifications the client sends.

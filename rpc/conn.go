@@ -51,6 +51,19 @@ type Options struct {
 	Table *Table
 	// Lifecycle is told when the session starts and ends.
 	Lifecycle Lifecycle
+	// Persist keeps the session's work when the connection ends without
+	// shutdown (the end of input, exit, a write that fails): the session
+	// is left detached, its numbered notifications kept for a later
+	// connection (Session.MoveTo), and a Lifecycle that is a [Detacher] is
+	// told. Without it, the end of the connection ends the session.
+	Persist bool
+}
+
+// Detacher is a Lifecycle told when its session is left detached.
+type Detacher interface {
+	// Detached says the connection that served s ended without shutdown
+	// and s's work goes on; reason says why.
+	Detached(s *Session, reason string)
 }
 
 // lifecycleState is where a session is in its lifecycle.
@@ -86,9 +99,12 @@ const handOverAfter = 100 * time.Microsecond
 // one table of requests in flight knows which request every answer belongs
 // to, and one writer (the outbox) sends everything.
 type Server struct {
-	opts    Options
-	log     *slog.Logger
-	session *Session
+	opts Options
+	log  *slog.Logger
+	// session is the session the connection serves: its own, or the one a
+	// resume moved it to (Session.MoveTo) during initialize, before any
+	// other request is served.
+	session atomic.Pointer[Session]
 
 	framing string  // decided once the first byte is read
 	out     *outbox // the one outbound writer
@@ -142,6 +158,7 @@ type Server struct {
 type request struct {
 	id     jsonrpc2.ID
 	method string
+	srv    *Server // the connection it came on
 	cancel context.CancelCauseFunc
 	batch  *batch // the batch it came in, or nil
 	// detached and afterReply are guarded by Server.mu. afterReply runs
@@ -196,7 +213,7 @@ func NewServer(opts Options) *Server {
 		ended:    make(chan struct{}),
 	}
 	s.idle = sync.NewCond(&s.mu)
-	s.session = &Session{srv: s}
+	s.session.Store(newSession(s, opts.Persist))
 	s.root, s.endRoot = context.WithCancelCause(context.Background())
 	return s
 }
@@ -291,12 +308,12 @@ func (s *Server) readLoop(fr *frameReader) {
 		// The client's transport is gone both ways: no answer can reach
 		// it, so nothing is worth waiting for.
 		s.log.Info("input closed and nothing reads the output; ending now")
-		s.End("input closed, output unread")
+		s.finish("input closed, output unread")
 		return
 	}
 	s.log.Info("input closed; waiting for requests in flight", "grace", s.opts.EOFGrace)
 	s.waitIdle(s.opts.EOFGrace)
-	s.End("input closed")
+	s.finish("input closed")
 }
 
 // handOver gives the reading to a spare reader, or to a new goroutine
@@ -453,7 +470,7 @@ func (s *Server) handle(m message, b *batch) *job {
 // that goroutine is counted in handlers before call returns.
 func (s *Server) call(m message, b *batch) *job {
 	ctx, cancel := context.WithCancelCause(s.root)
-	req := &request{id: m.id, method: m.method, cancel: cancel, batch: b}
+	req := &request{id: m.id, method: m.method, srv: s, cancel: cancel, batch: b}
 	ctx = context.WithValue(ctx, requestKey{}, req)
 
 	s.mu.Lock()
@@ -505,7 +522,7 @@ func (s *Server) call(m message, b *batch) *job {
 		return nil
 	}
 	if h.inline {
-		res, e := s.run(ctx, m.method, func() ([]byte, error) { return h.serve(ctx, s.session, m.params) })
+		res, e := s.run(ctx, m.method, func() ([]byte, error) { return h.serve(ctx, s.session.Load(), m.params) })
 		s.reply(req, res, e)
 		return nil
 	}
@@ -519,7 +536,7 @@ func (s *Server) call(m message, b *batch) *job {
 	s.handlers.Add(1)
 	s.mu.Unlock()
 	method, params := m.method, m.params
-	work := func() ([]byte, error) { return h.serve(ctx, s.session, params) }
+	work := func() ([]byte, error) { return h.serve(ctx, s.session.Load(), params) }
 	if h.ordered != nil {
 		// The first part runs here, in wire order; the rest, if any,
 		// concurrently. The rest does not hold the frame: a writeInput
@@ -531,7 +548,7 @@ func (s *Server) call(m message, b *batch) *job {
 				res []byte
 				err error
 			)
-			res, rest, err = h.ordered(ctx, s.session, params)
+			res, rest, err = h.ordered(ctx, s.session.Load(), params)
 			return res, err
 		})
 		params = nil
@@ -715,7 +732,7 @@ func (s *Server) waitRoom(call bool) {
 func (s *Server) notification(method string, params []byte) {
 	switch method {
 	case protocol.NotifyExit:
-		go s.End("exit") // owned by Serve through ended; End waits for handlers, and this is the read loop
+		go s.finish("exit") // owned by Serve through ended; it waits for handlers, and this is the read loop
 		return
 	case protocol.MethodCancelRequest:
 		s.cancelRequest(params)
@@ -739,7 +756,7 @@ func (s *Server) notification(method string, params []byte) {
 			s.log.Error("notification handler panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	if err := h(s.root, s.session, params); err != nil {
+	if err := h(s.root, s.session.Load(), params); err != nil {
 		s.log.Warn("bad notification", "method", method, "err", err)
 	}
 }

@@ -20,14 +20,15 @@ func (s *Server) initialize(ctx context.Context, raw []byte) ([]byte, *protocol.
 	if err := decodeParams(raw, &p, false); err != nil {
 		return nil, toError(protocol.MethodInitialize, err)
 	}
+	sess := s.session.Load()
 	if p.Capabilities != nil {
-		s.session.mu.Lock()
-		s.session.caps = *p.Capabilities
-		s.session.mu.Unlock()
+		sess.mu.Lock()
+		sess.caps = *p.Capabilities
+		sess.mu.Unlock()
 	}
 	res := &protocol.InitializeResult{}
 	if s.opts.Lifecycle != nil {
-		r, err := s.opts.Lifecycle.Initialize(ctx, s.session, &p)
+		r, err := s.opts.Lifecycle.Initialize(ctx, sess, &p)
 		if err != nil {
 			return nil, toError(protocol.MethodInitialize, err)
 		}
@@ -106,7 +107,32 @@ func (s *Server) waitIdle(d time.Duration) {
 // all work, answers what is in flight, flushes the output and then lets
 // Serve return. It is idempotent and may be called from any goroutine (a
 // signal handler, exit, the end of input).
-func (s *Server) End(reason string) {
+func (s *Server) End(reason string) { s.end(reason, true) }
+
+// finish ends the connection at the end of its input or at exit: under
+// Persist, without shutdown first, it leaves the session's work running
+// (release); otherwise it ends the session (End).
+func (s *Server) finish(reason string) {
+	s.mu.Lock()
+	keep := s.opts.Persist && !s.shutdownSeen
+	s.mu.Unlock()
+	s.end(reason, !keep)
+}
+
+// release ends the connection and leaves its session detached, its work
+// running: see Options.Persist.
+func (s *Server) release(reason string) { s.end(reason, false) }
+
+// isEnding reports whether the connection is ending or has ended.
+func (s *Server) isEnding() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == stateEnding
+}
+
+// end ends the connection; with work, the session's work as well (End),
+// else it leaves the session detached (release).
+func (s *Server) end(reason string, work bool) {
 	s.endOnce.Do(func() {
 		s.mu.Lock()
 		code := 1
@@ -123,7 +149,15 @@ func (s *Server) End(reason string) {
 		s.idle.Broadcast()
 		s.mu.Unlock()
 		s.signalRoom()
-		s.log.Info("session ending", "reason", reason, "exitCode", code)
+		sess := s.session.Load()
+		if work {
+			s.log.Info("session ending", "reason", reason, "exitCode", code)
+		} else {
+			// Nothing more is queued for this connection: what the
+			// session sends from now on waits for the next one.
+			sess.unbind(s)
+			s.log.Info("connection ending; the session is detached and its work goes on", "reason", reason, "exitCode", code)
+		}
 
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.EndTimeout)
 		defer cancel()
@@ -131,7 +165,7 @@ func (s *Server) End(reason string) {
 		for _, fn := range fns {
 			fn()
 		}
-		if s.opts.Lifecycle != nil {
+		if work && s.opts.Lifecycle != nil {
 			s.opts.Lifecycle.Shutdown(ctx)
 		}
 		// Handlers answer once their contexts are cancelled; wait for them
@@ -154,7 +188,18 @@ func (s *Server) End(reason string) {
 				s.log.Warn("notifications dropped while the client read too slowly", "count", n)
 			}
 		}
+		if work {
+			sess.unbind(s)
+		} else if d, ok := s.opts.Lifecycle.(Detacher); ok {
+			d.Detached(sess, reason)
+		}
 		s.exitCode = code
 		close(s.ended)
 	})
 }
+
+// Release ends the connection as the end of its input does: under
+// Persist, unless shutdown came first, the session is left detached and
+// its work goes on; otherwise the session ends. A holder calls it when
+// the process that handed it the connection is gone.
+func (s *Server) Release(reason string) { s.finish(reason) }

@@ -41,6 +41,9 @@ type outItem struct {
 	body []byte      // an encoded message; nil for a coalesced item
 	key  string      // the coalescing key of a coalesced item
 	pend Coalescable // the pending coalesced notification
+	// then, if set, runs once the message is written to the output; never
+	// if it is not (the output failed, or the outbox stopped first).
+	then func()
 }
 
 // outbox is the one outbound writer of a session. Every message the server
@@ -136,6 +139,19 @@ func (o *outbox) send(body []byte, droppable bool) {
 		return
 	}
 	o.queue = append(o.queue, &outItem{body: body})
+	o.queued += int64(len(body))
+	o.signal()
+}
+
+// sendThen queues an encoded message that is never dropped, and runs then
+// once it has been written to the output.
+func (o *outbox) sendThen(body []byte, then func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || o.broken {
+		return
+	}
+	o.queue = append(o.queue, &outItem{body: body, then: then})
 	o.queued += int64(len(body))
 	o.signal()
 }
@@ -313,6 +329,9 @@ func (o *outbox) run() {
 		if err != nil {
 			o.log.Warn("output failed; discarding further messages", "err", err)
 			return
+		}
+		if it.then != nil {
+			it.then()
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/protocol"
@@ -21,6 +22,11 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 	opts := p.InitializationOptions
 	if opts == nil {
 		opts = &protocol.InitializationOptions{}
+	}
+	if opts.Resume != nil {
+		// A server that persists answers a resume before it reaches here.
+		return nil, sessionNotFound(opts.Resume.SessionID, protocol.SessionNoPersist,
+			"session not found: this server was not started with --persist, so no session outlives its connection")
 	}
 	root, err := t.chooseRoot(p)
 	if err != nil {
@@ -99,6 +105,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 		BaseEnv:           t.cfg.Env,
 		DisableCgroups:    t.cfg.DisableCgroups,
 		TempRoot:          conf.tmpRoot(),
+		FirstID:           t.cfg.FirstID,
 		Logger:            newClientLog(t.log, s),
 	})
 	if err != nil {
@@ -118,6 +125,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 	t.killGrace = killGrace
 	t.artifacts = artifacts
 	t.conf = conf
+	t.createdAt = time.Now().UTC()
 	t.mu.Unlock()
 	sandboxCap := conf.capability()
 	if conf.mode == SandboxAuto && !sandboxCap.Available {
@@ -126,7 +134,8 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 	t.log.Info("workspace ready", "root", ws.Root(), "readRoots", ws.ReadRoots(), "artifactsDir", ws.ArtifactsDir())
 
 	res := &protocol.InitializeResult{
-		Capabilities: protocol.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap},
+		SessionID:    t.sessionID,
+		Capabilities: protocol.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap, Resume: t.cfg.Persist},
 		Workspace: protocol.WorkspaceInfo{
 			Root:         ws.Root(),
 			ReadRoots:    append([]string{}, ws.ReadRoots()...),
@@ -148,7 +157,7 @@ func (t *Tools) chooseRoot(p *protocol.InitializeParams) (string, error) {
 	var client, field string
 	switch {
 	case p.RootURI != nil && *p.RootURI != "":
-		path, err := uriPath(*p.RootURI)
+		path, err := URIPath(*p.RootURI)
 		if err != nil {
 			return "", protocol.InvalidParams("rootUri", "%v", err)
 		}
@@ -192,7 +201,7 @@ func (t *Tools) chooseReadRoots(root string, client []string) ([]string, error) 
 		path := c
 		if strings.HasPrefix(c, "file:") {
 			var err error
-			if path, err = uriPath(c); err != nil {
+			if path, err = URIPath(c); err != nil {
 				return nil, protocol.InvalidParams(field, "%v", err)
 			}
 		}
@@ -242,8 +251,8 @@ func narrow(bounds workspace.Config, field, path string) (string, error) {
 	return dir, nil
 }
 
-// uriPath returns the path of a file URI.
-func uriPath(uri string) (string, error) {
+// URIPath returns the path of a file URI.
+func URIPath(uri string) (string, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return "", fmt.Errorf("not a URI: %v", err)

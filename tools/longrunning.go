@@ -119,6 +119,7 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *protocol.Lon
 // goroutine and Shutdown waits for it, so a session's end still sends
 // every result.
 func (t *Tools) sendToolResult(s *rpc.Session, answered <-chan struct{}, w *watcher, cmd *process.Command, token *protocol.ProgressToken, wantToken bool) {
+	t.handleStarted(cmd, cmd.Snapshot().Label)
 	t.senders.Go(func() {
 		// The response that names the handle goes first: before the
 		// window/workDoneProgress/create request that names it, and before
@@ -133,7 +134,7 @@ func (t *Tools) sendToolResult(s *rpc.Session, answered <-chan struct{}, w *watc
 		if token != nil {
 			t.untrackToken(*token)
 		}
-		s.NotifyCritical(protocol.NotifyToolResult, res)
+		s.NotifyNumbered(protocol.NotifyToolResult, res)
 	})
 }
 

@@ -62,6 +62,21 @@ type Config struct {
 	// the allowlist.
 	Env    []string
 	Logger *slog.Logger
+
+	// Persist says the session outlives its connection (--persist):
+	// initialize answers capabilities.resume.
+	Persist bool
+	// SessionID, when set, is the session's id (a session a later server
+	// took over keeps its own); else a fresh one is made.
+	SessionID string
+	// FirstID is the number after which commands and handles are
+	// numbered (see process.Config.FirstID).
+	FirstID uint64
+	// Sessions, when set (under --persist), lists this user's sessions
+	// for this root, for the sessions method; else it lists this one.
+	Sessions func() []protocol.SessionInfo
+	// OnHandle, when set, is told of every handle as it starts.
+	OnHandle func(HandleStarted)
 }
 
 // The --sandbox modes.
@@ -137,6 +152,12 @@ type Tools struct {
 	// senders are the goroutines that wait for a handle to end and send its
 	// toolResult; Shutdown waits for them.
 	senders conc.WaitGroup
+
+	sessionID string    // set by New, read-only
+	createdAt time.Time // set by Initialize, read-only after it
+	// adopted are the final results of handles a server before this one
+	// held (AdoptResults), by handle id; guarded by mu.
+	adopted map[string]protocol.ToolResult
 }
 
 // New returns the tools for one session.
@@ -150,7 +171,11 @@ func New(cfg Config) *Tools {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = 2 * time.Second
 	}
-	return &Tools{cfg: cfg, log: cfg.Logger, hub: hub.New(cfg.Destinations, hub.Options{Logger: cfg.Logger, Version: cfg.Version, Bootstrap: cfg.DestinationBootstrap}), tokens: make(map[string]*process.Command)}
+	id := cfg.SessionID
+	if id == "" {
+		id = newSessionID()
+	}
+	return &Tools{cfg: cfg, log: cfg.Logger, hub: hub.New(cfg.Destinations, hub.Options{Logger: cfg.Logger, Version: cfg.Version, Bootstrap: cfg.DestinationBootstrap}), tokens: make(map[string]*process.Command), sessionID: id}
 }
 
 // NewServer returns a server that serves the tools over JSON-RPC.
@@ -180,6 +205,7 @@ func (t *Tools) Register(tab *rpc.Table) {
 	rpc.HandleOrdered(tab, protocol.ResizeRequest, t.resize) // an ioctl on the read loop; a destination's later
 	rpc.HandleOrdered(tab, protocol.SignalRequest, t.signal) // a kill(2) on the read loop; a destination's later
 	rpc.HandleInline(tab, protocol.DestinationsRequest, t.destinations)
+	rpc.HandleInline(tab, protocol.SessionsRequest, t.sessions)
 	rpc.HandleNotification(tab, protocol.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
 	tab.Sends(protocol.NotifyToolResult, protocol.NotifyStepTransition, protocol.NotifyHeartbeat, protocol.NotifyOutput,
 		protocol.NotifyEvent, protocol.NotifyPortOpened, protocol.NotifyPortClosed,

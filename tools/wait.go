@@ -34,6 +34,9 @@ func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *protocol.WaitParams
 	_, mgr := t.state()
 	cmd, ok := mgr.Lookup(p.HandleID)
 	if !ok {
+		if r, ok := t.adoptedResult(p.HandleID); ok {
+			return &r, nil
+		}
 		return nil, handleNotFound(p.HandleID)
 	}
 	select {

@@ -108,3 +108,13 @@ func subtree(dir string, out []string) []string {
 	}
 	return append(out, dir)
 }
+
+// RemoveTree kills every process in the cgroup dir and beneath it, then
+// removes its subtree: what a dead server's session left, which a later
+// server names from its journal. A dir already gone is no error.
+func RemoveTree(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return removeTree(dir)
+}

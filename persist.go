@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost/persist"
+	"github.com/toolhost/toolhost/protocol"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/tools"
+)
+
+// frontPeek bounds what a front reads of the first message to learn the
+// root: a larger initialize is served without --persist.
+const frontPeek = 1 << 20
+
+// front serves the session under --persist: it reads the client's first
+// message to learn the root (when --root does not give it) and hands the
+// connection to the root's holder (package persist). A first message
+// that names no root is served here, without persistence, with a warning.
+func (f *flags) front(args []string, dirs persist.Dirs, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
+	in, okIn := stdin.(*os.File)
+	out, okOut := stdout.(*os.File)
+	errf, okErr := stderr.(*os.File)
+	if !okIn || !okOut || !okErr {
+		fmt.Fprintln(stderr, "toolhost: --persist needs stdin, stdout and stderr that are files (pipes, sockets, terminals)")
+		return 2
+	}
+	br := bufio.NewReaderSize(in, frontPeek)
+	prefix := peekFirst(br)
+	root := f.root
+	if root == "" {
+		root = rootOf(prefix)
+	}
+	if root != "" {
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs
+		}
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			root = real
+		}
+	}
+	if root == "" {
+		logger.Warn("--persist: the first message names no root (and there is no --root); this session is served without persistence")
+		g := *f
+		g.persist = false
+		sb, _ := g.sandboxConfig(os.Getenv("HOME"))
+		if sb.Mode != tools.SandboxOff {
+			sandbox.ProbeInBackground()
+		}
+		cfg, opts := g.sessionConfig(sb, os.Environ(), logger)
+		return tools.NewServer(cfg, opts).Serve(br, stdout)
+	}
+	cwd, _ := os.Getwd()
+	var holderArgs []string
+	holderArgs = append(holderArgs, "--log-level", f.logLevel)
+	code, err := persist.Serve(persist.FrontConfig{
+		Dirs: dirs, Root: root, Build: persist.BuildID(version),
+		Args: args, Env: os.Environ(), Cwd: cwd, HolderArgs: holderArgs,
+	}, prefix, in, out, errf)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost: --persist: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// peekFirst returns every byte buffered once br holds the first whole
+// message (or its input ended, or the buffer is full), reading nothing
+// more than the client sent.
+func peekFirst(br *bufio.Reader) []byte {
+	for {
+		b, _ := br.Peek(br.Buffered())
+		if persistFirstWhole(b) || len(b) >= br.Size() {
+			return slices.Clone(b)
+		}
+		// More is needed: wait for at least one more byte.
+		if _, err := br.Peek(len(b) + 1); err != nil {
+			b, _ = br.Peek(br.Buffered())
+			return slices.Clone(b)
+		}
+	}
+}
+
+// persistFirstWhole reports whether b holds a whole first message.
+func persistFirstWhole(b []byte) bool {
+	return persist.FirstMessage(b) != nil
+}
+
+// rootOf returns the root an initialize in prefix names (rootUri, else
+// rootPath), or "".
+func rootOf(prefix []byte) string {
+	body := persist.FirstMessage(prefix)
+	var m struct {
+		Method string                    `json:"method"`
+		Params protocol.InitializeParams `json:"params"`
+	}
+	if body == nil || json.Unmarshal(body, &m) != nil || m.Method != protocol.MethodInitialize {
+		return ""
+	}
+	p := m.Params
+	if p.RootURI != nil && *p.RootURI != "" {
+		if path, err := tools.URIPath(*p.RootURI); err == nil {
+			return path
+		}
+		return ""
+	}
+	if p.RootPath != nil {
+		return *p.RootPath
+	}
+	return ""
+}
+
+// runHolder runs `toolhost holder`: the process that holds one root's
+// persisted sessions. toolhost --persist starts it; its stderr is its log
+// file.
+func runHolder(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("toolhost holder", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	root := fs.String("root", "", "the root whose sessions it holds")
+	state := fs.String("state-dir", "", "the state directory")
+	run := fs.String("run-dir", "", "the directory of its socket and lock")
+	level := fs.String("log-level", "info", "log level")
+	idle := fs.Duration("idle", 2*time.Second, "how long it waits without sessions before it exits")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *root == "" || *state == "" || *run == "" {
+		fmt.Fprintln(stderr, "toolhost holder: --root, --state-dir and --run-dir are required; toolhost --persist starts it")
+		return 2
+	}
+	logger, closeLog, err := newLogger(*level, "", stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolhost holder: %v\n", err)
+		return 2
+	}
+	defer closeLog()
+	sandbox.ProbeInBackground()
+	var reg holderRegistries
+	defer reg.stop()
+	return persist.RunHolder(persist.HolderConfig{
+		Root: *root, Dirs: persist.Dirs{State: *state, Run: *run}, Build: persist.BuildID(version), Idle: *idle,
+		Configure: func(args, env []string, cwd string, logs io.Writer) (persist.SessionConfig, error) {
+			return configureSession(args, env, cwd, logs, &reg, logger)
+		},
+		Logger: logger, Log: stderr,
+	})
+}
+
+// configureSession turns a front's command line into its session's
+// configuration, as run would for a session it served itself. Relative
+// paths are the front's directory's.
+func configureSession(args, env []string, cwd string, logs io.Writer, reg *holderRegistries, holderLog *slog.Logger) (persist.SessionConfig, error) {
+	var f flags
+	f.sandboxNetwork = "on"
+	var msgs bytes.Buffer
+	fs := newFlagSet("toolhost", &f, &msgs)
+	if err := fs.Parse(args); err != nil {
+		return persist.SessionConfig{}, fmt.Errorf("the command line: %v", err)
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "network-allow-registries" && f.registries {
+			f.registriesGiven = true
+		}
+	})
+	abs := func(p string) string {
+		if p != "" && !filepath.IsAbs(p) {
+			return filepath.Join(cwd, p)
+		}
+		return p
+	}
+	f.root, f.artifactsDir = abs(f.root), abs(f.artifactsDir)
+	for i := range f.readRoots {
+		f.readRoots[i] = abs(f.readRoots[i])
+	}
+	home := ""
+	for _, kv := range env {
+		if v, ok := cutEnv(kv, "HOME"); ok {
+			home = v
+		}
+	}
+	sb, err := f.sandboxConfig(home)
+	if err != nil {
+		return persist.SessionConfig{}, err
+	}
+	logger, _, err := newLogger(f.logLevel, "", logs)
+	if err != nil {
+		return persist.SessionConfig{}, err
+	}
+	if sb.NetworkAllow != nil && f.registries && sb.Mode != tools.SandboxOff {
+		r := reg.get(holderLog)
+		sb.Registries = func(ctx context.Context) []string { return r.wait(ctx) }
+	}
+	cfg, opts := f.sessionConfig(sb, env, logger)
+	return persist.SessionConfig{Tools: cfg, RPC: opts, Linger: f.linger}, nil
+}
+
+// cutEnv returns the value of key in an environment entry kv.
+func cutEnv(kv, key string) (string, bool) {
+	if len(kv) > len(key) && kv[len(key)] == '=' && kv[:len(key)] == key {
+		return kv[len(key)+1:], true
+	}
+	return "", false
+}
+
+// holderRegistries reads the registries' hosts once for every session of
+// a holder, at the first that needs them.
+type holderRegistries struct {
+	once sync.Once
+	r    *registries
+}
+
+func (h *holderRegistries) get(log *slog.Logger) *registries {
+	h.once.Do(func() { h.r = startRegistries(log) })
+	return h.r
+}
+
+func (h *holderRegistries) stop() {
+	h.once.Do(func() {})
+	if h.r != nil {
+		h.r.stop()
+	}
+}

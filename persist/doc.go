@@ -1,0 +1,63 @@
+// Package persist keeps sessions alive past their connection (--persist):
+// an editor reload, a crashed agent or a dropped ssh link detaches a
+// session instead of killing its commands, and a later toolhost resumes
+// it by id, with every toolResult delivered exactly once.
+//
+// # Who holds the commands
+//
+// A holder: one daemon per OS user, workspace root and toolhost build,
+// started by the first `toolhost --persist` for that root and left
+// running in a session of its own (setsid), so that neither the client's
+// end nor a signal to its process group reaches the commands. Every
+// `toolhost --persist` is then a thin front: it reads the client's first
+// message (to learn the root when --root does not give it), connects to
+// the holder's unix socket, starting the holder if none answers, and
+// hands it its stdin, stdout and stderr (SCM_RIGHTS) with the bytes it
+// has read, its command line, environment and directory. The holder
+// serves the connection on those descriptors itself, so a request costs
+// what it costs without --persist: no byte is relayed. The front waits
+// until the holder says the connection ended, and exits with the code the
+// holder gives. The cost: one more process per root while sessions live,
+// and the start of the first session (the holder's exec, about 10 ms).
+//
+// # Who may attach
+//
+// The socket lies in a directory only its owner may enter: 0700 under
+// $XDG_RUNTIME_DIR/toolhost, or under the state directory's run/ when that
+// is unset. A directory with another owner or a wider mode is refused,
+// never used. The holder checks each connection's peer credentials
+// (SO_PEERCRED) and serves only its own user; the session id alone is
+// never enough. One lock file per holder (flock) makes it the only holder
+// of its root: a socket left by a holder that died is found stale (its
+// lock is free) and replaced.
+//
+// # The journal
+//
+// Each persisted session has a journal in the state directory
+// (--state-dir, default $XDG_STATE_HOME/toolhost, else
+// ~/.local/state/toolhost): sessions/<id>.journal, one JSON record a
+// line, appended with a single write each (what a killed holder wrote is
+// in the page cache, so nothing short of a machine crash loses it; a torn
+// last line is ignored). Its first record has the format's version ("v":
+// 1), the session's root, its initialize params, the holder's pid and
+// start time, and what the session's commands could leave behind (their
+// marker and cgroup directory). Then: each handle as it starts, each
+// toolResult with its seq as it is made, and each seq once written to a
+// connection. A session that ends is rewritten, whole (temporary file,
+// fsync, rename), as one tombstone line saying why, so that a resume of it
+// is told "ended" or "expired"; tombstones go after a week.
+//
+// A holder that starts finds the journals of its root whose holder is
+// dead: it kills what is left of their commands (the cgroup whole, and
+// every process carrying their marker), ends each handle that has no
+// toolResult in one with status "lost", appends it to the journal, and
+// keeps the session, detached, for its linger: a resume gets every
+// toolResult the dead holder made and could not deliver, the lost ones,
+// and new commands.
+//
+// # Lifetime
+//
+// A detached session lingers for --linger (default 10m), then its
+// commands are killed and it ends ("expired"). shutdown ends a session at
+// once ("ended"). A holder without sessions exits after a short idle time.
+package persist

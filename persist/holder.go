@@ -1,0 +1,479 @@
+package persist
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/toolhost/toolhost/protocol"
+	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/tools"
+)
+
+// SessionConfig is one session's configuration, as its front's command
+// line gives it.
+type SessionConfig struct {
+	Tools  tools.Config
+	RPC    rpc.Options
+	Linger time.Duration
+}
+
+// Configure turns a front's command line, environment and directory into
+// a session's configuration; the session's logs go to logs.
+type Configure func(args, env []string, cwd string, logs io.Writer) (SessionConfig, error)
+
+// HolderConfig configures a holder.
+type HolderConfig struct {
+	// Root is the workspace root the holder serves sessions of.
+	Root string
+	Dirs Dirs
+	// Build names this binary (see BuildID); fronts of another build are
+	// refused.
+	Build string
+	// Idle is how long the holder waits without sessions or connections
+	// before it exits.
+	Idle time.Duration
+	// Configure makes each connection's session configuration.
+	Configure Configure
+	Logger    *slog.Logger
+	// Log is where the holder's own logs go (its log file); sessions log
+	// there while detached.
+	Log io.Writer
+}
+
+// Holder holds the persisted sessions of one root for one OS user.
+type Holder struct {
+	cfg  HolderConfig
+	log  *slog.Logger
+	key  string
+	ln   *net.UnixListener
+	lock *os.File
+
+	mu sync.Mutex
+	// sessions are the sessions held, by id; guarded by mu.
+	sessions map[string]*session
+	// conns counts the fronts being served; guarded by mu.
+	conns int
+	// idle fires Idle after the holder last had neither sessions nor
+	// connections; guarded by mu.
+	idle    *time.Timer
+	closing bool // no more connections are accepted; guarded by mu
+
+	// work owns the goroutines serving fronts and ending sessions; Run
+	// waits for it.
+	work sync.WaitGroup
+	quit chan struct{} // closed to stop accepting and exit
+	once sync.Once
+}
+
+// session is one persisted session.
+type session struct {
+	id        string
+	root      string
+	createdAt time.Time
+	linger    time.Duration
+	logs      *logSwitch
+
+	// tools, rs, table and init are set once the session is live: made by
+	// an initialize, or revived by a resume. An adopted session (its
+	// holder died) has none until it is resumed.
+	tools      *tools.Tools
+	rs         *rpc.Session
+	table      *rpc.Table
+	init       *protocol.InitializeResult
+	initParams json.RawMessage
+	journal    *journal
+	adopted    *replay // a dead holder's journal, until resumed
+
+	// owner, lingerUntil, timer and ending are guarded by Holder.mu.
+	owner       *front // the connection serving it; nil while detached
+	lingerUntil time.Time
+	timer       *time.Timer
+	ending      bool
+}
+
+// ErrHeld says another holder holds the root; RunHolder exits quietly.
+var ErrHeld = errors.New("another holder holds this root")
+
+// RunHolder serves fronts until the holder has been idle for Idle, or a
+// signal ends it. It returns the process exit code.
+func RunHolder(cfg HolderConfig) int {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = 2 * time.Second
+	}
+	h := &Holder{cfg: cfg, log: cfg.Logger, key: holderKey(cfg.Root, cfg.Build), sessions: map[string]*session{}, quit: make(chan struct{})}
+	if err := h.listen(); err != nil {
+		if errors.Is(err, ErrHeld) {
+			h.log.Info("another holder serves this root; exiting", "root", cfg.Root)
+			return 0
+		}
+		h.log.Error("holder cannot start", "err", err)
+		return 1
+	}
+	h.log.Info("holder serving", "root", cfg.Root, "socket", cfg.Dirs.socketPath(h.key), "pid", os.Getpid())
+	h.adoptDead()
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+
+	accepted := make(chan struct{})
+	go func() { // owned by RunHolder, which waits on accepted
+		defer close(accepted)
+		h.accept()
+	}()
+	h.mu.Lock()
+	h.armIdleLocked()
+	h.mu.Unlock()
+	select {
+	case sig := <-sigs:
+		h.log.Info("signal received; ending every session", "signal", sig)
+		h.endAll("the holder was stopped by " + sig.String())
+	case <-h.quit:
+	}
+	h.stop()
+	<-accepted
+	h.work.Wait()
+	h.log.Info("holder exiting")
+	h.lock.Close()
+	return 0
+}
+
+// listen takes the root's lock and listens on its socket, replacing a
+// stale one. A holder whose lock is taken while its socket answers is
+// another holder serving: ErrHeld. One whose lock is taken while its
+// socket does not answer is one exiting: listen waits for its lock.
+func (h *Holder) listen() error {
+	d := h.cfg.Dirs
+	lock, err := lockFile(d.lockPath(h.key), false)
+	if errors.Is(err, errLocked) {
+		if c, derr := net.DialTimeout("unix", d.socketPath(h.key), time.Second); derr == nil {
+			c.Close()
+			return ErrHeld
+		}
+		lock, err = lockFile(d.lockPath(h.key), true)
+	}
+	if err != nil {
+		return fmt.Errorf("holder lock: %w", err)
+	}
+	// The lock file says who holds it, for people and tests; the lock
+	// itself is what counts.
+	_ = lock.Truncate(0)
+	_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	// The lock is ours: a socket file left there is a dead holder's.
+	_ = os.Remove(d.socketPath(h.key))
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: d.socketPath(h.key), Net: "unix"})
+	if err != nil {
+		lock.Close()
+		return fmt.Errorf("holder socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(false) // stop removes it, under the lock
+	if err := os.Chmod(d.socketPath(h.key), 0o600); err != nil {
+		ln.Close()
+		lock.Close()
+		return err
+	}
+	h.ln, h.lock = ln, lock
+	return nil
+}
+
+// accept serves each front on a goroutine of its own until the listener
+// closes.
+func (h *Holder) accept() {
+	for {
+		c, err := h.ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		h.mu.Lock()
+		if h.closing {
+			h.mu.Unlock()
+			c.Close()
+			continue
+		}
+		h.conns++
+		if h.idle != nil {
+			h.idle.Stop()
+		}
+		h.work.Add(1)
+		h.mu.Unlock()
+		go func() { // owned by h.work, which RunHolder waits for
+			defer h.work.Done()
+			h.serveFront(c)
+			h.mu.Lock()
+			h.conns--
+			h.armIdleLocked()
+			h.mu.Unlock()
+		}()
+	}
+}
+
+// armIdleLocked starts the idle timer when the holder holds nothing. The
+// caller holds mu.
+func (h *Holder) armIdleLocked() {
+	if h.closing || h.conns > 0 || len(h.sessions) > 0 {
+		return
+	}
+	if h.idle != nil {
+		h.idle.Stop()
+	}
+	h.idle = time.AfterFunc(h.cfg.Idle, func() {
+		h.mu.Lock()
+		quit := !h.closing && h.conns == 0 && len(h.sessions) == 0
+		if quit {
+			h.closing = true
+		}
+		h.mu.Unlock()
+		if quit {
+			h.log.Info("holder idle; exiting", "idle", h.cfg.Idle)
+			h.once.Do(func() { close(h.quit) })
+		}
+	})
+}
+
+// stop stops accepting and removes the socket.
+func (h *Holder) stop() {
+	h.mu.Lock()
+	h.closing = true
+	if h.idle != nil {
+		h.idle.Stop()
+	}
+	h.mu.Unlock()
+	_ = os.Remove(h.cfg.Dirs.socketPath(h.key))
+	h.ln.Close()
+}
+
+// endAll ends every session at once.
+func (h *Holder) endAll(reason string) {
+	h.mu.Lock()
+	var all []*session
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() { // owned by endAll, which waits for it
+			defer wg.Done()
+			h.end(s, protocol.SessionEnded, reason)
+		}()
+	}
+	wg.Wait()
+}
+
+// end ends a session: its commands are killed, and its journal becomes
+// a tombstone saying why (kind: ended or expired).
+func (h *Holder) end(s *session, kind, why string) {
+	h.mu.Lock()
+	if s.ending {
+		h.mu.Unlock()
+		return
+	}
+	s.ending = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	h.mu.Unlock()
+	h.log.Info("session ending", "session", s.id, "reason", kind, "why", why)
+	if s.tools != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		s.tools.Shutdown(ctx)
+		cancel()
+	}
+	if s.journal != nil {
+		if err := s.journal.end(s.id, s.root, kind); err != nil {
+			h.log.Warn("cannot write the session's tombstone", "session", s.id, "err", err)
+		}
+	} else {
+		_ = writeTombstone(h.cfg.Dirs.journalPath(s.id), record{Kind: "ended", V: journalVersion, ID: s.id, Root: s.root, Reason: kind, At: time.Now().UTC()})
+	}
+	h.mu.Lock()
+	delete(h.sessions, s.id)
+	h.armIdleLocked()
+	h.mu.Unlock()
+}
+
+// detached starts a session's linger: unless a connection resumes it
+// first, it ends when the linger passes.
+func (h *Holder) detached(s *session, by *front, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.owner != by || s.ending {
+		return // another connection took it over meanwhile
+	}
+	s.owner = nil
+	s.logs.set(nil)
+	s.lingerUntil = time.Now().Add(s.linger).UTC()
+	h.log.Info("session detached", "session", s.id, "reason", reason, "lingerUntil", s.lingerUntil)
+	s.timer = time.AfterFunc(s.linger, func() {
+		h.mu.Lock()
+		expired := s.owner == nil && !s.ending && !h.closing
+		if expired {
+			h.work.Add(1) // RunHolder waits for it; nothing is added once closing
+		}
+		h.mu.Unlock()
+		if !expired {
+			return
+		}
+		defer h.work.Done()
+		h.end(s, protocol.SessionExpired, "detached longer than --linger")
+	})
+}
+
+// list answers sessions: every session the holder holds.
+func (h *Holder) list() []protocol.SessionInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := []protocol.SessionInfo{}
+	for _, s := range h.sessions {
+		if s.ending {
+			continue
+		}
+		info := protocol.SessionInfo{SessionID: s.id, Root: s.root, Attached: s.owner != nil, CreatedAt: s.createdAt}
+		if s.owner == nil {
+			t := s.lingerUntil
+			info.LingerUntil = &t
+		}
+		if s.tools != nil {
+			info.Handles = s.tools.Running()
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out
+}
+
+// lookup finds the session a resume names, or says why none: a
+// tombstone's reason, or unknown.
+func (h *Holder) lookup(id string) (*session, string) {
+	h.mu.Lock()
+	s := h.sessions[id]
+	ok := s != nil && !s.ending
+	h.mu.Unlock()
+	if ok {
+		return s, ""
+	}
+	if !validID(id) {
+		return nil, protocol.SessionUnknown
+	}
+	rp, err := readJournal(h.cfg.Dirs.journalPath(id))
+	if err == nil && rp.ended && rp.first.Root == h.cfg.Root {
+		return nil, rp.first.Reason
+	}
+	return nil, protocol.SessionUnknown
+}
+
+// validID reports whether id can name a journal file.
+func validID(id string) bool {
+	if !strings.HasPrefix(id, "s-") || len(id) > 64 {
+		return false
+	}
+	for _, r := range id[2:] {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// firstInitialize decodes the params of the first message when it is an
+// initialize, from the bytes a front read.
+func firstInitialize(prefix []byte) *protocol.InitializeParams {
+	body := FirstMessage(prefix)
+	if body == nil {
+		return nil
+	}
+	var m struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != protocol.MethodInitialize {
+		return nil
+	}
+	var p protocol.InitializeParams
+	if json.Unmarshal(m.Params, &p) != nil {
+		return nil
+	}
+	return &p
+}
+
+// FirstMessage returns the first whole message in b, in either framing,
+// or nil.
+func FirstMessage(b []byte) []byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return nil
+	}
+	if b[0] == '{' {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			return b[:i]
+		}
+		if json.Valid(b) {
+			return b
+		}
+		return nil
+	}
+	// Content-Length headers.
+	end := bytes.Index(b, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil
+	}
+	n := -1
+	for _, line := range strings.Split(string(b[:end]), "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.EqualFold(strings.TrimSpace(k), "Content-Length") {
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &n)
+		}
+	}
+	body := b[end+4:]
+	if n < 0 || len(body) < n {
+		return nil
+	}
+	return body[:n]
+}
+
+// logSwitch is where a session's logs go: the stderr of the front that
+// serves it, or the holder's log while detached.
+type logSwitch struct {
+	fallback io.Writer
+	mu       sync.Mutex
+	w        io.Writer // guarded by mu; nil: fallback
+}
+
+func (l *logSwitch) set(w io.Writer) {
+	l.mu.Lock()
+	l.w = w
+	l.mu.Unlock()
+}
+
+func (l *logSwitch) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w != nil {
+		if n, err := l.w.Write(p); err == nil {
+			return n, nil
+		}
+	}
+	return l.fallback.Write(p)
+}

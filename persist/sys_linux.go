@@ -1,0 +1,197 @@
+package persist
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxHello bounds a hello: a command line, an environment and the bytes
+// read before it (at most frontPeek).
+const maxHello = 8 << 20
+
+// sendFrame writes a length-prefixed frame on c, with fds attached to its
+// first byte when given.
+func sendFrame(c *net.UnixConn, b []byte, fds []int) error {
+	buf := make([]byte, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[4:], b)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	n, _, err := c.WriteMsgUnix(buf, oob, nil)
+	if err != nil {
+		return err
+	}
+	_, err = c.Write(buf[n:])
+	return err
+}
+
+// recvFrame reads a length-prefixed frame from c and the fds sent with it
+// (want at most).
+func recvFrame(c *net.UnixConn, want int) ([]byte, []*os.File, error) {
+	head := make([]byte, 4)
+	oob := make([]byte, unix.CmsgSpace(4*max(want, 1)))
+	n, oobn, _, _, err := c.ReadMsgUnix(head, oob)
+	if err != nil {
+		return nil, nil, err
+	}
+	var files []*os.File
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range msgs {
+			fds, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				continue
+			}
+			for i, fd := range fds {
+				unix.CloseOnExec(fd)
+				if i == 0 {
+					// stdin: non-blocking before os.NewFile, so that the
+					// runtime polls it and Close ends a read blocked on
+					// it (the front died, and its client still holds the
+					// pipe). restoreBlocking undoes it.
+					_ = unix.SetNonblock(fd, true)
+				}
+				files = append(files, os.NewFile(uintptr(fd), "fd"+strconv.Itoa(fd)))
+			}
+		}
+	}
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	if _, err := io.ReadFull(c, head[n:]); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	size := binary.BigEndian.Uint32(head)
+	if size > maxHello {
+		closeAll()
+		return nil, nil, fmt.Errorf("a frame of %d bytes is over %d", size, maxHello)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(c, b); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return b, files, nil
+}
+
+// peerUID returns the uid of the process at the other end of c.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var (
+		cred *unix.Ucred
+		cerr error
+	)
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return int(cred.Uid), nil
+}
+
+// procStart returns pid's start time in clock ticks since boot, or 0.
+func procStart(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}
+
+// alive reports whether the holder h still runs.
+func (h holderID) alive() bool {
+	return h.PID > 0 && procStart(h.PID) == h.Start && h.Start != 0
+}
+
+// self names this process as a holder.
+func self() holderID {
+	return holderID{PID: os.Getpid(), Start: procStart(os.Getpid())}
+}
+
+// lockFile takes the exclusive lock of path, waiting for it when wait;
+// without wait, errLocked says another process holds it.
+func lockFile(path string, wait bool) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	how := unix.LOCK_EX
+	if !wait {
+		how |= unix.LOCK_NB
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), how)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, errLocked
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// errLocked says another holder holds the lock.
+var errLocked = errors.New("another holder holds the lock")
+
+// BuildID names this binary: its device, inode, size and modification
+// time, read once. Two builds of one version are told apart.
+func BuildID(version string) string {
+	fi, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		return version
+	}
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/exe", &st) != nil {
+		return version
+	}
+	return fmt.Sprintf("%s/%d:%d/%d/%d", version, st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
+}
+
+// restoreBlocking makes the stdin a front handed over blocking again
+// before the holder lets it go: its open file description is shared with
+// the front and maybe the client (a terminal), which expect it blocking.
+func restoreBlocking(f *os.File) {
+	if raw, err := f.SyscallConn(); err == nil {
+		_ = raw.Control(func(fd uintptr) { _ = unix.SetNonblock(int(fd), false) })
+	}
+}
+
+// supported says this platform persists sessions.
+const supported = true
