@@ -44,7 +44,7 @@ func TestPersistDetachByEOFThenResume(t *testing.T) {
 		t.Errorf("readOutput from offset 2 = %q, want %q", out.Data, "rst\n")
 	}
 	var wi protocol.WriteInputResult
-	b.mustCall("writeInput", map[string]any{"handleId": h.HandleID, "data": "hello\n", "eof": true}, &wi)
+	b.mustCall("writeInput", map[string]any{"handleId": h.HandleID, "data": "hello\n"}, &wi)
 	var waited protocol.ToolResult
 	b.mustCall("wait", map[string]any{"handleId": h.HandleID}, &waited)
 	if waited.Status != protocol.StatusCompleted || waited.ExitCode == nil || *waited.ExitCode != 3 || !strings.Contains(waited.Stdout, "got hello") {

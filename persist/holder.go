@@ -103,6 +103,7 @@ type session struct {
 	lingerUntil time.Time
 	timer       *time.Timer
 	ending      bool
+	endKind     string // why it is ending: SessionEnded or SessionExpired
 }
 
 // ErrHeld says another holder holds the root; RunHolder exits quietly.
@@ -291,6 +292,7 @@ func (h *Holder) end(s *session, kind, why string) {
 		return
 	}
 	s.ending = true
+	s.endKind = kind
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -369,10 +371,16 @@ func (h *Holder) list() []protocol.SessionInfo {
 func (h *Holder) lookup(id string) (*session, string) {
 	h.mu.Lock()
 	s := h.sessions[id]
-	ok := s != nil && !s.ending
+	var kind string
+	if s != nil && s.ending {
+		s, kind = nil, s.endKind
+	}
 	h.mu.Unlock()
-	if ok {
+	if s != nil {
 		return s, ""
+	}
+	if kind != "" {
+		return nil, kind
 	}
 	if !validID(id) {
 		return nil, protocol.SessionUnknown

@@ -111,7 +111,8 @@ func peerUID(c *net.UnixConn) (int, error) {
 	return int(cred.Uid), nil
 }
 
-// procStart returns pid's start time in clock ticks since boot, or 0.
+// procStart returns pid's start time in clock ticks since boot, or 0 when
+// it is gone (a zombie is gone: it runs no code and holds no lock).
 func procStart(pid int) uint64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -123,7 +124,7 @@ func procStart(pid int) uint64 {
 		return 0
 	}
 	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
 		return 0
 	}
 	v, _ := strconv.ParseUint(f[19], 10, 64)
