@@ -51,53 +51,82 @@ func benchCONNECT(b *testing.B, proxyAddr, target string) (net.Conn, *bufio.Read
 	return c, br
 }
 
-// BenchmarkDownload downloads 100 MB from a loopback server, directly and
-// through a CONNECT tunnel, and reports the tunnel's throughput as a
-// fraction of the direct one's ("x-direct"; the target is ≥ 0.8).
-// Run the two together: -bench 'Download$'.
+// BenchmarkDownload downloads 100 MB from a loopback HTTP origin (a
+// Content-Length response): directly, through a CONNECT tunnel ("proxy")
+// and as a plain absolute-URI request the proxy forwards ("http"), and
+// reports each proxied throughput as a fraction of the direct one's
+// ("x-direct"; the target is ≥ 0.8). Run them together:
+// -bench 'Download$'.
 func BenchmarkDownload(b *testing.B) {
 	chunk := make([]byte, 1<<20)
 	origin := startTCP(b, "tcp", "127.0.0.1:0", func(c net.Conn) {
-		for range downloadSize / len(chunk) {
-			if _, err := c.Write(chunk); err != nil {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
 				return
 			}
+			io.Copy(io.Discard, req.Body)
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", downloadSize)
+			for range downloadSize / len(chunk) {
+				if _, err := c.Write(chunk); err != nil {
+					return
+				}
+			}
 		}
 	})
-	_, proxyAddr := startProxy(b, benchConfig(b, origin.Addr().String()))
+	target := origin.Addr().String()
+	_, proxyAddr := startProxy(b, benchConfig(b, target))
 	buf := make([]byte, 256<<10)
 
+	// get sends a GET for uri on c and reads the response's body.
+	get := func(b *testing.B, c net.Conn, br *bufio.Reader, uri string) {
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", uri, target)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %v %v", uri, resp, err)
+		}
+		if got := readAll(b, resp.Body, buf); got != downloadSize {
+			b.Fatalf("read %d bytes", got)
+		}
+	}
 	var direct float64 // bytes per second
-	b.Run("direct", func(b *testing.B) {
-		b.SetBytes(downloadSize)
-		n := 0
-		for b.Loop() {
-			c, err := net.Dial("tcp", origin.Addr().String())
-			if err != nil {
-				b.Fatal(err)
+	run := func(name string, download func(b *testing.B)) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(downloadSize)
+			n := 0
+			for b.Loop() {
+				download(b)
+				n++
 			}
-			if got := readAll(b, c, buf); got != downloadSize {
-				b.Fatalf("read %d bytes", got)
+			rate := float64(n) * downloadSize / b.Elapsed().Seconds()
+			if name == "direct" {
+				direct = rate
+			} else if direct > 0 {
+				b.ReportMetric(rate/direct, "x-direct")
 			}
-			c.Close()
-			n++
+		})
+	}
+	run("direct", func(b *testing.B) {
+		c, err := net.Dial("tcp", target)
+		if err != nil {
+			b.Fatal(err)
 		}
-		direct = float64(n) * downloadSize / b.Elapsed().Seconds()
+		defer c.Close()
+		get(b, c, bufio.NewReaderSize(c, 64<<10), "/")
 	})
-	b.Run("proxy", func(b *testing.B) {
-		b.SetBytes(downloadSize)
-		n := 0
-		for b.Loop() {
-			c, br := benchCONNECT(b, proxyAddr, origin.Addr().String())
-			if got := readAll(b, br, buf); got != downloadSize {
-				b.Fatalf("read %d bytes", got)
-			}
-			c.Close()
-			n++
+	run("proxy", func(b *testing.B) {
+		c, br := benchCONNECT(b, proxyAddr, target)
+		defer c.Close()
+		get(b, c, br, "/")
+	})
+	run("http", func(b *testing.B) {
+		c, err := net.Dial("tcp", proxyAddr)
+		if err != nil {
+			b.Fatal(err)
 		}
-		if direct > 0 {
-			b.ReportMetric(float64(n)*downloadSize/b.Elapsed().Seconds()/direct, "x-direct")
-		}
+		defer c.Close()
+		get(b, c, bufio.NewReaderSize(c, 64<<10), "http://"+target+"/")
 	})
 }
 

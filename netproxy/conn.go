@@ -105,9 +105,12 @@ func (s *session) slack() time.Duration { return s.idle / 16 }
 // timedConn is a connection whose reads and writes end when the session
 // expires, and which counts its bytes: the client connection while a
 // request is read and answered, and a plain-HTTP upstream connection.
-// (Tunnels relay the raw connections, timed by their watchdog.) Its Read
-// is used by one goroutine at a time and its Write by one goroutine at a
-// time, which own rdl and wdl respectively.
+// (Tunnels relay the raw connections, timed by their watchdog.) Headers
+// and bodies without a length go through Read and Write; a body of a
+// known length goes through copyFrom, which splices. Its reading side
+// (Read, copyFrom's src) is used by one goroutine at a time and its
+// writing side (Write, copyFrom's c) by one goroutine at a time, which
+// own rdl and wdl respectively.
 type timedConn struct {
 	net.Conn
 	s *session
@@ -201,16 +204,119 @@ func isTemporaryAccept(err error) bool {
 		errors.Is(err, syscall.ECONNABORTED)
 }
 
-// tunnelChunk is how many bytes a tunnel's direction moves between two
-// records of activity when it splices: the watchdog sees a tunnel that
-// moves at least this much per IdleTimeout as busy.
-const tunnelChunk = 64 << 10
+// moveChunk is the most copyChunks moves at a time: one splice(2) of
+// Go's takes up to 1 MiB (its pipe's size) from the source. Chunks of 64
+// KiB cost twelve times the splices and nearly three times the context
+// switches: a curl download through the proxy went from 0.52× a direct
+// one to 0.62× with 1 MiB.
+const moveChunk = 1 << 20
 
-// copyBufSize is the buffer of a direction that cannot splice.
+// copyBufSize is the buffer of a copy that cannot splice.
 const copyBufSize = 64 << 10
 
 // copyBufs holds *[copyBufSize]byte.
 var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
+
+// copyChunks copies src to dst until limit bytes have moved or src ends,
+// moveChunk at a time. Between two TCP connections each chunk is spliced
+// (io.Copy's TCPConn.ReadFrom uses splice(2) through a pipe: the bytes
+// never enter the process); otherwise it is copied through a pooled
+// buffer. step runs before the first chunk, with 0 and nil, and after
+// each, with the bytes it moved and its error: it counts them, records
+// activity and sets the next chunk's deadlines, and after an error it
+// says whether the copy goes on, which it may only if the error is a
+// read deadline's (a splice cut short by one has its pipe empty: nothing
+// is lost; one cut by a write deadline may lose what its pipe held).
+// copyChunks returns the bytes moved, and nil when limit is reached or
+// src ends.
+func copyChunks(dst, src net.Conn, limit int64, step func(k int64, err error) bool) (int64, error) {
+	_, dtcp := dst.(*net.TCPConn)
+	_, stcp := src.(*net.TCPConn)
+	var buf []byte
+	if !dtcp || !stcp {
+		b := copyBufs.Get().(*[copyBufSize]byte)
+		defer copyBufs.Put(b)
+		buf = b[:]
+	}
+	step(0, nil)
+	var total int64
+	for total < limit {
+		want := min(limit-total, moveChunk)
+		lr := &io.LimitedReader{R: src, N: want}
+		var k int64
+		var err error
+		if buf == nil {
+			k, err = io.Copy(dst, lr)
+		} else {
+			k, err = io.CopyBuffer(writerOnly{dst}, lr, buf)
+		}
+		total += k
+		goOn := step(k, err)
+		switch {
+		case err != nil && !goOn:
+			return total, err
+		case err == nil && k < want: // src ended before the chunk did
+			return total, nil
+		}
+	}
+	return total, nil
+}
+
+// writerOnly hides a writer's ReadFrom, so that io.CopyBuffer uses the
+// buffer.
+type writerOnly struct{ io.Writer }
+
+// probe returns how far ahead a chunk's read deadline is set while the
+// idle timeout runs: a chunk still being read then reports the bytes it
+// moved, so that a source that trickles less than a chunk per idle
+// timeout is seen busy, a quarter of the timeout late at most.
+func (s *session) probe() time.Duration { return s.idle / 4 }
+
+// copyFrom copies exactly n bytes from src to c with copyChunks (spliced
+// between TCP connections), on c's writing side and src's reading side,
+// as Write and Read would, and counts them likewise. Before each chunk,
+// c's write deadline is set to when the session expires if nothing moves
+// from then on, and src's read deadline a probe ahead, no later: a
+// chunk cut by the read deadline reports its bytes and the copy goes on,
+// one cut by the write deadline (a client that has not taken what was
+// read for it within the idle timeout) ends it, as does the session's
+// expiry. The caller closes both connections on an error, which is
+// io.ErrUnexpectedEOF if src ends first.
+func (c *timedConn) copyFrom(src *timedConn, n int64) error {
+	s := c.s
+	moved, err := copyChunks(c.Conn, src.Conn, n, func(k int64, err error) bool {
+		if k > 0 {
+			s.touch()
+			if src.counts != nil {
+				src.counts.bytesIn.Add(k)
+			}
+			if c.counts != nil {
+				c.counts.bytesOut.Add(k)
+			}
+		}
+		if !s.timed {
+			return err == nil
+		}
+		// A timeout before the write deadline is the read deadline's.
+		if err != nil && !(isTimeout(err) && time.Now().Before(c.wdl) && !s.expired()) {
+			return false
+		}
+		c.wdl = s.expiresAt()
+		src.rdl = c.wdl
+		if s.idle > 0 {
+			if p := time.Now().Add(s.probe()); p.Before(src.rdl) {
+				src.rdl = p
+			}
+		}
+		c.Conn.SetWriteDeadline(c.wdl)
+		src.Conn.SetReadDeadline(src.rdl)
+		return true
+	})
+	if err == nil && moved < n {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
 
 // closeWriter is a connection that can end one direction (TCP, unix).
 type closeWriter interface{ CloseWrite() error }
@@ -224,7 +330,8 @@ type closeWriter interface{ CloseWrite() error }
 // can still answer; one that fails closes both connections, ending the
 // other. counts gets the bytes each way. The caller closes up afterwards.
 func (s *session) tunnel(up net.Conn, counts *allowedCounts, pending []byte) {
-	// The directions have no deadlines: the watchdog below keeps time.
+	// The directions have no write deadlines and only relay's read
+	// deadlines, which never end them: the watchdog below keeps time.
 	s.raw.SetDeadline(time.Time{})
 	up.SetDeadline(time.Time{})
 	done := make(chan struct{}, 2)
@@ -277,22 +384,25 @@ func (s *session) tunnel(up net.Conn, counts *allowedCounts, pending []byte) {
 	}
 }
 
-// relay copies src to dst until src ends, then half-closes dst; on an
-// error it closes both the client and up. Between two TCP connections it
-// splices (the bytes never enter the process), tunnelChunk at a time;
-// otherwise it copies through a buffer. n gets the bytes moved, and each
-// chunk or read records activity.
+// relay copies src to dst with copyChunks until src ends, then
+// half-closes dst; on an error it closes both the client and up. n gets
+// the bytes moved. Each chunk records activity, and while the idle
+// timeout runs src's read deadline is set a probe ahead of each, so that
+// a trickle is seen too: the watchdog, not a deadline, ends the tunnel.
 func (s *session) relay(dst, src net.Conn, n *atomic.Int64, up net.Conn) {
-	var err error
-	dt, dok := dst.(*net.TCPConn)
-	st, sok := src.(*net.TCPConn)
-	if dok && sok {
-		err = s.splice(dt, st, n)
-	} else {
-		buf := copyBufs.Get().(*[copyBufSize]byte)
-		_, err = io.CopyBuffer(writerOnly{dst}, &activityReader{src, s, n}, buf[:])
-		copyBufs.Put(buf)
-	}
+	_, err := copyChunks(dst, src, math.MaxInt64, func(k int64, err error) bool {
+		if k > 0 {
+			n.Add(k)
+			s.touch()
+		}
+		if err != nil && !isTimeout(err) {
+			return false
+		}
+		if s.idle > 0 {
+			src.SetReadDeadline(time.Now().Add(s.probe()))
+		}
+		return true
+	})
 	if err == nil {
 		if cw, ok := dst.(closeWriter); ok && cw.CloseWrite() == nil {
 			return
@@ -300,45 +410,6 @@ func (s *session) relay(dst, src net.Conn, n *atomic.Int64, up net.Conn) {
 	}
 	s.abort(up)
 }
-
-// splice moves src to dst with splice(2), through io.Copy and
-// TCPConn.ReadFrom, tunnelChunk at a time; it returns nil when src ends.
-func (s *session) splice(dst, src *net.TCPConn, n *atomic.Int64) error {
-	for {
-		lr := io.LimitedReader{R: src, N: tunnelChunk}
-		k, err := io.Copy(dst, &lr)
-		if k > 0 {
-			n.Add(k)
-			s.touch()
-		}
-		if err != nil {
-			return err
-		}
-		if lr.N > 0 { // src ended before the chunk did
-			return nil
-		}
-	}
-}
-
-// activityReader counts what it reads into n and records activity.
-type activityReader struct {
-	r io.Reader
-	s *session
-	n *atomic.Int64
-}
-
-func (a *activityReader) Read(b []byte) (int, error) {
-	k, err := a.r.Read(b)
-	if k > 0 {
-		a.n.Add(int64(k))
-		a.s.touch()
-	}
-	return k, err
-}
-
-// writerOnly hides a writer's ReadFrom, so that io.CopyBuffer uses the
-// buffer and the activityReader.
-type writerOnly struct{ io.Writer }
 
 // abort ends both connections of a tunnel.
 func (s *session) abort(up net.Conn) {

@@ -18,8 +18,11 @@
 // only; IPv4, IPv6 and domain addresses), anything else HTTP: CONNECT
 // tunnels, and absolute-URI requests (GET http://host/path), forwarded in
 // origin form without hop-by-hop and Proxy-* headers, each request on a
-// kept-alive connection checked on its own. Env gives the command the
-// variables that point its tools at the proxy.
+// kept-alive connection checked on its own. Between TCP connections the
+// bytes of tunnels and of bodies with a Content-Length are spliced
+// (splice(2): they never enter the process); other bodies are copied
+// through buffers. Env gives the command the variables that point its
+// tools at the proxy.
 //
 // Names are resolved by the proxy, with the system resolver, and the proxy
 // dials exactly the addresses it checked — never the name again, so DNS

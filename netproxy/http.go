@@ -103,7 +103,10 @@ func (f *forwarder) closeUpstream() {
 }
 
 // bodyBuffer is the size of the buffers a forwarded response goes through:
-// a body crosses them, so 4 KiB ones would cost two system calls each 4 KiB.
+// a body without a length (chunked, or ended by the server's close)
+// crosses them, so 4 KiB ones would cost two system calls each 4 KiB. A
+// body with a Content-Length crosses them only for what was read with
+// the header; the rest is spliced (writeSized).
 const bodyBuffer = 256 << 10
 
 // forward checks and forwards one absolute-URI request and copies the
@@ -202,7 +205,9 @@ func (f *forwarder) forward(req *http.Request) bool {
 		}
 		break
 	}
-	defer resp.Body.Close()
+	// resp.Body is not closed here, as Close would read the rest of the
+	// body from f.upr: resp.Write closes it, writeSized moves the body
+	// without it, and on an error the upstream connection is closed.
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		f.closeUpstream()
 		writeError(s.client, &UpstreamError{Host: k.host, Port: port, Op: "forward", Err: errors.New("the server switched protocols, which the proxy does not relay; use CONNECT")}, true)
@@ -217,9 +222,13 @@ func (f *forwarder) forward(req *http.Request) bool {
 	if !keep {
 		resp.Close = true
 	}
-	err = resp.Write(f.bw)
-	if err == nil {
-		err = f.bw.Flush()
+	if resp.ContentLength > 0 && bodyAllowed(req, resp) {
+		err = f.writeSized(resp)
+	} else {
+		err = resp.Write(f.bw)
+		if err == nil {
+			err = f.bw.Flush()
+		}
 	}
 	if err != nil {
 		f.closeUpstream()
@@ -229,6 +238,57 @@ func (f *forwarder) forward(req *http.Request) bool {
 		f.closeUpstream()
 	}
 	return !resp.Close
+}
+
+// writeSized writes resp, whose body is resp.ContentLength bytes, to the
+// client: its head, then what f.upr read of the body with the head, then
+// the rest from the upstream connection to the client's with copyFrom,
+// spliced, past resp.Body and f.upr.
+func (f *forwarder) writeSized(resp *http.Response) error {
+	if err := writeHead(f.bw, resp); err != nil {
+		return err
+	}
+	held := int(min(int64(f.upr.Buffered()), resp.ContentLength))
+	b, _ := f.upr.Peek(held) // held bytes are buffered: no read
+	f.bw.Write(b)            // an error stays in f.bw for Flush
+	f.upr.Discard(held)
+	if err := f.bw.Flush(); err != nil {
+		return err
+	}
+	return f.s.client.copyFrom(f.up, resp.ContentLength-int64(held))
+}
+
+// respHeadExcluded are the headers writeHead writes itself, as
+// Response.Write does.
+var respHeadExcluded = map[string]bool{"Content-Length": true, "Transfer-Encoding": true, "Trailer": true}
+
+// writeHead writes the head of resp, a response with a Content-Length, to
+// w as resp.Write would write it: the status line, Connection: close if
+// resp.Close, the Content-Length, the other headers and the blank line.
+func writeHead(w io.Writer, resp *http.Response) error {
+	text := strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)+" ")
+	if text == "" {
+		text = http.StatusText(resp.StatusCode)
+	}
+	if text == "" {
+		text = "status code " + strconv.Itoa(resp.StatusCode)
+	}
+	if _, err := fmt.Fprintf(w, "HTTP/%d.%d %03d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.StatusCode, text); err != nil {
+		return err
+	}
+	if resp.Close {
+		if _, err := io.WriteString(w, "Connection: close\r\n"); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(w, "Content-Length: %d\r\n", resp.ContentLength); err != nil {
+		return err
+	}
+	if err := resp.Header.WriteSubset(w, respHeadExcluded); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\r\n")
+	return err
 }
 
 // bodyAllowed reports whether resp to req may have a body.

@@ -33,9 +33,12 @@ type Config struct {
 	Dial func(ctx context.Context, network string, addr netip.AddrPort) (net.Conn, error)
 	// IdleTimeout ends a client connection that has moved no byte, in
 	// either direction, for this long (waiting for a request, a response,
-	// or in a tunnel); 0 is none. A tunnel between TCP connections splices
-	// and sees its activity per 64 KiB moved, so one that trickles less
-	// than that each way per IdleTimeout counts as idle.
+	// or in a tunnel); 0 is none. Tunnels and bodies of a known length
+	// move in chunks of up to 1 MiB, spliced between TCP connections: the
+	// proxy sees a chunk's activity when it ends, and every IdleTimeout/4
+	// while its source trickles, so a trickle is not idle; a receiver that
+	// has not taken what was read for it (up to 1 MiB) within IdleTimeout
+	// is.
 	IdleTimeout time.Duration
 	// TotalTimeout ends a client connection this long after it was
 	// accepted, whatever it is doing; 0 is none.

@@ -679,41 +679,6 @@ func TestIdleTimeout(t *testing.T) {
 	}
 }
 
-// TestIdleTimeoutSparesABusyTunnel: a download that lasts several idle
-// timeouts, its bytes flowing one way only, is not cut: the watchdog sees
-// the activity. The origin sends a chunk each time the client asks (by a
-// byte on a side channel), so nothing waits on a clock but the loop's end.
-func TestIdleTimeoutSparesABusyTunnel(t *testing.T) {
-	const idle = 300 * time.Millisecond
-	next := make(chan bool)
-	origin := startTCP(t, "tcp", "127.0.0.1:0", func(c net.Conn) {
-		chunk := make([]byte, tunnelChunk)
-		for more := range next {
-			if !more {
-				return
-			}
-			if _, err := c.Write(chunk); err != nil {
-				return
-			}
-		}
-	})
-	_, proxyAddr := startProxy(t, Config{Allow: allow(t, origin.Addr().String()), IdleTimeout: idle})
-	resp, _, c, br := rawCONNECT(t, proxyAddr, origin.Addr().String())
-	if resp.StatusCode != 200 {
-		t.Fatalf("CONNECT = %s", resp.Status)
-	}
-	buf := make([]byte, tunnelChunk)
-	chunks := 0
-	for start := time.Now(); time.Since(start) < 4*idle; chunks++ {
-		next <- true
-		if _, err := io.ReadFull(br, buf); err != nil {
-			t.Fatalf("after %d chunks over %v (idle timeout %v): %v", chunks, time.Since(start), idle, err)
-		}
-	}
-	close(next)
-	c.Close()
-}
-
 // TestTotalTimeout: a tunnel that keeps talking is still ended.
 func TestTotalTimeout(t *testing.T) {
 	origin := startTCP(t, "tcp", "127.0.0.1:0", echo)
