@@ -547,6 +547,40 @@ func readLines(t testing.TB, path string) []string {
 // an unconfined command is the server's already.
 func outsidePIDs(t *testing.T, mk marker, printed []string) []string {
 	t.Helper()
+	// A process in the middle of an exec shows neither its argv nor its
+	// environment for a moment: scan again until every printed pid is
+	// found, or the namespace shows it never will be.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		outer := namespacePIDs(mk)
+		out := make([]string, len(printed))
+		missing := ""
+		for i, p := range printed {
+			o, ok := outer[p]
+			switch {
+			case ok:
+				out[i] = o
+			case len(outer) > 0:
+				missing = p
+			default:
+				out[i] = p
+			}
+		}
+		if missing == "" {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %s, printed by the command, is no live process of its namespace", missing)
+		}
+		<-tick.C
+	}
+}
+
+// namespacePIDs maps the pids mk's processes have in their own PID
+// namespace to this machine's.
+func namespacePIDs(mk marker) map[string]string {
 	outer := map[string]string{}
 	for _, p := range scanProcs(mk, "") {
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
@@ -559,19 +593,7 @@ func outsidePIDs(t *testing.T, mk marker, printed []string) []string {
 			}
 		}
 	}
-	out := make([]string, len(printed))
-	for i, p := range printed {
-		o, ok := outer[p]
-		switch {
-		case ok:
-			out[i] = o
-		case len(outer) > 0:
-			t.Fatalf("pid %s, printed by the command, is no live process of its namespace", p)
-		default:
-			out[i] = p
-		}
-	}
-	return out
+	return outer
 }
 
 // alive says whether the process runs (and is not a zombie).
