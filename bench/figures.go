@@ -48,6 +48,8 @@ var figures = []figure{
 	{"mcp-task-call", (*bench).mcpTaskVsCall},
 	{"mcp-task-wake", (*bench).mcpTaskWake},
 	{"network", (*bench).network},
+	{"persist-rtt", (*bench).persistRoundTrip},
+	{"persist-resume", (*bench).persistResume},
 }
 
 // server is a toolhost session the bench drives.

@@ -55,15 +55,8 @@ func recvFrame(c *net.UnixConn, want int) ([]byte, []*os.File, error) {
 			if err != nil {
 				continue
 			}
-			for i, fd := range fds {
+			for _, fd := range fds {
 				unix.CloseOnExec(fd)
-				if i == 0 {
-					// stdin: non-blocking before os.NewFile, so that the
-					// runtime polls it and Close ends a read blocked on
-					// it (the front died, and its client still holds the
-					// pipe). restoreBlocking undoes it.
-					_ = unix.SetNonblock(fd, true)
-				}
 				files = append(files, os.NewFile(uintptr(fd), "fd"+strconv.Itoa(fd)))
 			}
 		}
@@ -183,15 +176,6 @@ func BuildID(version string) string {
 		return version
 	}
 	return fmt.Sprintf("%s/%d:%d/%d/%d", version, st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
-}
-
-// restoreBlocking makes the stdin a front handed over blocking again
-// before the holder lets it go: its open file description is shared with
-// the front and maybe the client (a terminal), which expect it blocking.
-func restoreBlocking(f *os.File) {
-	if raw, err := f.SyscallConn(); err == nil {
-		_ = raw.Control(func(fd uintptr) { _ = unix.SetNonblock(int(fd), false) })
-	}
 }
 
 // supported says this platform persists sessions.
