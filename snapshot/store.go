@@ -246,6 +246,11 @@ func (s *Store) eachBlob(f func(h hash32, path string, size int64) error) error 
 
 var errWouldBlock = errors.New("lock held elsewhere")
 
+// testHookLockWait is called when a lock is busy, before waiting for it:
+// with "root" for another goroutine's Take or Restore of the root, "flock"
+// for another open file description's (another process's) flock.
+var testHookLockWait func(what string)
+
 // lockFile flocks path, waiting for ctx; the returned func unlocks.
 func lockFile(ctx context.Context, path string, exclusive bool) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -254,6 +259,9 @@ func lockFile(ctx context.Context, path string, exclusive bool) (func(), error) 
 	}
 	err = flock(f, exclusive, true)
 	if errors.Is(err, errWouldBlock) {
+		if testHookLockWait != nil {
+			testHookLockWait("flock")
+		}
 		done := make(chan error, 1)
 		go func() { done <- flock(f, exclusive, false) }()
 		select {
@@ -313,8 +321,15 @@ func (s *Store) lockRoot(ctx context.Context, key string) (func(), error) {
 	s.mu.Unlock()
 	select {
 	case ch <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default:
+		if testHookLockWait != nil {
+			testHookLockWait("root")
+		}
+		select {
+		case ch <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	dir := filepath.Join(s.dir, "roots", key)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
