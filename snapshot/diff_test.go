@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,8 +58,9 @@ func TestDiffKinds(t *testing.T) {
 		{"t2", "type", 8},
 		{"t2/y", "deleted", 15},
 	}
+	var mu sync.Mutex
 	var read []string
-	setHook(t, &testHookRead, func(rel string) { read = append(read, rel) })
+	setHook(t, &testHookRead, func(rel string) { mu.Lock(); read = append(read, rel); mu.Unlock() })
 	got, err := fx.store.Diff(fx.ctx, a.ID, "", fx.root, DiffOptions{})
 	must(t, err)
 	if diff := cmp.Diff(Diff{Changes: want}, got); diff != "" {
@@ -67,9 +69,12 @@ func TestDiffKinds(t *testing.T) {
 	// Only same.txt and chmod.sh (its ctime changed) needed reading: the
 	// other changes show in their sizes or are new, and the index vouches
 	// for the unchanged files.
+	mu.Lock()
 	if diff := cmp.Diff([]string{"chmod.sh", "same.txt"}, sorted(read)); diff != "" {
 		t.Errorf("files read: mismatch (-want +got):\n%s", diff)
 	}
+	mu.Unlock()
+	setHook(t, &testHookRead, nil)
 	b := fx.take(TakeOptions{})
 	got, err = fx.store.Diff(fx.ctx, a.ID, b.ID, "", DiffOptions{})
 	must(t, err)
