@@ -17,8 +17,12 @@ import (
 //
 // Racy files: a file written in the same timestamp tick as it was read may
 // have changed after the read without its mtime showing it. An entry whose
-// mtime is within racyWindow of the Take's start (or later) is saved marked
-// racy, and the next Take reads it again whatever its stat.
+// mtime is within the racy window of the Take's start (or later) is saved
+// marked racy, and the next Take reads it again whatever its stat. The
+// window is racyWindow (2 s, FAT's granularity) unless some file of the
+// tree has an mtime with a fraction of a second, which shows a filesystem
+// with fine timestamps: then racyWindowFine, which covers the kernel's
+// coarse clock (a tick, 1 to 10 ms) many times over.
 //
 // Format (the digit in the magic is the version):
 //
@@ -33,10 +37,24 @@ import (
 // A damaged or unknown index is ignored (every file is read again).
 const indexMagic = "toolhost-snapshot-index 1\n"
 
-// racyWindow is how close to a Take's start an mtime makes its entry racy:
-// the coarsest timestamp granularity of the filesystems expected (2 s, FAT),
-// which also covers the kernel's coarse clock (a few ms).
-var racyWindow = 2 * time.Second
+// racyWindow and racyWindowFine: see above.
+var (
+	racyWindow     = 2 * time.Second
+	racyWindowFine = 100 * time.Millisecond
+)
+
+// racyBefore returns the mtime (ns) from which an entry is racy, for files
+// read from start on.
+func racyBefore(start time.Time, files []*node) int64 {
+	w := racyWindow
+	for _, n := range files {
+		if n.st.mtime%int64(time.Second) != 0 {
+			w = racyWindowFine
+			break
+		}
+	}
+	return start.Add(-w).UnixNano()
+}
 
 type indexEntry struct {
 	st   fileStat

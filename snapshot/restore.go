@@ -109,7 +109,8 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
 	}
-	idx, _ := loadIndex(filepath.Join(s.dir, "roots", key, "index"))
+	idxPath := filepath.Join(s.dir, "roots", key, "index")
+	idx, _ := loadIndex(idxPath)
 
 	// The current files that may hold the target's content: hash them.
 	want := map[string]*node{}
@@ -153,16 +154,67 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
 	}
+	planned := time.Since(start)
 	if testHookBeforeApply != nil {
 		testHookBeforeApply()
 	}
+	applyStart := time.Now()
 	res, err := p.apply(ctx, s, r)
-	res.Duration = time.Since(start)
 	if err != nil {
+		res.Duration = time.Since(start)
 		return res, fmt.Errorf("restore %s: %w", id, err)
 	}
-	s.log.Info("snapshot restored", "id", id, "root", clean, "written", res.Written, "removed", res.Removed, "ms", res.Duration.Milliseconds())
+	s.updateIndex(idxPath, idx, r, start, p, toHash, want)
+	res.Duration = time.Since(start)
+	s.log.Info("snapshot restored", "id", id, "root", clean, "written", res.Written, "removed", res.Removed,
+		"hashed", len(toHash), "blobs", len(need), "planMs", planned.Milliseconds(),
+		"applyMs", time.Since(applyStart).Milliseconds(), "ms", res.Duration.Milliseconds())
 	return res, nil
+}
+
+// updateIndex records in the root's index what the restore learnt: the
+// stat and hash of the files it wrote and of those it read and found
+// right, so that the next Take or Restore reads neither again; removed
+// paths leave it. Its generation stays: an index older than the last
+// collection is checked as before.
+func (s *Store) updateIndex(path string, idx *index, r *os.Root, start time.Time, p *plan, hashed []*node, want map[string]*node) {
+	var seen []*node
+	for _, n := range hashed {
+		if t := want[n.rel]; t != nil && n.hashed && n.hash == t.hash {
+			seen = append(seen, n)
+		}
+	}
+	for _, t := range p.writes {
+		fi, err := r.Lstat(t.rel)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		seen = append(seen, &node{rel: t.rel, hash: t.hash, st: statOf(fi)})
+	}
+	if len(seen) == 0 && len(p.removes) == 0 {
+		return
+	}
+	next := &index{gen: idx.gen, entries: make(map[string]indexEntry, len(idx.entries)+len(seen))}
+	for k, e := range idx.entries {
+		next.entries[k] = e
+	}
+	var drop func(n *node)
+	drop = func(n *node) {
+		delete(next.entries, n.rel)
+		for _, k := range n.kids {
+			drop(k)
+		}
+	}
+	for _, c := range p.removes {
+		drop(c)
+	}
+	racy := racyBefore(start, seen)
+	for _, n := range seen {
+		next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
+	}
+	if err := saveIndex(path, next); err != nil {
+		s.log.Warn("snapshot index not saved", "path", path, "err", err)
+	}
 }
 
 // plan is what a Restore will do, all decided before the first write.
@@ -321,14 +373,36 @@ func (p *plan) apply(ctx context.Context, s *Store, r *os.Root) (RestoreResult, 
 		}
 		res.Written++
 	}
+	// Files are written in groups by directory, each through a handle on
+	// that directory opened through r (so confined like r, and pinned to
+	// the directory it found: a swap of the name afterwards changes nothing).
+	groups := map[string][]*node{}
+	var dirs []string
+	for _, t := range p.writes {
+		d := parentRel(t.rel)
+		if groups[d] == nil {
+			dirs = append(dirs, d)
+		}
+		groups[d] = append(groups[d], t)
+	}
 	var written atomic.Int64
 	restoreClone := &atomic.Bool{}
 	restoreClone.Store(true)
-	err := parallel(ctx, s.workers, len(p.writes), func(ctx context.Context, i int) error {
-		if err := s.writeFile(r, p.writes[i], restoreClone); err != nil {
+	err := parallel(ctx, s.workers, len(dirs), func(ctx context.Context, i int) error {
+		dr, err := r.OpenRoot(dotRel(dirs[i]))
+		if err != nil {
 			return err
 		}
-		written.Add(1)
+		defer dr.Close()
+		for _, t := range groups[dirs[i]] {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := s.writeFile(dr, t, restoreClone); err != nil {
+				return err
+			}
+			written.Add(1)
+		}
 		return nil
 	})
 	res.Written += int(written.Load())
@@ -383,24 +457,25 @@ func btoi(b bool) int {
 	return 0
 }
 
-// writeFile writes one file of the target: a temporary file beside it, the
+// writeFile writes one file of the target into its directory dr: a
+// temporary file beside it, the
 // blob cloned or copied in (checked again as it is read), its mode set,
 // then renamed over whatever is there.
-func (s *Store) writeFile(r *os.Root, t *node, tryClone *atomic.Bool) (err error) {
+func (s *Store) writeFile(dr *os.Root, t *node, tryClone *atomic.Bool) (err error) {
 	src, err := s.openBlob(t.hash, t.size, t.rel)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	tmp := tempName(t.rel)
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp := tempName(t.name)
+	f, err := dr.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
 			f.Close()
-			r.Remove(tmp)
+			dr.Remove(tmp)
 		}
 	}()
 	cloned := false
@@ -425,7 +500,7 @@ func (s *Store) writeFile(r *os.Root, t *node, tryClone *atomic.Bool) (err error
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return r.Rename(tmp, t.rel)
+	return dr.Rename(tmp, t.name)
 }
 
 // onlyWriter hides ReadFrom, so that io.CopyBuffer uses the buffer and the

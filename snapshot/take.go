@@ -84,6 +84,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 		}
 	}
 
+	scanned := time.Since(start)
 	unlockStore, err := s.lockStore(ctx, true)
 	if err != nil {
 		return Info{}, err
@@ -123,9 +124,11 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	if err != nil {
 		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
 	}
+	read := time.Since(start)
 	if err := tx.commit(); err != nil {
 		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
 	}
+	committed := time.Since(start)
 	nFiles, nBytes := countTree(top)
 	m := manifest{
 		Version: manifestVersion, Label: o.Label, Root: clean,
@@ -156,7 +159,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	storeLocked = false
 
 	next := &index{gen: st.Generation, entries: make(map[string]indexEntry, len(files))}
-	racy := start.Add(-racyWindow).UnixNano()
+	racy := racyBefore(start, files)
 	for _, n := range files {
 		if !n.gone {
 			next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
@@ -169,7 +172,8 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	}
 	info := m.info()
 	s.log.Info("snapshot taken", "id", m.ID, "root", clean, "files", nFiles, "bytes", nBytes,
-		"read", len(jobs), "newBytes", m.NewBytes, "ms", info.Duration.Milliseconds())
+		"read", len(jobs), "newBytes", m.NewBytes, "blobs", len(tx.pending), "scanMs", scanned.Milliseconds(),
+		"readMs", read.Milliseconds(), "commitMs", committed.Milliseconds(), "ms", time.Since(start).Milliseconds())
 	return info, nil
 }
 
