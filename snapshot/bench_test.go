@@ -22,6 +22,7 @@ import (
 var (
 	benchFiles = flag.Int("snapshot.files", 1000, "files in the benchmarks' generated tree")
 	benchBytes = flag.Int64("snapshot.bytes", 0, "bytes in the benchmarks' generated tree (0: 20 KiB a file)")
+	benchKeep  = flag.String("snapshot.tree", "", "a directory to keep the generated tree in between runs (made if missing; benchmarks that change it restore it)")
 )
 
 // genTree writes a tree of n files in directories of about 100 (two levels),
@@ -73,9 +74,24 @@ func benchTree(b *testing.B) (root string, paths []string) {
 	if total == 0 {
 		total = int64(*benchFiles) * 20 << 10
 	}
-	root = filepath.Join(b.TempDir(), "tree")
+	if *benchKeep != "" {
+		root = filepath.Join(*benchKeep, fmt.Sprintf("tree-%d-%d", *benchFiles, total))
+		if _, err := os.Stat(root + ".done"); err == nil {
+			os.RemoveAll(filepath.Join(root, ".git"))
+			for i := range *benchFiles {
+				paths = append(paths, fmt.Sprintf("pkg%02d/mod%02d/file%05d.dat", i/1000, (i/100)%10, i))
+			}
+			return root, paths
+		}
+		os.RemoveAll(root)
+	} else {
+		root = filepath.Join(b.TempDir(), "tree")
+	}
 	paths = genTree(b, root, *benchFiles, total)
 	b.Logf("tree: %d files, %d MB", *benchFiles, total>>20)
+	if *benchKeep != "" {
+		os.WriteFile(root+".done", nil, 0o644)
+	}
 	return root, paths
 }
 
@@ -255,6 +271,9 @@ func BenchmarkGrowthOneFile(b *testing.B) {
 		}
 		growth += info.NewBytes
 		size += int64(len(data))
+	}
+	if *benchKeep != "" {
+		os.Remove(root + ".done") // changed: generate it again next time
 	}
 	b.ReportMetric(float64(growth)/float64(b.N), "growth-bytes")
 	b.ReportMetric(float64(size)/float64(b.N), "file-bytes")

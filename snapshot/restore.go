@@ -105,7 +105,7 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 		return RestoreResult{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
 	}
 	defer r.Close()
-	cur, err := scanRoot(ctx, r, f)
+	cur, err := scanRoot(ctx, r, f, s.workers)
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -79,89 +80,192 @@ func errChanged(rel string) error {
 	return fmt.Errorf("%s changed while it was read; try again", rel)
 }
 
-// scanRoot walks the root through os.Root, one handle per directory opened
-// without following symlinks: the stat of every entry kept by the filter,
-// the targets of symlinks, the kids of directories. Nothing is read.
-func scanRoot(ctx context.Context, r *os.Root, f *filter) (*node, error) {
+// scanRoot walks the root through os.Root: the stat of every entry kept by
+// the filter, the targets of symlinks, the kids of directories. Nothing is
+// read. Directories are scanned by up to workers goroutines; each is opened
+// through the root handle and checked to be the directory its parent's
+// Lstat saw (not a symlink swapped in since), and every entry in it is
+// looked at with one fstatat on that directory, never following a symlink.
+func scanRoot(ctx context.Context, r *os.Root, f *filter, workers int) (*node, error) {
 	fi, err := r.Stat(".")
 	if err != nil {
 		return nil, fmt.Errorf("scan root: %w", err)
 	}
 	top := &node{kind: kindDir, mode: modeBits(fi.Mode()), st: statOf(fi)}
-	return top, scanDir(ctx, r, top, f)
+	q := &scanQueue{ctx: ctx, r: r, f: f}
+	q.cond = sync.NewCond(&q.mu)
+	q.push(scanTask{n: top})
+	var wg sync.WaitGroup
+	for range max(1, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q.work()
+		}()
+	}
+	wg.Wait()
+	if q.err != nil {
+		return nil, q.err
+	}
+	dropGone(top)
+	return top, nil
 }
 
-func scanDir(ctx context.Context, dr *os.Root, n *node, f *filter) error {
-	if err := ctx.Err(); err != nil {
+type scanTask struct {
+	n *node // n.st is the directory's stat, from its parent's scan
+}
+
+// scanQueue holds the directories left to scan: a stack, so that the
+// tree is walked about depth first and few are pending at once.
+type scanQueue struct {
+	ctx context.Context
+	r   *os.Root
+	f   *filter
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	tasks   []scanTask
+	pending int // tasks queued or being scanned
+	err     error
+}
+
+func (q *scanQueue) push(t scanTask) {
+	q.mu.Lock()
+	q.tasks = append(q.tasks, t)
+	q.pending++
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+func (q *scanQueue) work() {
+	for {
+		q.mu.Lock()
+		for len(q.tasks) == 0 && q.pending > 0 {
+			q.cond.Wait()
+		}
+		if q.pending == 0 {
+			q.mu.Unlock()
+			q.cond.Broadcast()
+			return
+		}
+		t := q.tasks[len(q.tasks)-1]
+		q.tasks = q.tasks[:len(q.tasks)-1]
+		failed := q.err != nil
+		q.mu.Unlock()
+		var err error
+		if !failed {
+			err = q.scan(t)
+		}
+		q.mu.Lock()
+		if err != nil && q.err == nil {
+			q.err = err
+		}
+		q.pending--
+		done := q.pending == 0
+		q.mu.Unlock()
+		if done {
+			q.cond.Broadcast()
+		}
+	}
+}
+
+// scan lists one directory and queues its subdirectories.
+func (q *scanQueue) scan(t scanTask) error {
+	if err := q.ctx.Err(); err != nil {
 		return err
+	}
+	n := t.n
+	dr := q.r
+	if n.rel != "" {
+		var err error
+		if dr, err = q.r.OpenRoot(n.rel); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				n.gone = true // removed since its parent was scanned
+				return nil
+			}
+			return fmt.Errorf("scan %s: %w", n.rel, err)
+		}
+		defer dr.Close()
+		sfi, err := dr.Stat(".")
+		if err != nil {
+			return fmt.Errorf("scan %s: %w", n.rel, err)
+		}
+		if s := statOf(sfi); s.ino != n.st.ino || s.dev != n.st.dev {
+			return errChanged(n.rel) // swapped since the parent's look
+		}
 	}
 	d, err := dr.Open(".")
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", relName(n.rel), err)
 	}
+	defer d.Close()
 	names, err := d.Readdirnames(-1)
-	d.Close()
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", relName(n.rel), err)
 	}
 	sort.Strings(names)
+	f := q.f
+	kids := make([]*node, 0, len(names))
+	var subdirs []scanTask
 	for _, name := range names {
 		rel := joinRel(n.rel, name)
 		if name == ".git" || f.place(rel) == outOfScope {
 			continue
 		}
-		fi, err := dr.Lstat(name)
+		k, bits, st, err := lstatIn(dr, d, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("scan %s: %w", rel, err)
 		}
-		k := kindOf(fi.Mode())
 		if k == 0 {
 			continue // sockets, fifos, devices are not taken
 		}
-		c := &node{name: name, rel: rel, kind: k, mode: modeBits(fi.Mode()), st: statOf(fi)}
+		c := &node{name: name, rel: rel, kind: k, mode: bits, st: st, parent: n}
 		if !f.keep(c, true) {
 			continue
 		}
 		switch {
 		case c.onWay && k != kindDir:
 		case k == kindFile:
-			c.size = fi.Size()
+			c.size = st.size
 		case k == kindLink:
 			c.mode = 0o777
-			t, err := dr.Readlink(name)
+			target, err := dr.Readlink(name)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
 				return fmt.Errorf("scan %s: %w", rel, err)
 			}
-			c.target, c.size = t, int64(len(t))
+			c.target, c.size = target, int64(len(target))
 		case k == kindDir:
-			sub, err := dr.OpenRoot(name)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("scan %s: %w", rel, err)
-			}
-			sfi, err := sub.Stat(".")
-			if err == nil && !os.SameFile(fi, sfi) {
-				err = errChanged(rel) // swapped for a symlink since the Lstat
-			}
-			if err == nil {
-				err = scanDir(ctx, sub, c, f)
-			}
-			sub.Close()
-			if err != nil {
-				return err
-			}
+			subdirs = append(subdirs, scanTask{n: c})
 		}
-		n.kids = append(n.kids, c)
+		kids = append(kids, c)
+	}
+	n.kids = kids
+	// Pushed in reverse, so that the stack pops them in order.
+	for i := len(subdirs) - 1; i >= 0; i-- {
+		q.push(subdirs[i])
 	}
 	return nil
+}
+
+// dropGone removes the directories that vanished during the scan.
+func dropGone(n *node) {
+	kids := n.kids[:0]
+	for _, k := range n.kids {
+		if k.kind == kindDir {
+			if k.gone {
+				continue
+			}
+			dropGone(k)
+		}
+		kids = append(kids, k)
+	}
+	n.kids = kids
 }
 
 func relName(rel string) string {
@@ -184,6 +288,47 @@ func openRootFile(r *os.Root, rel string) (*os.File, fs.FileInfo, error) {
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
 		err = errChanged(rel)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// openScannedDir opens a scanned directory through r, checked to be the
+// directory the scan saw; r itself for the root.
+func openScannedDir(r *os.Root, d *node) (*os.Root, error) {
+	if d.rel == "" {
+		return r, nil
+	}
+	dr, err := r.OpenRoot(d.rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := dr.Stat(".")
+	if err == nil && statOf(fi).ino != d.st.ino {
+		err = errChanged(d.rel)
+	}
+	if err != nil {
+		dr.Close()
+		return nil, err
+	}
+	return dr, nil
+}
+
+// openDirFile opens a scanned file by its name in its directory's handle.
+func openDirFile(dr *os.Root, n *node) (*os.File, fs.FileInfo, error) {
+	if testHookRead != nil {
+		testHookRead(n.rel)
+	}
+	f, err := dr.OpenFile(n.name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errChanged(n.rel)
 	}
 	if err != nil {
 		f.Close()

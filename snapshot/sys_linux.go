@@ -26,6 +26,32 @@ func statOf(fi fs.FileInfo) fileStat {
 	}
 }
 
+// lstatIn looks at name in the open directory d with one fstatat, never
+// following a symlink: its kind (0 for what is not taken), its 07777 bits
+// and the stat the index compares.
+func lstatIn(dr *os.Root, d *os.File, name string) (kind byte, bits uint32, st fileStat, err error) {
+	var s unix.Stat_t
+	for {
+		err = unix.Fstatat(int(d.Fd()), name, &s, unix.AT_SYMLINK_NOFOLLOW)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return 0, 0, st, &os.PathError{Op: "fstatat", Path: name, Err: err}
+	}
+	switch s.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		kind = kindFile
+	case unix.S_IFDIR:
+		kind = kindDir
+	case unix.S_IFLNK:
+		kind = kindLink
+	}
+	st = fileStat{size: s.Size, mtime: s.Mtim.Nano(), ctime: s.Ctim.Nano(), ino: s.Ino, dev: uint64(s.Dev)}
+	return kind, s.Mode & 0o7777, st, nil
+}
+
 // platformClone is FICLONE: dst shares src's extents (a reflink). Filesystems
 // without reflinks answer EOPNOTSUPP (ext4), EXDEV across filesystems, or
 // EINVAL.

@@ -13,6 +13,15 @@ func statOf(fi fs.FileInfo) fileStat {
 	return fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
+// lstatIn: see sys_linux.go; here through the root handle.
+func lstatIn(dr *os.Root, d *os.File, name string) (kind byte, bits uint32, st fileStat, err error) {
+	fi, err := dr.Lstat(name)
+	if err != nil {
+		return 0, 0, st, err
+	}
+	return kindOf(fi.Mode()), modeBits(fi.Mode()), statOf(fi), nil
+}
+
 func platformClone(dst, src *os.File) error { return errors.ErrUnsupported }
 
 func startWriteback(f *os.File) {}

@@ -69,7 +69,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	if err != nil {
 		s.log.Warn("snapshot index ignored", "root", clean, "err", err)
 	}
-	top, err := scanRoot(ctx, r, f)
+	top, err := scanRoot(ctx, r, f, s.workers)
 	if err != nil {
 		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
 	}
@@ -112,8 +112,34 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 			}
 		}
 	}
-	err = parallel(ctx, s.workers, len(jobs), func(ctx context.Context, i int) error {
-		return tx.ingest(r, jobs[i])
+	// Files are read in groups of a directory's, each group through one
+	// handle on the directory (opened through r, checked to be the one the
+	// scan saw), so that opening a file is one openat.
+	groups := groupByDir(jobs, 64)
+	err = parallel(ctx, s.workers, len(groups), func(ctx context.Context, i int) error {
+		g := groups[i]
+		dr, err := openScannedDir(r, g.dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			for _, n := range g.files {
+				n.gone = true
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if dr != r {
+			defer dr.Close()
+		}
+		for _, n := range g.files {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := tx.ingest(dr, n); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err == nil {
 		err = tx.trees(top)
@@ -175,6 +201,26 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 		"read", len(jobs), "newBytes", m.NewBytes, "blobs", len(tx.pending), "scanMs", scanned.Milliseconds(),
 		"readMs", read.Milliseconds(), "commitMs", committed.Milliseconds(), "ms", time.Since(start).Milliseconds())
 	return info, nil
+}
+
+// fileGroup is files of one directory, read through one handle.
+type fileGroup struct {
+	dir   *node
+	files []*node
+}
+
+// groupByDir groups files (in tree order, so a directory's are together)
+// by their directory, at most max a group.
+func groupByDir(files []*node, max int) []fileGroup {
+	var out []fileGroup
+	for _, n := range files {
+		if k := len(out) - 1; k >= 0 && out[k].dir == n.parent && len(out[k].files) < max {
+			out[k].files = append(out[k].files, n)
+			continue
+		}
+		out = append(out, fileGroup{dir: n.parent, files: []*node{n}})
+	}
+	return out
 }
 
 func newID(t time.Time) string {
@@ -316,8 +362,8 @@ func (tx *takeTx) writeTemp(data []byte, h hash32) error {
 // new, copies it to a temporary blob. A small file is read into memory
 // once; a large one is cloned (reflink) where the filesystem can, and
 // hashed from the clone, or else copied and hashed in one pass.
-func (tx *takeTx) ingest(r *os.Root, n *node) error {
-	f, fi, err := openRootFile(r, n.rel)
+func (tx *takeTx) ingest(dr *os.Root, n *node) error {
+	f, fi, err := openDirFile(dr, n)
 	if errors.Is(err, fs.ErrNotExist) {
 		n.gone = true // deleted since the scan
 		return nil

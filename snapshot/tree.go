@@ -42,6 +42,7 @@ type node struct {
 	loaded bool
 
 	// From a scan only.
+	parent    *node
 	st        fileStat
 	fromIndex bool // hash taken from the index, unread
 	gone      bool // vanished while the snapshot was taken
