@@ -20,8 +20,8 @@ import (
 // RestoreOptions shape a Restore.
 type RestoreOptions struct {
 	// Paths limits the restore to these paths, relative to the root (or
-	// absolute inside it); a directory names everything beneath it. Nil
-	// restores everything.
+	// absolute inside it); a directory names everything beneath it. None
+	// (nil or empty) restores everything.
 	Paths []string
 	// Exclude adds patterns (gitignore syntax) to the snapshot's own:
 	// what they match is neither written nor removed.
@@ -73,10 +73,8 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if all || o.Paths == nil {
+	if all || len(o.Paths) == 0 {
 		scope = nil
-	} else if len(scope) == 0 {
-		return RestoreResult{Duration: time.Since(start)}, nil
 	}
 	skip, _, err := cleanPaths(clean, real, append(append([]string{}, m.Skip...), o.Skip...))
 	if err != nil {

@@ -184,16 +184,20 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	unlockStore()
 	storeLocked = false
 
-	next := &index{gen: st.Generation, entries: make(map[string]indexEntry, len(files))}
-	racy := racyBefore(start, files)
-	for _, n := range files {
-		if !n.gone {
-			next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
+	// Nothing read, nothing gone, same generation: the index is as it was
+	// (its entries were all unchanged and not racy).
+	if len(jobs) > 0 || len(files) != len(idx.entries) || idx.gen != st.Generation {
+		next := &index{gen: st.Generation, entries: make(map[string]indexEntry, len(files))}
+		racy := racyBefore(start, files)
+		for _, n := range files {
+			if !n.gone {
+				next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
+			}
 		}
-	}
-	if !next.equal(idx) {
-		if err := saveIndex(idxPath, next); err != nil {
-			s.log.Warn("snapshot index not saved", "root", clean, "err", err)
+		if !next.equal(idx) {
+			if err := saveIndex(idxPath, next); err != nil {
+				s.log.Warn("snapshot index not saved", "root", clean, "err", err)
+			}
 		}
 	}
 	info := m.info()
