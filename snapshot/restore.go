@@ -146,11 +146,28 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	for _, t := range blobs {
 		need = append(need, t)
 	}
+	// Small blobs are kept, checked, in memory (up to verifiedBudget), to
+	// be written from there: read once, not twice.
+	p.verified = make([][]byte, len(need))
+	var budget atomic.Int64
+	budget.Store(verifiedBudget)
 	err = parallel(ctx, s.workers, len(need), func(ctx context.Context, i int) error {
-		return s.verifyBlob(need[i].hash, need[i].size, need[i].rel)
+		t := need[i]
+		if t.size < bufSize && budget.Add(-t.size) >= 0 {
+			data, err := s.readBlob(t.hash, t.size, t.rel)
+			p.verified[i] = data
+			return err
+		}
+		return s.verifyBlob(t.hash, t.size, t.rel)
 	})
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
+	}
+	p.inMemory = map[hash32][]byte{}
+	for i, t := range need {
+		if p.verified[i] != nil {
+			p.inMemory[t.hash] = p.verified[i]
+		}
 	}
 	planned := time.Since(start)
 	if testHookBeforeApply != nil {
@@ -226,7 +243,13 @@ type plan struct {
 	removed  int
 	touched  map[string]bool  // directories whose entries change
 	curDirs  map[string]*node // current directories, by rel
+	verified [][]byte
+	inMemory map[hash32][]byte // checked blobs, by hash
 }
+
+// verifiedBudget bounds the bytes of checked blobs a Restore keeps in
+// memory to write from.
+const verifiedBudget = 16 << 20
 
 func parentRel(rel string) string {
 	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
@@ -396,7 +419,7 @@ func (p *plan) apply(ctx context.Context, s *Store, r *os.Root) (RestoreResult, 
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := s.writeFile(dr, t, restoreClone); err != nil {
+			if err := s.writeFile(dr, t, p.inMemory[t.hash], restoreClone); err != nil {
 				return err
 			}
 			written.Add(1)
@@ -459,12 +482,14 @@ func btoi(b bool) int {
 // temporary file beside it, the
 // blob cloned or copied in (checked again as it is read), its mode set,
 // then renamed over whatever is there.
-func (s *Store) writeFile(dr *os.Root, t *node, tryClone *atomic.Bool) (err error) {
-	src, err := s.openBlob(t.hash, t.size, t.rel)
-	if err != nil {
-		return err
+func (s *Store) writeFile(dr *os.Root, t *node, data []byte, tryClone *atomic.Bool) (err error) {
+	var src *blobReader
+	if data == nil && t.size > 0 {
+		if src, err = s.openBlob(t.hash, t.size, t.rel); err != nil {
+			return err
+		}
+		defer src.Close()
 	}
-	defer src.Close()
 	tmp := tempName(t.name)
 	f, err := dr.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -476,20 +501,27 @@ func (s *Store) writeFile(dr *os.Root, t *node, tryClone *atomic.Bool) (err erro
 			dr.Remove(tmp)
 		}
 	}()
-	cloned := false
-	if tryClone.Load() && t.size >= bufSize {
-		if cerr := cloneFile(f, src.f); cerr == nil {
-			cloned = true
-		} else {
-			tryClone.Store(false)
-		}
-	}
-	if !cloned {
-		buf := getBuf()
-		_, err = io.CopyBuffer(wrapWriter(onlyWriter{f}), src, *buf)
-		putBuf(buf)
-		if err != nil {
+	switch {
+	case data != nil:
+		if _, err = wrapWriter(f).Write(data); err != nil {
 			return err
+		}
+	case src != nil:
+		cloned := false
+		if tryClone.Load() && t.size >= bufSize {
+			if cerr := cloneFile(f, src.f); cerr == nil {
+				cloned = true
+			} else {
+				tryClone.Store(false)
+			}
+		}
+		if !cloned {
+			buf := getBuf()
+			_, err = io.CopyBuffer(wrapWriter(onlyWriter{f}), src, *buf)
+			putBuf(buf)
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if err = f.Chmod(fileMode(t.mode)); err != nil {
