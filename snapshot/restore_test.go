@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -325,5 +326,35 @@ func TestRestoreCancel(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(fx.root, "a.txt")); string(b) != "changed\n" {
 		t.Error("a canceled restore wrote")
+	}
+}
+
+// TestRestoreUpdatesIndex: a restore records what it wrote in the index,
+// so that the next restore (and Take) does not read those files again.
+func TestRestoreUpdatesIndex(t *testing.T) {
+	setHook(t, &racyWindowFine, 0) // no file is racy here
+	setHook(t, &racyWindow, 0)
+	fx := newFixture(t, Options{})
+	writeTree(t, fx.root, manyFiles(50, 1000))
+	ageTree(t, fx.root)
+	info := fx.take(TakeOptions{})
+	var mu sync.Mutex
+	var read []string
+	setHook(t, &testHookRead, func(rel string) { mu.Lock(); read = append(read, rel); mu.Unlock() })
+	for round := range 3 {
+		for i := range 10 {
+			fx.write(fmt.Sprintf("d%02d/f%03d.txt", i%10, i+round*10), "changed\n")
+		}
+		res := fx.restore(info.ID, RestoreOptions{})
+		mu.Lock()
+		if res.Written != 10 || len(read) != 0 {
+			t.Errorf("round %d: %+v, read %v", round, res, read)
+		}
+		read = nil
+		mu.Unlock()
+	}
+	fx.take(TakeOptions{})
+	if len(read) != 0 {
+		t.Errorf("take after the restores read %v", read)
 	}
 }
