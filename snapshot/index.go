@@ -196,7 +196,14 @@ func (idx *index) lookup(n *node) (hash32, bool) {
 }
 
 // saveIndex writes the index whole: a temporary file beside it, fsync,
-// rename.
+// rename. The root's lock is held, so temporary files already there are
+// what an interrupted write left: they go first.
 func saveIndex(path string, idx *index) error {
-	return writeAtomic(filepath.Dir(path), filepath.Base(path), idx.encode(), false)
+	dir, name := filepath.Split(path)
+	if old, _ := filepath.Glob(filepath.Join(dir, "."+name+".tmp-*")); len(old) > 0 {
+		for _, o := range old {
+			os.Remove(o)
+		}
+	}
+	return writeAtomic(filepath.Clean(dir), name, idx.encode(), false)
 }
