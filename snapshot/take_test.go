@@ -190,6 +190,7 @@ func TestTakeAfterCollection(t *testing.T) {
 // first (the in-process lock), and a Take waits for another holder of the
 // root's flock (another process).
 func TestConcurrentTakesSerialized(t *testing.T) {
+	setHook(t, &racyWindowFine, 10*time.Minute) // both takes read every file
 	fx := newFixture(t, Options{Workers: 1})
 	writeTree(t, fx.root, manyFiles(5, 100))
 	var mu sync.Mutex
