@@ -126,12 +126,12 @@ func TestDiffPatch(t *testing.T) {
 		return b.String()
 	}
 	writeTree(t, fx.root, map[string]entry{
-		"src/a.txt":  file(lines(1, 20, nil), 0o644),
-		"src/b.bin":  file("\x00binary\n", 0o644),
-		"src/c.txt":  file("c\n", 0o644),
-		"other.txt":  file("other\n", 0o644),
-		"noeol.txt":  file("one\ntwo", 0o644),
-		"chmod.txt":  file("mode only\n", 0o644),
+		"src/a.txt": file(lines(1, 20, nil), 0o644),
+		"src/b.bin": file("\x00binary\n", 0o644),
+		"src/c.txt": file("c\n", 0o644),
+		"other.txt": file("other\n", 0o644),
+		"noeol.txt": file("one\ntwo", 0o644),
+		"chmod.txt": file("mode only\n", 0o644),
 	})
 	a := fx.take(TakeOptions{})
 	fx.write("src/a.txt", lines(1, 20, map[int]string{3: "line three\n", 17: "", 18: "line 18\nline 18.5\n"}))

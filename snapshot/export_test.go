@@ -59,18 +59,18 @@ func sorted(s []string) []string {
 func TestExportListing(t *testing.T) {
 	fx := newFixture(t, Options{})
 	writeTree(t, fx.root, map[string]entry{
-		"bin/run.sh":          file("#!/bin/sh\necho hi\n", 0o755),
-		"secret":              file("s\n", 0o600),
-		"setuid":              file("u\n", 0o4755),
-		"ro":                  dir(0o555),
-		"ro/inside":           file("i\n", 0o444),
-		"empty":               dir(0o700),
-		"日本/名前 with space":     file("unicode\n", 0o644),
-		"new\nline":           file("newline in the name\n", 0o644),
-		"bin.dat":             file("\x00\x01\x02\xff", 0o644),
-		"link-rel":            link("bin/run.sh"),
-		"link-abs":            link("/etc/hostname"),
-		"dangling":            link("../nowhere"),
+		"bin/run.sh":               file("#!/bin/sh\necho hi\n", 0o755),
+		"secret":                   file("s\n", 0o600),
+		"setuid":                   file("u\n", 0o4755),
+		"ro":                       dir(0o555),
+		"ro/inside":                file("i\n", 0o444),
+		"empty":                    dir(0o700),
+		"日本/名前 with space":         file("unicode\n", 0o644),
+		"new\nline":                file("newline in the name\n", 0o644),
+		"bin.dat":                  file("\x00\x01\x02\xff", 0o644),
+		"link-rel":                 link("bin/run.sh"),
+		"link-abs":                 link("/etc/hostname"),
+		"dangling":                 link("../nowhere"),
 		strings.Repeat("long", 40): file("a long name\n", 0o644),
 	})
 	want := listing(t, fx.root)
