@@ -1,0 +1,216 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// cloneFile makes dst share src's data (FICLONE on Linux). It is a variable
+// so that tests can answer for the filesystem: any error means "copy
+// instead".
+var cloneFile = platformClone
+
+// cloneUnsupported reports an answer meaning the filesystem (or the pair of
+// them) has no reflinks, so that a caller stops asking.
+func cloneUnsupported(err error) bool {
+	return errors.Is(err, errors.ErrUnsupported) || errors.Is(err, syscall.EOPNOTSUPP) ||
+		errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EXDEV) ||
+		errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.ENOTTY)
+}
+
+// wrapWriter lets tests put a failing writer (a full disk) between the
+// store and the files it writes. Identity in production.
+var wrapWriter = func(w io.Writer) io.Writer { return w }
+
+const bufSize = 256 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+
+func getBuf() *[]byte  { return bufPool.Get().(*[]byte) }
+func putBuf(b *[]byte) { bufPool.Put(b) }
+
+func (s *Store) blobPath(h hash32) string {
+	x := hex.EncodeToString(h[:])
+	return filepath.Join(s.dir, "blobs", x[:2], x[2:])
+}
+
+// blobReader reads a blob and checks, at its end, that it has the size and
+// hash its name says.
+type blobReader struct {
+	f       *os.File
+	h       hash.Hash
+	want    hash32
+	size, n int64 // size -1: unknown
+	forPath string
+}
+
+// openBlob opens a blob for reading; forPath names what it is read for, in
+// errors. A missing blob is ErrDamaged.
+func (s *Store) openBlob(h hash32, size int64, forPath string) (*blobReader, error) {
+	f, err := os.Open(s.blobPath(h))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, damaged(h, forPath, "missing")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot store: %w", err)
+	}
+	return &blobReader{f: f, h: sha256.New(), want: h, size: size, forPath: forPath}, nil
+}
+
+func (r *blobReader) Read(p []byte) (int, error) {
+	n, err := r.f.Read(p)
+	r.h.Write(p[:n])
+	r.n += int64(n)
+	if r.size >= 0 && r.n > r.size {
+		return n, damaged(r.want, r.forPath, "longer than recorded")
+	}
+	if err == io.EOF {
+		if r.size >= 0 && r.n != r.size {
+			return n, damaged(r.want, r.forPath, fmt.Sprintf("%d bytes where %d were recorded", r.n, r.size))
+		}
+		var got hash32
+		r.h.Sum(got[:0])
+		if got != r.want {
+			return n, damaged(r.want, r.forPath, "content does not match its hash")
+		}
+	}
+	return n, err
+}
+
+func (r *blobReader) Close() error { return r.f.Close() }
+
+// readBlob reads a whole blob (a tree object), checked.
+func (s *Store) readBlob(h hash32, size int64, forPath string) ([]byte, error) {
+	r, err := s.openBlob(h, size, forPath)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// verifyBlob reads a blob through and checks it.
+func (s *Store) verifyBlob(h hash32, size int64, forPath string) error {
+	r, err := s.openBlob(h, size, forPath)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf := getBuf()
+	defer putBuf(buf)
+	for {
+		_, err := r.Read(*buf)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// hashReader hashes r to its end.
+func hashReader(r io.Reader) (hash32, int64, error) {
+	h := sha256.New()
+	buf := getBuf()
+	defer putBuf(buf)
+	n, err := io.CopyBuffer(h, onlyReader{r}, *buf)
+	var sum hash32
+	h.Sum(sum[:0])
+	return sum, n, err
+}
+
+// writeAtomic writes data to dir/name whole: a temporary file beside it
+// (".name.tmp-*"), fsync, rename, and with syncParent an fsync of dir, so
+// that the name, once there, has all of data.
+func writeAtomic(dir, name string, data []byte, syncParent bool) (err error) {
+	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = wrapWriter(f).Write(data); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	if syncParent {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
+
+// parallel runs f(0..n-1) on at most workers goroutines; the first error
+// cancels the rest and is returned.
+func parallel(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return ctx.Err()
+	}
+	workers = max(1, min(workers, n))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return nil
+}

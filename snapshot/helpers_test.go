@@ -1,0 +1,266 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// entry is one path of a tree as the tests compare it.
+type entry struct {
+	Type    string // "file", "dir", "link"
+	Mode    fs.FileMode
+	Content string // file content
+	Target  string // link target
+}
+
+func file(content string, mode fs.FileMode) entry {
+	return entry{Type: "file", Mode: mode, Content: content}
+}
+func dir(mode fs.FileMode) entry { return entry{Type: "dir", Mode: mode} }
+func link(target string) entry   { return entry{Type: "link", Target: target} }
+
+// writeTree makes the entries under root, parents first; directory modes
+// are set last so that read-only directories can be filled.
+func writeTree(t testing.TB, root string, ents map[string]entry) {
+	t.Helper()
+	paths := make([]string, 0, len(ents))
+	for p := range ents {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		e := ents[p]
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		switch e.Type {
+		case "dir":
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case "file":
+			if err := os.WriteFile(full, []byte(e.Content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(full, e.Mode); err != nil {
+				t.Fatal(err)
+			}
+		case "link":
+			if err := os.Symlink(e.Target, full); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := len(paths) - 1; i >= 0; i-- {
+		if e := ents[paths[i]]; e.Type == "dir" {
+			if err := os.Chmod(filepath.Join(root, paths[i]), e.Mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// listing reads a whole tree back: type, mode (permission and special
+// bits), content, link target. Paths under skip (relative) are left out.
+func listing(t testing.TB, root string, skip ...string) map[string]entry {
+	t.Helper()
+	out := map[string]entry{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		for _, s := range skip {
+			if rel == s || strings.HasPrefix(rel, s+"/") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		mode := fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		switch {
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = entry{Type: "file", Mode: mode, Content: string(b)}
+		case fi.IsDir():
+			out[rel] = entry{Type: "dir", Mode: mode}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = entry{Type: "link", Target: target}
+		default:
+			out[rel] = entry{Type: fi.Mode().Type().String()}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ageTree sets every file's and directory's mtime an hour back, as a tree
+// that was not just written: its index entries are then not racy.
+func ageTree(t testing.TB, root string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		return os.Chtimes(p, old, old)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openUpOnCleanup makes dir removable by TempDir's cleanup whatever modes
+// a test left in it.
+func openUpOnCleanup(t testing.TB, dir string) {
+	t.Cleanup(func() {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+	})
+}
+
+type fixture struct {
+	t     testing.TB
+	store *Store
+	dir   string // the store's
+	root  string
+	ctx   context.Context
+}
+
+func newFixture(t testing.TB, opts Options) *fixture {
+	t.Helper()
+	base := t.TempDir()
+	openUpOnCleanup(t, base)
+	fx := &fixture{t: t, dir: filepath.Join(base, "store"), root: filepath.Join(base, "root"), ctx: context.Background()}
+	if err := os.Mkdir(fx.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(fx.dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	fx.store = s
+	return fx
+}
+
+func (fx *fixture) take(o TakeOptions) Info {
+	fx.t.Helper()
+	info, err := fx.store.Take(fx.ctx, fx.root, o)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return info
+}
+
+func (fx *fixture) restore(id string, o RestoreOptions) RestoreResult {
+	fx.t.Helper()
+	res, err := fx.store.Restore(fx.ctx, id, fx.root, o)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return res
+}
+
+func (fx *fixture) write(rel, content string) {
+	fx.t.Helper()
+	p := filepath.Join(fx.root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		fx.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		fx.t.Fatal(err)
+	}
+}
+
+// storeFiles lists the store directory: every file's path and content hash
+// (lock files left out: flock makes them).
+func storeFiles(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || d.Name() == "lock" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		sum := sha256.Sum256(b)
+		out[rel] = hex.EncodeToString(sum[:8])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// blobFiles lists the blob files of a store.
+func blobFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	for p := range storeFiles(t, dir) {
+		if strings.HasPrefix(p, "blobs/") {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func blobOf(content string) hash32 { return sha256.Sum256([]byte(content)) }
+
+// setHook sets a package hook for the test's duration.
+func setHook[T any](t testing.TB, p *T, v T) {
+	old := *p
+	*p = v
+	t.Cleanup(func() { *p = old })
+}
+
+func wantErr(t testing.TB, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("error %v, want %v", err, want)
+	}
+}

@@ -1,0 +1,209 @@
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// The index of a root, like git's: for each regular file its stat (size,
+// mtime, ctime, inode, device) and its content's hash, as of the last Take.
+// A file whose stat is unchanged is not read again.
+//
+// Racy files: a file written in the same timestamp tick as it was read may
+// have changed after the read without its mtime showing it. An entry whose
+// mtime is within the racy window of the Take's start (or later) is saved
+// marked racy, and the next Take reads it again whatever its stat. The
+// window is racyWindow (2 s, FAT's granularity) unless some file of the
+// tree has an mtime with a fraction of a second, which shows a filesystem
+// with fine timestamps: then racyWindowFine, which covers the kernel's
+// coarse clock (a tick, 1 to 10 ms) many times over.
+//
+// Format (the digit in the magic is the version):
+//
+//	"toolhost-snapshot-index 1\n"
+//	uvarint generation (the store's collection generation it was written at)
+//	uvarint count
+//	count entries, sorted by path:
+//	  uvarint len(path), path; varint size, mtime, ctime; uvarint ino, dev;
+//	  byte flags (1: racy); 32 bytes sha256
+//	32 bytes: sha256 of all of the above
+//
+// A damaged or unknown index is ignored (every file is read again).
+const indexMagic = "toolhost-snapshot-index 1\n"
+
+// racyWindow and racyWindowFine: see above.
+var (
+	racyWindow     = 2 * time.Second
+	racyWindowFine = 100 * time.Millisecond
+)
+
+// racyBefore returns the mtime (ns) from which an entry is racy, for files
+// read from start on.
+func racyBefore(start time.Time, files []*node) int64 {
+	w := racyWindow
+	for _, n := range files {
+		if n.st.mtime%int64(time.Second) != 0 {
+			w = racyWindowFine
+			break
+		}
+	}
+	return start.Add(-w).UnixNano()
+}
+
+type indexEntry struct {
+	st   fileStat
+	hash hash32
+	racy bool
+}
+
+type index struct {
+	gen     uint64
+	entries map[string]indexEntry
+}
+
+func loadIndex(path string) (*index, error) {
+	idx := &index{entries: map[string]indexEntry{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return idx, nil
+	}
+	if err != nil {
+		return idx, err
+	}
+	if len(data) < len(indexMagic)+sha256.Size || !bytes.HasPrefix(data, []byte(indexMagic)) {
+		return idx, errors.New("index of an unknown format or version")
+	}
+	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return idx, errors.New("index does not match its checksum")
+	}
+	p := body[len(indexMagic):]
+	bad := false
+	uv := func() uint64 {
+		v, n := binary.Uvarint(p)
+		if n <= 0 {
+			bad = true
+			return 0
+		}
+		p = p[n:]
+		return v
+	}
+	sv := func() int64 {
+		v, n := binary.Varint(p)
+		if n <= 0 {
+			bad = true
+			return 0
+		}
+		p = p[n:]
+		return v
+	}
+	gen := uv()
+	count := uv()
+	if bad || count > uint64(len(p)) {
+		return idx, errors.New("malformed index")
+	}
+	entries := make(map[string]indexEntry, count)
+	for range count {
+		l := uv()
+		if bad || l > uint64(len(p)) {
+			return idx, errors.New("malformed index")
+		}
+		path := string(p[:l])
+		p = p[l:]
+		var e indexEntry
+		e.st.size, e.st.mtime, e.st.ctime = sv(), sv(), sv()
+		e.st.ino, e.st.dev = uv(), uv()
+		if bad || len(p) < 1+sha256.Size {
+			return idx, errors.New("malformed index")
+		}
+		e.racy = p[0]&1 != 0
+		copy(e.hash[:], p[1:])
+		p = p[1+sha256.Size:]
+		entries[path] = e
+	}
+	if len(p) != 0 {
+		return idx, errors.New("malformed index")
+	}
+	idx.gen, idx.entries = gen, entries
+	return idx, nil
+}
+
+func (idx *index) encode() []byte {
+	paths := make([]string, 0, len(idx.entries))
+	for p := range idx.entries {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var b bytes.Buffer
+	b.Grow(len(indexMagic) + len(paths)*96)
+	b.WriteString(indexMagic)
+	var tmp [binary.MaxVarintLen64]byte
+	uv := func(v uint64) { b.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
+	sv := func(v int64) { b.Write(tmp[:binary.PutVarint(tmp[:], v)]) }
+	uv(idx.gen)
+	uv(uint64(len(paths)))
+	for _, p := range paths {
+		e := idx.entries[p]
+		uv(uint64(len(p)))
+		b.WriteString(p)
+		sv(e.st.size)
+		sv(e.st.mtime)
+		sv(e.st.ctime)
+		uv(e.st.ino)
+		uv(e.st.dev)
+		var flags byte
+		if e.racy {
+			flags |= 1
+		}
+		b.WriteByte(flags)
+		b.Write(e.hash[:])
+	}
+	sum := sha256.Sum256(b.Bytes())
+	b.Write(sum[:])
+	return b.Bytes()
+}
+
+// equal reports whether two indexes say the same.
+func (idx *index) equal(o *index) bool {
+	if idx.gen != o.gen || len(idx.entries) != len(o.entries) {
+		return false
+	}
+	for p, e := range idx.entries {
+		if oe, ok := o.entries[p]; !ok || oe != e {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup returns the hash of a scanned file when the index knows it
+// unchanged.
+func (idx *index) lookup(n *node) (hash32, bool) {
+	if idx == nil {
+		return hash32{}, false
+	}
+	e, ok := idx.entries[n.rel]
+	if !ok || e.racy || e.st != n.st {
+		return hash32{}, false
+	}
+	return e.hash, true
+}
+
+// saveIndex writes the index whole: a temporary file beside it, fsync,
+// rename. The root's lock is held, so temporary files already there are
+// what an interrupted write left: they go first.
+func saveIndex(path string, idx *index) error {
+	dir, name := filepath.Split(path)
+	if old, _ := filepath.Glob(filepath.Join(dir, "."+name+".tmp-*")); len(old) > 0 {
+		for _, o := range old {
+			os.Remove(o)
+		}
+	}
+	return writeAtomic(filepath.Clean(dir), name, idx.encode(), false)
+}

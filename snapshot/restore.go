@@ -1,0 +1,573 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// RestoreOptions shape a Restore.
+type RestoreOptions struct {
+	// Paths limits the restore to these paths, relative to the root (or
+	// absolute inside it); a directory names everything beneath it. None
+	// (nil or empty) restores everything.
+	Paths []string
+	// Exclude adds patterns (gitignore syntax) to the snapshot's own:
+	// what they match is neither written nor removed.
+	Exclude []string
+	// Skip adds paths to the snapshot's own that are never written nor
+	// removed (read roots inside the root).
+	Skip []string
+}
+
+// RestoreResult counts what a Restore did: Written counts the files,
+// symlinks and directories made or rewritten and those whose mode was set;
+// Removed the entries removed (everything beneath a removed directory
+// included).
+type RestoreResult struct {
+	Written, Removed int
+	Duration         time.Duration
+}
+
+// testHookBeforeApply runs between a Restore's plan (every blob checked)
+// and its first write.
+var testHookBeforeApply func()
+
+// Restore makes the root (or the named paths) what snapshot id holds: files
+// changed since are rewritten, files made since removed, deleted ones
+// brought back, modes and symlinks set as they were, directories (empty
+// ones too) made. It plans first and checks every blob it needs against
+// its hash before it writes anything (a damaged store is ErrDamaged and the
+// root is left as it was). Each file is written to a temporary file beside
+// it and renamed over, and every path goes through an os.Root, so a
+// directory swapped for a symlink meanwhile cannot carry a write out of the
+// root.
+func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) (RestoreResult, error) {
+	start := time.Now()
+	if err := s.check(); err != nil {
+		return RestoreResult{}, err
+	}
+	m, err := s.readManifest(id)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	clean, real, err := s.checkRoot(root)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	if !sameRoot(m.Root, clean) {
+		return RestoreResult{}, fmt.Errorf("%w: snapshot %s is of %s, not %s", ErrOtherRoot, id, m.Root, clean)
+	}
+	scope, all, err := cleanPaths(clean, real, o.Paths)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	if all || len(o.Paths) == 0 {
+		scope = nil
+	}
+	skip, _, err := cleanPaths(clean, real, append(append([]string{}, m.Skip...), o.Skip...))
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	f := &filter{ex: compileIgnore(append(append([]string{}, m.Exclude...), o.Exclude...)), skip: skip, scope: scope}
+
+	key := rootKey(real)
+	unlockRoot, err := s.lockRoot(ctx, key)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	defer unlockRoot()
+	unlockStore, err := s.lockStore(ctx, false)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	defer unlockStore()
+
+	target, err := s.loadTree(ctx, m, f)
+	if err != nil {
+		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
+	}
+	r, err := os.OpenRoot(clean)
+	if err != nil {
+		return RestoreResult{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
+	}
+	defer r.Close()
+	cur, err := scanRoot(ctx, r, f, s.workers)
+	if err != nil {
+		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
+	}
+	idxPath := filepath.Join(s.dir, "roots", key, "index")
+	idx, _ := loadIndex(idxPath)
+
+	// The current files that may hold the target's content: hash them.
+	want := map[string]*node{}
+	eachFile(target, func(n *node) { want[n.rel] = n })
+	var toHash []*node
+	eachFile(cur, func(n *node) {
+		if t := want[n.rel]; t != nil && !n.onWay && t.size == n.st.size {
+			if h, ok := idx.lookup(n); ok {
+				n.hash, n.hashed = h, true
+			} else {
+				toHash = append(toHash, n)
+			}
+		}
+	})
+	err = parallel(ctx, s.workers, len(toHash), func(ctx context.Context, i int) error {
+		_, err := curHash(r, nil, toHash[i])
+		return err
+	})
+	if err != nil {
+		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
+	}
+
+	p := &plan{touched: map[string]bool{}, curDirs: map[string]*node{}}
+	p.dir(cur, target)
+	if scope == nil && cur.mode != target.mode && target.mode != 0 {
+		p.dirModes = append(p.dirModes, target)
+	}
+
+	// Every blob needed, checked before anything is written.
+	blobs := map[hash32]*node{}
+	for _, t := range p.writes {
+		blobs[t.hash] = t
+	}
+	need := make([]*node, 0, len(blobs))
+	for _, t := range blobs {
+		need = append(need, t)
+	}
+	// Small blobs are kept, checked, in memory (up to verifiedBudget), to
+	// be written from there: read once, not twice.
+	p.verified = make([][]byte, len(need))
+	var budget atomic.Int64
+	budget.Store(verifiedBudget)
+	err = parallel(ctx, s.workers, len(need), func(ctx context.Context, i int) error {
+		t := need[i]
+		if t.size < bufSize && budget.Add(-t.size) >= 0 {
+			data, err := s.readBlob(t.hash, t.size, t.rel)
+			p.verified[i] = data
+			return err
+		}
+		return s.verifyBlob(t.hash, t.size, t.rel)
+	})
+	if err != nil {
+		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
+	}
+	p.inMemory = map[hash32][]byte{}
+	for i, t := range need {
+		if p.verified[i] != nil {
+			p.inMemory[t.hash] = p.verified[i]
+		}
+	}
+	planned := time.Since(start)
+	if testHookBeforeApply != nil {
+		testHookBeforeApply()
+	}
+	applyStart := time.Now()
+	res, err := p.apply(ctx, s, r)
+	if err != nil {
+		res.Duration = time.Since(start)
+		return res, fmt.Errorf("restore %s: %w", id, err)
+	}
+	s.updateIndex(idxPath, idx, r, start, p, toHash, want)
+	res.Duration = time.Since(start)
+	s.log.Info("snapshot restored", "id", id, "root", clean, "written", res.Written, "removed", res.Removed,
+		"hashed", len(toHash), "blobs", len(need), "planMs", planned.Milliseconds(),
+		"applyMs", time.Since(applyStart).Milliseconds(), "ms", res.Duration.Milliseconds())
+	return res, nil
+}
+
+// updateIndex records in the root's index what the restore learnt: the
+// stat and hash of the files it wrote and of those it read and found
+// right, so that the next Take or Restore reads neither again; removed
+// paths leave it. Its generation stays: an index older than the last
+// collection is checked as before.
+func (s *Store) updateIndex(path string, idx *index, r *os.Root, start time.Time, p *plan, hashed []*node, want map[string]*node) {
+	var seen []*node
+	for _, n := range hashed {
+		if t := want[n.rel]; t != nil && n.hashed && n.hash == t.hash {
+			seen = append(seen, n)
+		}
+	}
+	for _, t := range p.writes {
+		fi, err := r.Lstat(t.rel)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		seen = append(seen, &node{rel: t.rel, hash: t.hash, st: statOf(fi)})
+	}
+	if len(seen) == 0 && len(p.removes) == 0 {
+		return
+	}
+	next := &index{gen: idx.gen, entries: make(map[string]indexEntry, len(idx.entries)+len(seen))}
+	for k, e := range idx.entries {
+		next.entries[k] = e
+	}
+	var drop func(n *node)
+	drop = func(n *node) {
+		delete(next.entries, n.rel)
+		for _, k := range n.kids {
+			drop(k)
+		}
+	}
+	for _, c := range p.removes {
+		drop(c)
+	}
+	racy := racyBefore(start, seen)
+	for _, n := range seen {
+		next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
+	}
+	if err := saveIndex(path, next); err != nil {
+		s.log.Warn("snapshot index not saved", "path", path, "err", err)
+	}
+}
+
+// plan is what a Restore will do, all decided before the first write.
+type plan struct {
+	removes  []*node // current entries removed whole
+	mkdirs   []*node // directories made (parents first)
+	writes   []*node // files written
+	links    []*node // symlinks made
+	chmods   []*node // files whose mode only is set
+	dirModes []*node // directories whose mode is set at the end
+	removed  int
+	touched  map[string]bool  // directories whose entries change
+	curDirs  map[string]*node // current directories, by rel
+	verified [][]byte
+	inMemory map[hash32][]byte // checked blobs, by hash
+}
+
+// verifiedBudget bounds the bytes of checked blobs a Restore keeps in
+// memory to write from.
+const verifiedBudget = 16 << 20
+
+func parentRel(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
+}
+
+// dir plans one directory: c is the current one, t the target; either may
+// be nil.
+func (p *plan) dir(c, t *node) {
+	if c != nil {
+		p.curDirs[c.rel] = c
+	}
+	mergeKids(kidsOf(c), kidsOf(t), func(x, y *node) error {
+		p.entry(x, y)
+		return nil
+	})
+}
+
+func (p *plan) entry(c, t *node) {
+	if c != nil && c.onWay || t != nil && t.onWay {
+		// An ancestor of a named path: made a directory if the target has
+		// one there, never otherwise changed.
+		var cd, td *node
+		if c != nil && c.kind == kindDir {
+			cd = c
+		}
+		if t != nil && t.kind == kindDir {
+			td = t
+		}
+		if td != nil && cd == nil {
+			if c != nil {
+				p.remove(c)
+			}
+			p.mkdir(td)
+		}
+		p.dir(cd, td)
+		return
+	}
+	switch {
+	case t == nil:
+		p.remove(c)
+	case c == nil:
+		p.create(t)
+	case c.kind != t.kind:
+		p.remove(c)
+		p.create(t)
+	case t.kind == kindDir:
+		if c.mode != t.mode {
+			p.dirModes = append(p.dirModes, t)
+		}
+		p.dir(c, t)
+	case t.kind == kindFile:
+		if c.st.size != t.size || !c.hashed || c.hash != t.hash {
+			p.writes = append(p.writes, t)
+			p.touched[parentRel(t.rel)] = true
+		} else if c.mode != t.mode {
+			p.chmods = append(p.chmods, t)
+		}
+	case t.kind == kindLink:
+		if c.target != t.target {
+			p.links = append(p.links, t)
+			p.touched[parentRel(t.rel)] = true
+		}
+	}
+}
+
+func (p *plan) remove(c *node) {
+	p.removes = append(p.removes, c)
+	p.removed += subtreeCount(c)
+	p.touched[parentRel(c.rel)] = true
+}
+
+func (p *plan) mkdir(t *node) {
+	p.mkdirs = append(p.mkdirs, t)
+	p.dirModes = append(p.dirModes, t)
+	p.touched[parentRel(t.rel)] = true
+}
+
+func (p *plan) create(t *node) {
+	switch t.kind {
+	case kindDir:
+		p.mkdir(t)
+		p.dir(nil, t)
+	case kindFile:
+		p.writes = append(p.writes, t)
+		p.touched[parentRel(t.rel)] = true
+	case kindLink:
+		p.links = append(p.links, t)
+		p.touched[parentRel(t.rel)] = true
+	}
+}
+
+func dotRel(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+// tempName is a name beside rel for a file written before it is renamed.
+func tempName(rel string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return path.Join(path.Dir(rel), ".snapshot-"+hex.EncodeToString(b[:])+".tmp")
+}
+
+// apply carries a plan out, every path through the root handle r.
+func (p *plan) apply(ctx context.Context, s *Store, r *os.Root) (RestoreResult, error) {
+	res := RestoreResult{Removed: p.removed}
+	// Directories we change entries of must be writable for a while.
+	type dirMode struct {
+		rel  string
+		mode uint32
+	}
+	var finalModes []dirMode
+	fixed := map[string]bool{}
+	for _, t := range p.dirModes {
+		fixed[t.rel] = true
+	}
+	for rel := range p.touched {
+		c := p.curDirs[rel]
+		if c == nil || c.mode&0o700 == 0o700 {
+			continue
+		}
+		if err := r.Chmod(dotRel(rel), fileMode(c.mode|0o700)); err != nil {
+			return res, err
+		}
+		if !fixed[rel] {
+			finalModes = append(finalModes, dirMode{rel, c.mode})
+		}
+	}
+	for _, c := range p.removes {
+		if err := removeAll(r, c.rel); err != nil {
+			return res, err
+		}
+	}
+	for _, t := range p.mkdirs {
+		if err := r.Mkdir(t.rel, 0o700); err != nil {
+			return res, err
+		}
+		res.Written++
+	}
+	// Files are written in groups by directory, each through a handle on
+	// that directory opened through r (so confined like r, and pinned to
+	// the directory it found: a swap of the name afterwards changes nothing).
+	groups := map[string][]*node{}
+	var dirs []string
+	for _, t := range p.writes {
+		d := parentRel(t.rel)
+		if groups[d] == nil {
+			dirs = append(dirs, d)
+		}
+		groups[d] = append(groups[d], t)
+	}
+	var written atomic.Int64
+	restoreClone := &atomic.Bool{}
+	restoreClone.Store(true)
+	err := parallel(ctx, s.workers, len(dirs), func(ctx context.Context, i int) error {
+		dr, err := r.OpenRoot(dotRel(dirs[i]))
+		if err != nil {
+			return err
+		}
+		defer dr.Close()
+		for _, t := range groups[dirs[i]] {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := s.writeFile(dr, t, p.inMemory[t.hash], restoreClone); err != nil {
+				return err
+			}
+			written.Add(1)
+		}
+		return nil
+	})
+	res.Written += int(written.Load())
+	if err != nil {
+		return res, err
+	}
+	for _, t := range p.links {
+		tmp := tempName(t.rel)
+		if err := r.Symlink(t.target, tmp); err != nil {
+			return res, err
+		}
+		if err := r.Rename(tmp, t.rel); err != nil {
+			r.Remove(tmp)
+			return res, err
+		}
+		res.Written++
+	}
+	for _, t := range p.chmods {
+		if err := r.Chmod(t.rel, fileMode(t.mode)); err != nil {
+			return res, err
+		}
+		res.Written++
+	}
+	for _, t := range p.dirModes {
+		finalModes = append(finalModes, dirMode{t.rel, t.mode})
+	}
+	// Deepest first, so that a directory made read-only comes last.
+	sort.SliceStable(finalModes, func(i, j int) bool {
+		return strings.Count(finalModes[i].rel, "/")+btoi(finalModes[i].rel != "") >
+			strings.Count(finalModes[j].rel, "/")+btoi(finalModes[j].rel != "")
+	})
+	made := map[string]bool{}
+	for _, t := range p.mkdirs {
+		made[t.rel] = true
+	}
+	for _, d := range finalModes {
+		if err := r.Chmod(dotRel(d.rel), fileMode(d.mode)); err != nil {
+			return res, err
+		}
+		if fixed[d.rel] && !made[d.rel] {
+			res.Written++
+		}
+		fixed[d.rel] = false // counted once
+	}
+	return res, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeFile writes one file of the target into its directory dr: a
+// temporary file beside it, the
+// blob cloned or copied in (checked again as it is read), its mode set,
+// then renamed over whatever is there.
+func (s *Store) writeFile(dr *os.Root, t *node, data []byte, tryClone *atomic.Bool) (err error) {
+	var src *blobReader
+	if data == nil && t.size > 0 {
+		if src, err = s.openBlob(t.hash, t.size, t.rel); err != nil {
+			return err
+		}
+		defer src.Close()
+	}
+	tmp := tempName(t.name)
+	f, err := dr.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			dr.Remove(tmp)
+		}
+	}()
+	switch {
+	case data != nil:
+		if _, err = wrapWriter(f).Write(data); err != nil {
+			return err
+		}
+	case src != nil:
+		cloned := false
+		if tryClone.Load() && t.size >= bufSize {
+			if cerr := cloneFile(f, src.f); cerr == nil {
+				cloned = true
+			} else {
+				tryClone.Store(false)
+			}
+		}
+		if !cloned {
+			buf := getBuf()
+			_, err = io.CopyBuffer(wrapWriter(onlyWriter{f}), src, *buf)
+			putBuf(buf)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if err = f.Chmod(fileMode(t.mode)); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return dr.Rename(tmp, t.name)
+}
+
+// onlyWriter hides ReadFrom, so that io.CopyBuffer uses the buffer and the
+// blobReader's check runs.
+type onlyWriter struct{ w io.Writer }
+
+func (o onlyWriter) Write(p []byte) (int, error) { return o.w.Write(p) }
+
+// onlyReader hides WriteTo, so that io.CopyBuffer uses the pooled buffer.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// removeAll removes rel and everything beneath it, through the root; a
+// directory without write permission is opened up first.
+func removeAll(r *os.Root, rel string) error {
+	err := r.RemoveAll(rel)
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	openUp(r, rel)
+	return r.RemoveAll(rel)
+}
+
+func openUp(r *os.Root, rel string) {
+	fi, err := r.Lstat(rel)
+	if err != nil || !fi.IsDir() {
+		return
+	}
+	r.Chmod(rel, 0o700)
+	d, err := r.Open(rel)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		openUp(r, rel+"/"+n)
+	}
+}

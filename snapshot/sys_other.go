@@ -1,0 +1,31 @@
+//go:build !linux && !darwin
+
+package snapshot
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
+
+// statOf has size and mtime only here: the index then trusts those two.
+func statOf(fi fs.FileInfo) fileStat {
+	return fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+}
+
+// lstatIn: see sys_linux.go; here through the root handle.
+func lstatIn(dr *os.Root, d *os.File, name string) (kind byte, bits uint32, st fileStat, err error) {
+	fi, err := dr.Lstat(name)
+	if err != nil {
+		return 0, 0, st, err
+	}
+	return kindOf(fi.Mode()), modeBits(fi.Mode()), statOf(fi), nil
+}
+
+func platformClone(dst, src *os.File) error { return errors.ErrUnsupported }
+
+func startWriteback(f *os.File) {}
+
+func syncFS(f *os.File) error { return errors.ErrUnsupported }
+
+const haveSyncFS = false

@@ -1,0 +1,559 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// TakeOptions shape a Take.
+type TakeOptions struct {
+	Label string
+	// Exclude holds patterns in gitignore syntax (see compileIgnore); .git
+	// is always left out.
+	Exclude []string
+	// Skip holds paths in the root (read roots inside it) neither taken
+	// nor, later, restored.
+	Skip []string
+}
+
+// syncBatch is the number of new blobs above which one syncfs replaces an
+// fsync per blob (and per blob directory).
+const syncBatch = 8
+
+// Take snapshots root (an absolute directory): its regular files,
+// directories, symlinks (as links, never followed) and their modes.
+// .git and the Exclude patterns are left out, and so are sockets, fifos and
+// devices. A file whose stat the root's index knows unchanged is not read.
+// Takes and Restores of one root are serialized.
+func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, error) {
+	start := time.Now()
+	if err := s.check(); err != nil {
+		return Info{}, err
+	}
+	clean, real, err := s.checkRoot(root)
+	if err != nil {
+		return Info{}, err
+	}
+	skip, _, err := cleanPaths(clean, real, o.Skip)
+	if err != nil {
+		return Info{}, err
+	}
+	f := &filter{ex: compileIgnore(o.Exclude), skip: skip}
+	key := rootKey(real)
+	unlockRoot, err := s.lockRoot(ctx, key)
+	if err != nil {
+		return Info{}, err
+	}
+	defer unlockRoot()
+
+	r, err := os.OpenRoot(clean)
+	if err != nil {
+		return Info{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
+	}
+	defer r.Close()
+	idxPath := filepath.Join(s.dir, "roots", key, "index")
+	idx, err := loadIndex(idxPath)
+	if err != nil {
+		s.log.Warn("snapshot index ignored", "root", clean, "err", err)
+	}
+	top, err := scanRoot(ctx, r, f, s.workers)
+	if err != nil {
+		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
+	}
+	var files []*node
+	eachFile(top, func(n *node) { files = append(files, n) })
+	var jobs []*node
+	for _, n := range files {
+		if h, ok := idx.lookup(n); ok {
+			n.hash, n.hashed, n.fromIndex = h, true, true
+		} else {
+			jobs = append(jobs, n)
+		}
+	}
+
+	scanned := time.Since(start)
+	unlockStore, err := s.lockStore(ctx, true)
+	if err != nil {
+		return Info{}, err
+	}
+	storeLocked := true
+	defer func() {
+		if storeLocked {
+			unlockStore()
+		}
+	}()
+	st, err := s.readState()
+	if err != nil {
+		return Info{}, err
+	}
+	tx := &takeTx{s: s, used: st.Bytes, claims: map[hash32]struct{}{}}
+	tx.tryClone.Store(true)
+	defer tx.abort() // a no-op once committed
+	if idx.gen != st.Generation {
+		// A collection ran since the index was written: its blobs may be
+		// gone. Read again the files whose blob is missing.
+		for _, n := range files {
+			if n.fromIndex && !tx.exists(n.hash, n.size) {
+				n.hashed, n.fromIndex = false, false
+				jobs = append(jobs, n)
+			}
+		}
+	}
+	// Files are read in groups of a directory's, each group through one
+	// handle on the directory (opened through r, checked to be the one the
+	// scan saw), so that opening a file is one openat.
+	groups := groupByDir(jobs, 64)
+	err = parallel(ctx, s.workers, len(groups), func(ctx context.Context, i int) error {
+		g := groups[i]
+		dr, err := openScannedDir(r, g.dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			for _, n := range g.files {
+				n.gone = true
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if dr != r {
+			defer dr.Close()
+		}
+		for _, n := range g.files {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := tx.ingest(dr, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = tx.trees(top)
+	}
+	if errors.Is(err, errOverCap) {
+		return Info{}, &TooLargeError{Root: clean, Max: s.maxBytes, Used: st.Bytes, Need: tx.added.Load(), Largest: largestDirs(top)}
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
+	}
+	read := time.Since(start)
+	if err := tx.commit(); err != nil {
+		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
+	}
+	committed := time.Since(start)
+	nFiles, nBytes := countTree(top)
+	m := manifest{
+		Version: manifestVersion, Label: o.Label, Root: clean,
+		CreatedAt: start.UTC(), Tree: hex.EncodeToString(top.hash[:]), Mode: top.mode,
+		Files: nFiles, Bytes: nBytes, NewBytes: tx.added.Load(),
+		Exclude: o.Exclude, Skip: skip,
+	}
+	for {
+		m.ID = newID(start)
+		if _, err := os.Lstat(s.manifestPath(m.ID)); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	m.DurationNS = int64(time.Since(start))
+	data, _ := json.MarshalIndent(&m, "", "  ")
+	if err := writeAtomic(filepath.Join(s.dir, "snapshots"), m.ID, append(data, '\n'), true); err != nil {
+		return Info{}, fmt.Errorf("snapshot %s: manifest: %w", clean, err)
+	}
+	tx.done = true // the manifest holds the blobs now
+	if n := tx.added.Load(); n > 0 {
+		st.Bytes += n
+		if err := s.writeState(st); err != nil {
+			// The snapshot is whole; the next collection counts again.
+			s.log.Warn("snapshot store size not recorded", "err", err)
+		}
+	}
+	unlockStore()
+	storeLocked = false
+
+	// Nothing read, nothing gone, same generation: the index is as it was
+	// (its entries were all unchanged and not racy).
+	if len(jobs) > 0 || len(files) != len(idx.entries) || idx.gen != st.Generation {
+		next := &index{gen: st.Generation, entries: make(map[string]indexEntry, len(files))}
+		racy := racyBefore(start, files)
+		for _, n := range files {
+			if !n.gone {
+				next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
+			}
+		}
+		if !next.equal(idx) {
+			if err := saveIndex(idxPath, next); err != nil {
+				s.log.Warn("snapshot index not saved", "root", clean, "err", err)
+			}
+		}
+	}
+	info := m.info()
+	s.log.Info("snapshot taken", "id", m.ID, "root", clean, "files", nFiles, "bytes", nBytes,
+		"read", len(jobs), "newBytes", m.NewBytes, "blobs", len(tx.pending), "scanMs", scanned.Milliseconds(),
+		"readMs", read.Milliseconds(), "commitMs", committed.Milliseconds(), "ms", time.Since(start).Milliseconds())
+	return info, nil
+}
+
+// fileGroup is files of one directory, read through one handle.
+type fileGroup struct {
+	dir   *node
+	files []*node
+}
+
+// groupByDir groups files (in tree order, so a directory's are together)
+// by their directory, at most max a group.
+func groupByDir(files []*node, max int) []fileGroup {
+	var out []fileGroup
+	for _, n := range files {
+		if k := len(out) - 1; k >= 0 && out[k].dir == n.parent && len(out[k].files) < max {
+			out[k].files = append(out[k].files, n)
+			continue
+		}
+		out = append(out, fileGroup{dir: n.parent, files: []*node{n}})
+	}
+	return out
+}
+
+func newID(t time.Time) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return t.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+func eachFile(n *node, f func(*node)) {
+	for _, k := range n.kids {
+		switch k.kind {
+		case kindFile:
+			f(k)
+		case kindDir:
+			eachFile(k, f)
+		}
+	}
+}
+
+// largestDirs names the directories of a scanned tree with the most bytes
+// beneath them, at the first two levels, largest first (ten at most).
+func largestDirs(top *node) []DirSize {
+	var out []DirSize
+	var size func(n *node, depth int) int64
+	size = func(n *node, depth int) int64 {
+		var total int64
+		for _, k := range n.kids {
+			switch k.kind {
+			case kindFile:
+				total += k.st.size
+			case kindDir:
+				total += size(k, depth+1)
+			}
+		}
+		if depth >= 1 && depth <= 2 {
+			out = append(out, DirSize{Path: n.rel, Bytes: total})
+		}
+		return total
+	}
+	rootFiles := int64(0)
+	for _, k := range top.kids {
+		if k.kind == kindFile {
+			rootFiles += k.st.size
+		}
+	}
+	size(top, 0)
+	if rootFiles > 0 {
+		out = append(out, DirSize{Path: ".", Bytes: rootFiles})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Bytes != out[j].Bytes {
+			return out[i].Bytes > out[j].Bytes
+		}
+		return out[i].Path < out[j].Path
+	})
+	if len(out) > 10 {
+		out = out[:10]
+	}
+	return out
+}
+
+var errOverCap = errors.New("over the store's cap")
+
+// takeTx is the writing half of a Take, under the store's exclusive lock.
+// New blobs are written to tmp/ first; commit makes their data durable,
+// renames them into blobs/ and makes the names durable; abort removes the
+// temporary files and the blobs this Take created, which nothing else can
+// reference yet.
+type takeTx struct {
+	s        *Store
+	used     int64 // the store's size before
+	added    atomic.Int64
+	tryClone atomic.Bool
+
+	mu      sync.Mutex
+	claims  map[hash32]struct{} // blobs there or being written
+	pending []pendingBlob
+	created []string
+	done    bool
+}
+
+type pendingBlob struct {
+	tmp  string
+	hash hash32
+}
+
+// exists reports whether a blob of that size is in the store. A blob of
+// another size is damaged and gets written again.
+func (tx *takeTx) exists(h hash32, size int64) bool {
+	fi, err := os.Lstat(tx.s.blobPath(h))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
+}
+
+// claim reports whether the caller must write blob h: it is neither in the
+// store nor being written by another worker. It counts the bytes against
+// the cap.
+func (tx *takeTx) claim(h hash32, size int64) (bool, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if _, ok := tx.claims[h]; ok {
+		return false, nil
+	}
+	tx.claims[h] = struct{}{}
+	if tx.exists(h, size) {
+		return false, nil
+	}
+	if tx.used+tx.added.Add(size) > tx.s.maxBytes {
+		return false, errOverCap
+	}
+	return true, nil
+}
+
+func (tx *takeTx) addPending(tmp string, h hash32) {
+	tx.mu.Lock()
+	tx.pending = append(tx.pending, pendingBlob{tmp: tmp, hash: h})
+	tx.mu.Unlock()
+}
+
+func (tx *takeTx) tmpDir() string { return filepath.Join(tx.s.dir, "tmp") }
+
+// writeTemp writes data to a new temporary blob file.
+func (tx *takeTx) writeTemp(data []byte, h hash32) error {
+	f, err := os.CreateTemp(tx.tmpDir(), "blob-*")
+	if err != nil {
+		return err
+	}
+	tx.addPending(f.Name(), h)
+	_, err = wrapWriter(f).Write(data)
+	if err == nil {
+		startWriteback(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ingest reads one file of the root: hashes it and, when its content is
+// new, copies it to a temporary blob. A small file is read into memory
+// once; a large one is cloned (reflink) where the filesystem can, and
+// hashed from the clone, or else copied and hashed in one pass.
+func (tx *takeTx) ingest(dr *os.Root, n *node) error {
+	f, fi, err := openDirFile(dr, n)
+	if errors.Is(err, fs.ErrNotExist) {
+		n.gone = true // deleted since the scan
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", n.rel, err)
+	}
+	defer f.Close()
+	n.st, n.mode = statOf(fi), modeBits(fi.Mode())
+	if fi.Size() < bufSize {
+		buf := getBuf()
+		defer putBuf(buf)
+		k, err := io.ReadFull(f, *buf)
+		switch {
+		case err == io.ErrUnexpectedEOF || err == io.EOF:
+			data := (*buf)[:k]
+			h := sha256.Sum256(data)
+			n.hash, n.hashed, n.size = h, true, int64(k)
+			write, err := tx.claim(h, int64(k))
+			if err != nil || !write {
+				return err
+			}
+			return tx.writeTemp(data, h)
+		case err != nil:
+			return fmt.Errorf("read %s: %w", n.rel, err)
+		}
+		// It grew past the buffer since the stat: copy it as a large one.
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("read %s: %w", n.rel, err)
+		}
+	}
+	tmp, err := os.CreateTemp(tx.tmpDir(), "blob-*")
+	if err != nil {
+		return err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	var h hash32
+	var size int64
+	cloned := false
+	if tx.tryClone.Load() {
+		if err := cloneFile(tmp, f); err == nil {
+			cloned = true
+		} else {
+			if !cloneUnsupported(err) {
+				tx.s.log.Debug("snapshot clone failed; copying", "path", n.rel, "err", err)
+			}
+			tx.tryClone.Store(false)
+		}
+	}
+	if cloned {
+		h, size, err = hashReader(io.NewSectionReader(tmp, 0, 1<<62))
+		if err != nil {
+			return fmt.Errorf("read the clone of %s: %w", n.rel, err)
+		}
+	} else {
+		hw := sha256.New()
+		buf := getBuf()
+		size, err = io.CopyBuffer(io.MultiWriter(hw, wrapWriter(tmp)), onlyReader{f}, *buf)
+		putBuf(buf)
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", n.rel, err)
+		}
+		hw.Sum(h[:0])
+		startWriteback(tmp)
+	}
+	n.hash, n.hashed, n.size = h, true, size
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("copy %s: %w", n.rel, err)
+	}
+	write, err := tx.claim(h, size)
+	if err != nil || !write {
+		return err
+	}
+	keep = true
+	tx.addPending(tmp.Name(), h)
+	return nil
+}
+
+// trees writes the tree objects, deepest first, and sets each directory's
+// hash and size.
+func (tx *takeTx) trees(n *node) error {
+	var size int64
+	for _, k := range n.kids {
+		if k.kind == kindDir {
+			if err := tx.trees(k); err != nil {
+				return err
+			}
+		}
+		if !k.gone && k.kind != kindLink {
+			size += k.size
+		}
+	}
+	n.size = size
+	data := encodeTree(n.kids)
+	n.hash, n.hashed = sha256.Sum256(data), true
+	write, err := tx.claim(n.hash, int64(len(data)))
+	if err != nil || !write {
+		return err
+	}
+	return tx.writeTemp(data, n.hash)
+}
+
+// commit makes the new blobs durable and visible: their data first (one
+// syncfs, or an fsync each when few), then their names (renamed from tmp/
+// into blobs/xx/), then those names. Only then may a manifest name them.
+func (tx *takeTx) commit() error {
+	if len(tx.pending) == 0 {
+		return nil
+	}
+	batch := haveSyncFS && len(tx.pending) > syncBatch
+	if batch {
+		if err := syncPath(tx.tmpDir(), true); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range tx.pending {
+			if err := syncPath(p.tmp, false); err != nil {
+				return err
+			}
+		}
+	}
+	shards := map[string]bool{}
+	newShard := false
+	for i, p := range tx.pending {
+		final := tx.s.blobPath(p.hash)
+		dir := filepath.Dir(final)
+		if !shards[dir] {
+			shards[dir] = true
+			if err := os.Mkdir(dir, 0o700); err == nil {
+				newShard = true
+			} else if !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+		}
+		if err := os.Rename(p.tmp, final); err != nil {
+			return err
+		}
+		tx.created = append(tx.created, final)
+		tx.pending[i].tmp = ""
+	}
+	if batch {
+		return syncPath(tx.s.dir, true)
+	}
+	for dir := range shards {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+	}
+	if newShard {
+		return syncDir(filepath.Join(tx.s.dir, "blobs"))
+	}
+	return nil
+}
+
+// syncPath fsyncs a file, or with fsWide syncs the filesystem holding it.
+func syncPath(p string, fsWide bool) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fsWide {
+		return syncFS(f)
+	}
+	return f.Sync()
+}
+
+// abort undoes an uncommitted Take: its temporary files and the blobs it
+// created.
+func (tx *takeTx) abort() {
+	if tx.done {
+		return
+	}
+	for _, p := range tx.pending {
+		if p.tmp != "" {
+			os.Remove(p.tmp)
+		}
+	}
+	for _, c := range tx.created {
+		os.Remove(c)
+	}
+	// Temporary files of the large-file path are removed by ingest itself.
+}
