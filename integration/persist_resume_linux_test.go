@@ -63,3 +63,55 @@ func TestPersistDetachByEOFThenResume(t *testing.T) {
 		t.Errorf("%d toolResults, want 1", n)
 	}
 }
+
+// TestPersistPtyShellSurvives: a shell under a PTY keeps its state across
+// a detach and a resume, and writeInput, resize and signal work on it from
+// the new connection: a variable set before is echoed after, the new
+// size shows in stty, and the shell's trap of SIGUSR1 runs.
+func TestPersistPtyShellSurvives(t *testing.T) {
+	t.Parallel()
+	p := newPersistEnv(t)
+	mk := newMarker()
+	a := start(t, p.options())
+	init := a.initialize(nil)
+	h := a.longRun(map[string]any{"argv": []string{"sh", "-i"}, "pty": true, "streamOutput": true, "env": mk.env()})
+	var wi protocol.WriteInputResult
+	a.mustCall("writeInput", map[string]any{"handleId": h.HandleID, "data": "trap 'echo got-usr1' USR1; X=forty-two; echo set-$X\n"}, &wi)
+	a.awaitPtyOutput(h.HandleID, "set-forty-two")
+	a.closeStdin()
+	a.wait()
+
+	b := start(t, p.options())
+	b.initialize(resumeParams(init.SessionID, nil))
+	b.mustCall("resize", map[string]any{"handleId": h.HandleID, "rows": 33, "cols": 101}, nil)
+	b.mustCall("writeInput", map[string]any{"handleId": h.HandleID, "data": "echo again-$X; stty size\n"}, &wi)
+	b.awaitPtyOutput(h.HandleID, "again-forty-two")
+	b.awaitPtyOutput(h.HandleID, "33 101")
+	b.mustCall("signal", map[string]any{"handleId": h.HandleID, "signal": "SIGUSR1"}, nil)
+	b.mustCall("writeInput", map[string]any{"handleId": h.HandleID, "data": "echo ping\n"}, &wi)
+	b.awaitPtyOutput(h.HandleID, "got-usr1")
+	b.mustCall("writeInput", map[string]any{"handleId": h.HandleID, "data": "exit 5\n"}, &wi)
+	res := b.toolResultOf(h.HandleID)
+	if res.ExitCode == nil || *res.ExitCode != 5 {
+		t.Errorf("the shell ended with %v, want exit 5", res.ExitCode)
+	}
+	b.shutdown()
+}
+
+// awaitPtyOutput waits until the handle's PTY output read from the start
+// holds text, reading it again as it grows.
+func (s *server) awaitPtyOutput(handle, text string) {
+	s.t.Helper()
+	var next int64
+	var all strings.Builder
+	for range 200 {
+		var out protocol.ReadOutputResult
+		s.mustCall("readOutput", map[string]any{"handleId": handle, "stream": "pty", "offset": next, "maxBytes": 1 << 20, "waitMs": 5000}, &out)
+		all.WriteString(out.Data)
+		next = out.NextOffset
+		if strings.Contains(all.String(), text) {
+			return
+		}
+	}
+	s.t.Fatalf("%q never showed in %s's output: %q", text, handle, all.String())
+}
