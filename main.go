@@ -87,6 +87,10 @@ type flags struct {
 	persist  bool
 	stateDir string
 	linger   time.Duration
+
+	// snapshotMaxBytes and snapshotExclude configure the snapshot store.
+	snapshotMaxBytes byteSize
+	snapshotExclude  []string
 }
 
 // byteSize is a flag of bytes: a number with an optional K, M or G suffix
@@ -181,6 +185,12 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.taskTTLMax, "task-ttl-max", mcp.DefaultTaskTTLMax, "MCP: the longest ttl a client may ask a task to be kept for")
 	fs.BoolVar(&f.persist, "persist", false, "the session outlives its connection: a transport that ends without shutdown (an editor reload, a crashed agent, a dropped ssh link) detaches it, its commands go on for --linger, and a later toolhost --persist resumes it by sessionId (initializationOptions.resume); its commands are held by a holder process per user and root, which the first toolhost --persist starts")
 	fs.StringVar(&f.stateDir, "state-dir", "", "the `dir` of state that outlives a session: the journals of --persist (default $XDG_STATE_HOME/toolhost, else ~/.local/state/toolhost); created 0700, and refused if another user owns it or others may enter it")
+	f.snapshotMaxBytes = 2 << 30
+	fs.Var(&f.snapshotMaxBytes, "snapshot-max-bytes", "the most `bytes` the snapshot store of --state-dir may hold (K, M, G suffixes); a snapshot that would pass it is refused with SnapshotTooLarge (-32031)")
+	fs.Func("snapshot-exclude", "a gitignore `PATTERN` left out of every snapshot, besides .git/ (repeatable)", func(s string) error {
+		f.snapshotExclude = append(f.snapshotExclude, s)
+		return nil
+	})
 	fs.DurationVar(&f.linger, "linger", 10*time.Minute, "with --persist, how long a detached session's commands go on before they are killed and the session ends")
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
@@ -382,7 +392,17 @@ var (
 // sessionConfig returns the configuration of a session the flags give,
 // with env as the server's environment.
 func (f *flags) sessionConfig(sb tools.SandboxConfig, env []string, logger *slog.Logger) (tools.Config, rpc.Options) {
+	stateDir := f.stateDir
 	cfg := tools.Config{
+		SnapshotDir: func() (string, error) {
+			d, err := persist.ResolveDirs(stateDir)
+			if err != nil {
+				return "", err
+			}
+			return filepath.Join(d.State, "snapshots"), nil
+		},
+		SnapshotMaxBytes:     int64(f.snapshotMaxBytes),
+		SnapshotExclude:      f.snapshotExclude,
 		Root:                 f.root,
 		ReadRoots:            f.readRoots,
 		ArtifactsDir:         f.artifactsDir,

@@ -8,7 +8,7 @@ import (
 
 // idKeys are the members that carry a handle or command id, or a path of
 // the destination's at any depth (a snapshot's progress file).
-var idKeys = map[string]bool{"handleId": true, "commandId": true, "progressPath": true}
+var idKeys = map[string]bool{"handleId": true, "commandId": true, "progressPath": true, "snapshotId": true}
 
 // prefixIDs returns raw with every handle and command id, and every
 // artifact path (a member ending in "Path" inside "artifacts"), prefixed

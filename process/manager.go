@@ -643,6 +643,9 @@ func (m *Manager) Handles() []*Command {
 }
 
 // runningCount returns how many commands are running.
+// Running counts the commands that run now.
+func (m *Manager) Running() int { return m.runningCount() }
+
 func (m *Manager) runningCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

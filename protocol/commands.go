@@ -116,6 +116,11 @@ type RunCommandParams struct {
 	// longRunning always does). window/workDoneProgress/cancel on the token
 	// cancels the command.
 	WorkDoneToken *ProgressToken `json:"workDoneToken,omitempty"`
+	// Snapshot takes a snapshot of the root before the command starts:
+	// its ToolResult then says snapshotId (the before, which one restore
+	// brings back) and changes (what the command added, modified and
+	// deleted).
+	Snapshot bool `json:"snapshot,omitempty"`
 }
 
 // LongRunningParams are the params of longRunning: everything runCommand
@@ -379,6 +384,14 @@ type ToolResult struct {
 	// LimitExceeded names the limit the command hit, after which its whole
 	// tree was killed: "memory", "pids" or "cpu"; null when none was.
 	LimitExceeded *string `json:"limitExceeded"`
+	// SnapshotID names the snapshot taken before a command run with
+	// snapshot: true; restore of it undoes the command.
+	SnapshotID string `json:"snapshotId,omitempty"`
+	// Changes are what such a command changed in the root, sorted by
+	// path, at most 1,000.
+	Changes []Change `json:"changes,omitempty"`
+	// ChangesTruncated says more paths changed than Changes holds.
+	ChangesTruncated bool `json:"changesTruncated,omitempty"`
 	// Events counts the stdout lines of a longRunning with stdoutFormat
 	// "jsonl"; absent otherwise.
 	Events *EventCounts `json:"events,omitempty"`

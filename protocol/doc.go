@@ -26,4 +26,4 @@
 // import it.
 package protocol
 
-//go:generate go run ../internal/tsgen -out ../editor-extension/src/protocol.ts -md ../PROTOCOL.md -codes errors.go lifecycle.go commands.go handles.go files.go sandbox.go destinations.go sessions.go workdone.go methods.go errors.go
+//go:generate go run ../internal/tsgen -out ../editor-extension/src/protocol.ts -md ../PROTOCOL.md -codes errors.go lifecycle.go commands.go handles.go files.go sandbox.go destinations.go sessions.go snapshots.go workdone.go methods.go errors.go

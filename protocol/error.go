@@ -56,4 +56,7 @@ var (
 	ErrNotRunning             = &Error{Code: CodeNotRunning, Message: "not running"}
 	ErrDestinationUnavailable = &Error{Code: CodeDestinationUnavailable, Message: "destination unavailable"}
 	ErrSessionNotFound        = &Error{Code: CodeSessionNotFound, Message: "session not found"}
+	ErrSnapshotTooLarge       = &Error{Code: CodeSnapshotTooLarge, Message: "snapshot too large"}
+	ErrSnapshotBusy           = &Error{Code: CodeSnapshotBusy, Message: "snapshot busy"}
+	ErrSnapshotNotFound       = &Error{Code: CodeSnapshotNotFound, Message: "snapshot not found"}
 )

@@ -22,6 +22,9 @@ const (
 	CodeNotRunning             = -32011 // writeInput, resize or signal to a handle that has ended, or whose input is closed (data.handleId, data.status)
 	CodeDestinationUnavailable = -32012 // a destination that cannot be started or initialized, or whose transport died (data.destination, data.reason)
 	CodeSessionNotFound        = -32030 // a resume of a session that is unknown, expired, ended, or another user's (data.sessionId, data.reason)
+	CodeSnapshotTooLarge       = -32031 // a snapshot would take the store over --snapshot-max-bytes (data.largest, data.size, data.limit)
+	CodeSnapshotBusy           = -32032 // a restore while the session's commands run, without force (data.reason)
+	CodeSnapshotNotFound       = -32033 // an unknown snapshotId (data.snapshotId)
 )
 
 // ErrorData is the data of every error toolhost sends: what and where.
@@ -66,4 +69,9 @@ type ErrorData struct {
 	Destination string `json:"destination,omitempty"`
 	// SessionID names the session of a SessionNotFound.
 	SessionID string `json:"sessionId,omitempty"`
+	// SnapshotID names the snapshot of a SnapshotNotFound.
+	SnapshotID string `json:"snapshotId,omitempty"`
+	// Largest are the largest directories of the root, for
+	// SnapshotTooLarge.
+	Largest []DirSize `json:"largest,omitempty"`
 }

@@ -150,6 +150,9 @@ type ServerCapabilities struct {
 	// transport that ends without shutdown detaches it, and a later
 	// initialize may resume it.
 	Resume bool `json:"resume"`
+	// Snapshots says snapshot, restore, diff, snapshots, dropSnapshot and
+	// exportSnapshot are served, and snapshot: true on commands.
+	Snapshots bool `json:"snapshots"`
 }
 
 // WorkspaceInfo gives the resolved real paths the session works in.

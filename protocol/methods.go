@@ -17,22 +17,28 @@ func (t NotificationType[P]) Method() string { return string(t) }
 
 // Requests a client sends.
 const (
-	MethodInitialize    = "initialize"
-	MethodShutdown      = "shutdown"
-	MethodRunCommand    = "runCommand"
-	MethodLongRunning   = "longRunning"
-	MethodCancel        = "cancel"
-	MethodReadFile      = "readFile"
-	MethodWriteFile     = "writeFile"
-	MethodProgress      = "progress"
-	MethodWait          = "wait"
-	MethodReadOutput    = "readOutput"
-	MethodWriteInput    = "writeInput"
-	MethodResize        = "resize"
-	MethodSignal        = "signal"
-	MethodDestinations  = "destinations"
-	MethodSessions      = "sessions"
-	MethodCancelRequest = "$/cancelRequest" // a notification, though LSP calls it a method
+	MethodInitialize     = "initialize"
+	MethodShutdown       = "shutdown"
+	MethodRunCommand     = "runCommand"
+	MethodLongRunning    = "longRunning"
+	MethodCancel         = "cancel"
+	MethodReadFile       = "readFile"
+	MethodWriteFile      = "writeFile"
+	MethodProgress       = "progress"
+	MethodWait           = "wait"
+	MethodReadOutput     = "readOutput"
+	MethodWriteInput     = "writeInput"
+	MethodResize         = "resize"
+	MethodSignal         = "signal"
+	MethodDestinations   = "destinations"
+	MethodSessions       = "sessions"
+	MethodSnapshot       = "snapshot"
+	MethodRestore        = "restore"
+	MethodDiff           = "diff"
+	MethodSnapshots      = "snapshots"
+	MethodDropSnapshot   = "dropSnapshot"
+	MethodExportSnapshot = "exportSnapshot"
+	MethodCancelRequest  = "$/cancelRequest" // a notification, though LSP calls it a method
 )
 
 // Notifications a client sends.
@@ -263,6 +269,47 @@ var (
 	// --persist every session the holder keeps, attached or detached;
 	// otherwise only this one.
 	SessionsRequest = RequestType[SessionsParams, SessionList](MethodSessions)
+	// SnapshotRequest records the root as it is now: regular files,
+	// directories, symlinks (as links) and modes, leaving out .git/ and
+	// --snapshot-exclude, in the content-addressed store of --state-dir.
+	//
+	// Errors:
+	//   - [CodeSnapshotTooLarge]: over --snapshot-max-bytes (data: largest).
+	SnapshotRequest = RequestType[SnapshotParams, SnapshotInfo](MethodSnapshot)
+	// RestoreRequest makes the root (or Paths) exactly what a snapshot
+	// holds. Every content is checked against its hash before anything is
+	// written; each file is written beside itself and renamed; nothing
+	// outside the root or under a read root is written.
+	//
+	// Errors:
+	//   - [CodeSnapshotNotFound]: an unknown snapshot (data: snapshotId).
+	//   - [CodeSnapshotBusy]: commands of the session run, and no force.
+	//   - [CodeInvalidParams]: a path outside the root (data: field, path),
+	//     a snapshot of another root.
+	//   - [CodeInternalError]: a damaged store; nothing was written.
+	RestoreRequest = RequestType[RestoreParams, RestoreResult](MethodRestore)
+	// DiffRequest says what changed between two snapshots, or since one.
+	//
+	// Errors:
+	//   - [CodeSnapshotNotFound]: an unknown snapshot (data: snapshotId).
+	//   - [CodeInvalidParams]: a path outside the root, a snapshot of
+	//     another root.
+	DiffRequest = RequestType[DiffParams, DiffResult](MethodDiff)
+	// SnapshotsRequest lists the snapshots of the session's root, oldest
+	// first.
+	SnapshotsRequest = RequestType[SnapshotsParams, SnapshotList](MethodSnapshots)
+	// DropSnapshotRequest removes a snapshot; the contents no other
+	// snapshot holds are collected.
+	//
+	// Errors:
+	//   - [CodeSnapshotNotFound]: an unknown snapshot (data: snapshotId).
+	DropSnapshotRequest = RequestType[DropSnapshotParams, DropSnapshotResult](MethodDropSnapshot)
+	// ExportSnapshotRequest writes a snapshot as a tar into the artifacts
+	// directory.
+	//
+	// Errors:
+	//   - [CodeSnapshotNotFound]: an unknown snapshot (data: snapshotId).
+	ExportSnapshotRequest = RequestType[ExportSnapshotParams, ExportSnapshotResult](MethodExportSnapshot)
 )
 
 // Notifications the client sends.

@@ -41,7 +41,7 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *protocol.CancelPa
 		return nil, protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: protocol.MethodCancel, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
 			"request cancelled before the handle's processes were gone")
 	}
-	res := toolResult(cmd.Result())
+	res := t.finalResult(cmd)
 	return &res, nil
 }
 

@@ -135,7 +135,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 
 	res := &protocol.InitializeResult{
 		SessionID:    t.sessionID,
-		Capabilities: protocol.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap, Resume: t.cfg.Persist},
+		Capabilities: protocol.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap, Resume: t.cfg.Persist, Snapshots: t.cfg.SnapshotDir != nil},
 		Workspace: protocol.WorkspaceInfo{
 			Root:         ws.Root(),
 			ReadRoots:    append([]string{}, ws.ReadRoots()...),

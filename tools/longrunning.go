@@ -79,11 +79,19 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *protocol.Lon
 			}
 		}
 	}
+	var before *commandSnapshot
+	if p.Snapshot {
+		if before, err = t.beforeCommand(ctx, command); err != nil {
+			w.abandon()
+			return nil, err
+		}
+	}
 	cmd, err := mgr.Start(spec, w.observer(p.StreamOutput))
 	if err != nil {
 		w.abandon()
 		return nil, procError(err)
 	}
+	t.attachSnapshot(cmd, before)
 	// The handle's notifications wait for the response that names it.
 	s.AfterReply(ctx, func() { w.started(cmd) })
 	token := p.WorkDoneToken
@@ -129,7 +137,7 @@ func (t *Tools) sendToolResult(s *rpc.Session, answered <-chan struct{}, w *watc
 			token = t.createToken(s, w, cmd)
 		}
 		<-cmd.Done()
-		res := toolResult(cmd.Result())
+		res := t.finalResult(cmd)
 		w.finish(res)
 		if token != nil {
 			t.untrackToken(*token)

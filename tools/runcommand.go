@@ -33,12 +33,19 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunC
 	if err != nil {
 		return nil, err
 	}
+	var before *commandSnapshot
+	if p.Snapshot {
+		if before, err = t.beforeCommand(ctx, quoteArgv(p.Argv)); err != nil {
+			return nil, err
+		}
+	}
 	w := newWatcher(s, p.WorkDoneToken, quoteArgv(p.Argv), p.WorkDoneToken != nil)
 	cmd, err := mgr.Start(spec, w.observer(false))
 	if err != nil {
 		w.abandon()
 		return nil, procError(err)
 	}
+	t.attachSnapshot(cmd, before)
 	w.started(cmd)
 	s.Detach(ctx) // it waits on the command now, computing nothing
 	if p.WorkDoneToken != nil {
@@ -60,14 +67,14 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunC
 	case <-ctx.Done():
 		cmd.Cancel(0)
 		<-cmd.Done()
-		res := toolResult(cmd.Result())
+		res := t.finalResult(cmd)
 		w.finish(res)
 		t.untrack(p.WorkDoneToken)
 		return nil, protocol.NewError(protocol.CodeRequestCancelled,
 			&protocol.ErrorData{Method: protocol.MethodRunCommand, Reason: context.Cause(ctx).Error(), Partial: &res},
 			"request cancelled: the command was stopped")
 	}
-	res := toolResult(cmd.Result())
+	res := t.finalResult(cmd)
 	w.finish(res)
 	t.untrack(p.WorkDoneToken)
 	return &res, nil

@@ -77,6 +77,16 @@ type Config struct {
 	Sessions func() []protocol.SessionInfo
 	// OnHandle, when set, is told of every handle as it starts.
 	OnHandle func(HandleStarted)
+
+	// SnapshotDir returns the snapshot store's directory
+	// (STATE/snapshots), or why there is none; it is called at the first
+	// use of a snapshot. Nil leaves snapshots unavailable.
+	SnapshotDir func() (string, error)
+	// SnapshotMaxBytes caps the store (--snapshot-max-bytes; 0: 2 GiB).
+	SnapshotMaxBytes int64
+	// SnapshotExclude are --snapshot-exclude's patterns (gitignore
+	// syntax), left out of every snapshot besides .git/.
+	SnapshotExclude []string
 }
 
 // The --sandbox modes.
@@ -158,6 +168,11 @@ type Tools struct {
 	// adopted are the final results of handles a server before this one
 	// held (AdoptResults), by handle id; guarded by mu.
 	adopted map[string]protocol.ToolResult
+
+	snaps snapshots // the snapshot store, opened at the first use
+	// cmdSnaps are the snapshots of commands run with snapshot: true, by
+	// command id; guarded by mu.
+	cmdSnaps map[string]*commandSnapshot
 }
 
 // New returns the tools for one session.
@@ -206,6 +221,12 @@ func (t *Tools) Register(tab *rpc.Table) {
 	rpc.HandleOrdered(tab, protocol.SignalRequest, t.signal) // a kill(2) on the read loop; a destination's later
 	rpc.HandleInline(tab, protocol.DestinationsRequest, t.destinations)
 	rpc.HandleInline(tab, protocol.SessionsRequest, t.sessions)
+	rpc.Handle(tab, protocol.SnapshotRequest, t.takeSnapshot)
+	rpc.Handle(tab, protocol.RestoreRequest, t.restore)
+	rpc.Handle(tab, protocol.DiffRequest, t.diff)
+	rpc.Handle(tab, protocol.SnapshotsRequest, t.listSnapshots)
+	rpc.Handle(tab, protocol.DropSnapshotRequest, t.dropSnapshot)
+	rpc.Handle(tab, protocol.ExportSnapshotRequest, t.exportSnapshot)
 	rpc.HandleNotification(tab, protocol.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
 	tab.Sends(protocol.NotifyToolResult, protocol.NotifyStepTransition, protocol.NotifyHeartbeat, protocol.NotifyOutput,
 		protocol.NotifyEvent, protocol.NotifyPortOpened, protocol.NotifyPortClosed,

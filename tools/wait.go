@@ -41,7 +41,7 @@ func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *protocol.WaitParams
 	}
 	select {
 	case <-cmd.Done():
-		res := toolResult(cmd.Result())
+		res := t.finalResult(cmd)
 		return &res, nil
 	default:
 	}
@@ -56,6 +56,12 @@ func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *protocol.WaitParams
 			"request cancelled: the wait ended, the command goes on")
 	}
 	// The final result once Done is closed, else the snapshot now.
+	select {
+	case <-cmd.Done():
+		res := t.finalResult(cmd)
+		return &res, nil
+	default:
+	}
 	res := toolResult(cmd.Current())
 	return &res, nil
 }
