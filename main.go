@@ -212,15 +212,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return false
 		})
 	}
-	f.sandboxNetwork = "on"
-	if isMCP {
-		// Agents are safe by default: builds reach their registries and
-		// nothing else, and secrets are neither read nor the repository's
-		// hooks changed.
-		f.sandboxNetwork, f.registries = "allow", true
-		f.protect = slices.Clone(agentProtect)
-		f.denyRead = slices.Clone(agentDenyRead)
-	}
+	f.defaults(isMCP)
 	fs := newFlagSet("toolhost", &f, stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -255,8 +247,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var dirs persist.Dirs
 	if f.persist {
-		if isDemo || isMCP {
-			fmt.Fprintf(stderr, "toolhost: --persist serves toolhost's own protocol; it is not yet supported with %s\n", map[bool]string{true: "demo", false: "mcp"}[isDemo])
+		if isDemo {
+			fmt.Fprintln(stderr, "toolhost: --persist is not supported with demo")
 			return 2
 		}
 		if dirs, err = persist.ResolveDirs(f.stateDir); err != nil {
@@ -277,7 +269,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 	if f.persist {
-		return f.front(args, dirs, stdin, stdout, stderr, logger)
+		return f.front(args, isMCP, dirs, stdin, stdout, stderr, logger)
 	}
 	if sb.NetworkAllow != nil && f.registries && sb.Mode != tools.SandboxOff {
 		reg := startRegistries(logger)
@@ -378,6 +370,19 @@ var (
 	agentProtect  = []string{".git/hooks", ".git/config"}
 	agentDenyRead = []string{"~/.ssh", "~/.aws", "~/.config/gcloud", "~/.kube", "~/.docker", "~/.netrc", "~/.git-credentials"}
 )
+
+// defaults sets the defaults of the flags that differ under `toolhost
+// mcp` (agent): agents are safe by default, builds reach their
+// registries and nothing else, and secrets are neither read nor the
+// repository's hooks changed.
+func (f *flags) defaults(agent bool) {
+	f.sandboxNetwork = "on"
+	if agent {
+		f.sandboxNetwork, f.registries = "allow", true
+		f.protect = slices.Clone(agentProtect)
+		f.denyRead = slices.Clone(agentDenyRead)
+	}
+}
 
 // sessionConfig returns the configuration of a session the flags give,
 // with env as the server's environment.
