@@ -51,7 +51,7 @@ type HolderConfig struct {
 	// ConfigureMCP makes the shared MCP server of an MCP front's command
 	// line (nil: MCP fronts are refused).
 	ConfigureMCP ConfigureMCP
-	Logger    *slog.Logger
+	Logger       *slog.Logger
 	// Log is where the holder's own logs go (its log file); sessions log
 	// there while detached.
 	Log io.Writer
