@@ -316,3 +316,34 @@ func TestMCPPersistLinger(t *testing.T) {
 	b.init2025()
 	b.callErr("tasks/get", map[string]any{"taskId": created.Task.TaskID}, jsonrpc.CodeInvalidParams)
 }
+
+// TestMCPPersistHolderKilled: the holder killed with SIGKILL loses the
+// MCP task table with it, never the processes: the next holder for the
+// root kills what is left of the task's command (its MCP session's
+// journal says where), and a later connection is told the task is not
+// found.
+func TestMCPPersistHolderKilled(t *testing.T) {
+	t.Parallel()
+	p := newPersistEnv(t)
+	mk := newMarker()
+	started := filepath.Join(p.root, "started")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "sleep " + mk.Sleep + " & setsid sleep " + mk.Sleep + " & echo started > started; wait"
+	a := p.mcpPersist(t, true)
+	a.init2025()
+	var created createTask2025
+	a.toolCall("start_command", map[string]any{"argv": []string{"sh", "-c", script}, "env": mk.env()}, map[string]any{}).result(&created)
+	if created.Task == nil {
+		t.Fatalf("CreateTaskResult %+v, want a task", created)
+	}
+	awaitFIFO(t, started)
+	a.killed = true // its front ends with its holder
+	p.killHolders()
+
+	b := p.mcpPersist(t, true)
+	b.init2025()
+	awaitGone(t, mk, "", waitLimit)
+	b.callErr("tasks/get", map[string]any{"taskId": created.Task.TaskID}, jsonrpc.CodeInvalidParams)
+}

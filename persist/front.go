@@ -283,7 +283,11 @@ func (h *Holder) create(ctx context.Context, f *front, rs *rpc.Session, p *proto
 	}
 	lo := t.Leftovers()
 	me := self()
-	j, err := createJournal(h.cfg.Dirs.journalPath(s.id), record{Kind: "session", V: journalVersion, ID: s.id, Root: s.root,
+	workspace := ""
+	if s.root != h.cfg.Root {
+		workspace = s.root
+	}
+	j, err := createJournal(h.cfg.Dirs.journalPath(s.id), record{Kind: "session", V: journalVersion, ID: s.id, Root: h.cfg.Root, Workspace: workspace, MCP: s.internal,
 		CreatedAt: s.createdAt, Holder: &me, Leftovers: &lo, Init: raw, LingerMs: s.linger.Milliseconds()})
 	if err != nil {
 		t.Shutdown(ctx)

@@ -322,11 +322,11 @@ func (h *Holder) end(s *session, kind, why string) {
 		cancel()
 	}
 	if s.journal != nil {
-		if err := s.journal.end(s.id, s.root, kind); err != nil {
+		if err := s.journal.end(s.id, h.cfg.Root, kind); err != nil {
 			h.log.Warn("cannot write the session's tombstone", "session", s.id, "err", err)
 		}
 	} else {
-		_ = writeTombstone(h.cfg.Dirs.journalPath(s.id), record{Kind: "ended", V: journalVersion, ID: s.id, Root: s.root, Reason: kind, At: time.Now().UTC()})
+		_ = writeTombstone(h.cfg.Dirs.journalPath(s.id), record{Kind: "ended", V: journalVersion, ID: s.id, Root: h.cfg.Root, Reason: kind, At: time.Now().UTC()})
 	}
 	h.mu.Lock()
 	delete(h.sessions, s.id)

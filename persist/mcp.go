@@ -115,12 +115,8 @@ func (h *Holder) attachMCP(hl *hello, stderr io.Writer) (*mcpShared, error) {
 	if err != nil {
 		return nil, err
 	}
-	linger := mc.Linger
-	if linger <= 0 {
-		linger = 10 * time.Minute
-	}
-	m := &mcpShared{key: key, logs: logs, linger: linger}
-	m.srv = mc.New(h.innerServer(logs, linger))
+	m := &mcpShared{key: key, logs: logs, linger: mc.Linger}
+	m.srv = mc.New(h.innerServer(logs, mc.Linger))
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
