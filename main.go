@@ -183,7 +183,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.destinationBootstrap, "destination-bootstrap", false, "when a destination has no toolhost (its command exits 127) or another version, install this binary there over the same transport, into ~/.cache/toolhost/VERSION/, and start that; the destination's command must name the far program toolhost")
 	fs.DurationVar(&f.taskTTL, "task-ttl", mcp.DefaultTaskTTL, "MCP: how long a task (a command an MCP client follows as a task) and its result are kept after its creation when the client asks for no ttl; never while its command runs")
 	fs.DurationVar(&f.taskTTLMax, "task-ttl-max", mcp.DefaultTaskTTLMax, "MCP: the longest ttl a client may ask a task to be kept for")
-	fs.BoolVar(&f.persist, "persist", false, "the session outlives its connection: a transport that ends without shutdown (an editor reload, a crashed agent, a dropped ssh link) detaches it, its commands go on for --linger, and a later toolhost --persist resumes it by sessionId (initializationOptions.resume); its commands are held by a holder process per user and root, which the first toolhost --persist starts")
+	fs.BoolVar(&f.persist, "persist", false, "the session outlives its connection: a transport that ends without shutdown (an editor reload, a crashed agent, a dropped ssh link) detaches it, its commands go on for --linger, and a later toolhost --persist resumes it by sessionId (initializationOptions.resume); its commands are held by a holder process per user and root, which the first toolhost --persist starts; under toolhost mcp, every connection with the same command line reaches the same session and its tasks (by their task ids), and it ends after --linger without one")
 	fs.StringVar(&f.stateDir, "state-dir", "", "the `dir` of state that outlives a session: the journals of --persist (default $XDG_STATE_HOME/toolhost, else ~/.local/state/toolhost); created 0700, and refused if another user owns it or others may enter it")
 	f.snapshotMaxBytes = 2 << 30
 	fs.Var(&f.snapshotMaxBytes, "snapshot-max-bytes", "the most `bytes` the snapshot store of --state-dir may hold (K, M, G suffixes); a snapshot that would pass it is refused with SnapshotTooLarge (-32031)")
@@ -222,15 +222,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return false
 		})
 	}
-	f.sandboxNetwork = "on"
-	if isMCP {
-		// Agents are safe by default: builds reach their registries and
-		// nothing else, and secrets are neither read nor the repository's
-		// hooks changed.
-		f.sandboxNetwork, f.registries = "allow", true
-		f.protect = slices.Clone(agentProtect)
-		f.denyRead = slices.Clone(agentDenyRead)
-	}
+	f.defaults(isMCP)
 	fs := newFlagSet("toolhost", &f, stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -265,8 +257,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var dirs persist.Dirs
 	if f.persist {
-		if isDemo || isMCP {
-			fmt.Fprintf(stderr, "toolhost: --persist serves toolhost's own protocol; it is not yet supported with %s\n", map[bool]string{true: "demo", false: "mcp"}[isDemo])
+		if isDemo {
+			fmt.Fprintln(stderr, "toolhost: --persist is not supported with demo")
 			return 2
 		}
 		if dirs, err = persist.ResolveDirs(f.stateDir); err != nil {
@@ -287,7 +279,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 	if f.persist {
-		return f.front(args, dirs, stdin, stdout, stderr, logger)
+		return f.front(args, isMCP, dirs, stdin, stdout, stderr, logger)
 	}
 	if sb.NetworkAllow != nil && f.registries && sb.Mode != tools.SandboxOff {
 		reg := startRegistries(logger)
@@ -388,6 +380,19 @@ var (
 	agentProtect  = []string{".git/hooks", ".git/config"}
 	agentDenyRead = []string{"~/.ssh", "~/.aws", "~/.config/gcloud", "~/.kube", "~/.docker", "~/.netrc", "~/.git-credentials"}
 )
+
+// defaults sets the defaults of the flags that differ under `toolhost
+// mcp` (agent): agents are safe by default, builds reach their
+// registries and nothing else, and secrets are neither read nor the
+// repository's hooks changed.
+func (f *flags) defaults(agent bool) {
+	f.sandboxNetwork = "on"
+	if agent {
+		f.sandboxNetwork, f.registries = "allow", true
+		f.protect = slices.Clone(agentProtect)
+		f.denyRead = slices.Clone(agentDenyRead)
+	}
+}
 
 // sessionConfig returns the configuration of a session the flags give,
 // with env as the server's environment.

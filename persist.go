@@ -15,8 +15,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolhost/toolhost/mcp"
 	"github.com/toolhost/toolhost/persist"
 	"github.com/toolhost/toolhost/protocol"
+	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -29,7 +31,10 @@ const frontPeek = 1 << 20
 // message to learn the root (when --root does not give it) and hands the
 // connection to the root's holder (package persist). A first message
 // that names no root is served here, without persistence, with a warning.
-func (f *flags) front(args []string, dirs persist.Dirs, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
+// An MCP client's connection (isMCP: `toolhost mcp`; or an MCP first
+// message) goes to the holder of --root, else of the current directory,
+// whose shared MCP server of this command line serves it.
+func (f *flags) front(args []string, isMCP bool, dirs persist.Dirs, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
 	in, okIn := stdin.(*os.File)
 	out, okOut := stdout.(*os.File)
 	errf, okErr := stderr.(*os.File)
@@ -39,7 +44,21 @@ func (f *flags) front(args []string, dirs persist.Dirs, stdin io.Reader, stdout,
 	}
 	br := bufio.NewReaderSize(in, frontPeek)
 	prefix := peekFirst(br)
+	cwd, _ := os.Getwd()
+	mode := ""
+	if isMCP || (f.framing != rpc.FramingHeader && mcp.IsMCP(br)) {
+		// MCP names no root before its first tools/call: the holder is
+		// that of --root, else of the directory the client started
+		// toolhost in, the MCP server's own default.
+		mode = persist.ModeMCP
+		if isMCP {
+			args = append([]string{"mcp"}, args...)
+		}
+	}
 	root := f.root
+	if root == "" && mode == persist.ModeMCP {
+		root = cwd
+	}
 	if root == "" {
 		root = rootOf(prefix)
 	}
@@ -62,12 +81,11 @@ func (f *flags) front(args []string, dirs persist.Dirs, stdin io.Reader, stdout,
 		cfg, opts := g.sessionConfig(sb, os.Environ(), logger)
 		return tools.NewServer(cfg, opts).Serve(br, stdout)
 	}
-	cwd, _ := os.Getwd()
 	var holderArgs []string
 	holderArgs = append(holderArgs, "--log-level", f.logLevel)
 	code, err := persist.Serve(persist.FrontConfig{
 		Dirs: dirs, Root: root, Build: persist.BuildID(version),
-		Args: args, Env: os.Environ(), Cwd: cwd, HolderArgs: holderArgs,
+		Args: args, Env: os.Environ(), Cwd: cwd, HolderArgs: holderArgs, Mode: mode,
 	}, prefix, in, out, errf)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: --persist: %v\n", err)
@@ -154,22 +172,37 @@ func runHolder(args []string, stderr io.Writer) int {
 	return persist.RunHolder(persist.HolderConfig{
 		Root: *root, Dirs: persist.Dirs{State: *state, Run: *run}, Build: persist.BuildID(version), Idle: *idle,
 		Configure: func(args, env []string, cwd string, logs io.Writer) (persist.SessionConfig, error) {
-			return configureSession(args, env, cwd, logs, &reg, logger)
+			sc, _, err := configureSession(args, env, cwd, logs, &reg, logger)
+			return sc, err
+		},
+		ConfigureMCP: func(args, env []string, cwd string, logs io.Writer) (persist.MCPConfig, error) {
+			sc, f, err := configureSession(args, env, cwd, logs, &reg, logger)
+			if err != nil {
+				return persist.MCPConfig{}, err
+			}
+			return persist.MCPConfig{Linger: sc.Linger, New: func(inner persist.InnerServer) persist.SharedMCP {
+				return mcp.New(sc.Tools, sc.RPC, mcp.Options{Version: version, TaskTTL: f.taskTTL, TaskTTLMax: f.taskTTLMax, Inner: inner, Shared: true})
+			}}, nil
 		},
 		Logger: logger, Log: stderr,
 	})
 }
 
 // configureSession turns a front's command line into its session's
-// configuration, as run would for a session it served itself. Relative
-// paths are the front's directory's.
-func configureSession(args, env []string, cwd string, logs io.Writer, reg *holderRegistries, holderLog *slog.Logger) (persist.SessionConfig, error) {
+// configuration, and its flags, as run would for a session it served
+// itself: `mcp` first gives the agents' defaults. Relative paths are the
+// front's directory's.
+func configureSession(args, env []string, cwd string, logs io.Writer, reg *holderRegistries, holderLog *slog.Logger) (persist.SessionConfig, *flags, error) {
 	var f flags
-	f.sandboxNetwork = "on"
+	agent := len(args) > 0 && args[0] == "mcp"
+	if agent {
+		args = args[1:]
+	}
+	f.defaults(agent)
 	var msgs bytes.Buffer
 	fs := newFlagSet("toolhost", &f, &msgs)
 	if err := fs.Parse(args); err != nil {
-		return persist.SessionConfig{}, fmt.Errorf("the command line: %v", err)
+		return persist.SessionConfig{}, nil, fmt.Errorf("the command line: %v", err)
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		if fl.Name == "network-allow-registries" && f.registries {
@@ -194,18 +227,18 @@ func configureSession(args, env []string, cwd string, logs io.Writer, reg *holde
 	}
 	sb, err := f.sandboxConfig(home)
 	if err != nil {
-		return persist.SessionConfig{}, err
+		return persist.SessionConfig{}, nil, err
 	}
 	logger, _, err := newLogger(f.logLevel, "", logs)
 	if err != nil {
-		return persist.SessionConfig{}, err
+		return persist.SessionConfig{}, nil, err
 	}
 	if sb.NetworkAllow != nil && f.registries && sb.Mode != tools.SandboxOff {
 		r := reg.get(holderLog)
 		sb.Registries = func(ctx context.Context) []string { return r.wait(ctx) }
 	}
 	cfg, opts := f.sessionConfig(sb, env, logger)
-	return persist.SessionConfig{Tools: cfg, RPC: opts, Linger: f.linger}, nil
+	return persist.SessionConfig{Tools: cfg, RPC: opts, Linger: f.linger}, &f, nil
 }
 
 // cutEnv returns the value of key in an environment entry kv.

@@ -56,6 +56,9 @@ type taskSession struct {
 	root string
 	// cmd is the server's process (started by the transport).
 	cmd *exec.Cmd
+	// killed says the test killed the server's process: its end is then
+	// no failure. Set and read on the test's goroutine.
+	killed bool
 	// meta is the _meta triple added to every request (2026-07-28), or nil
 	// (2025-11-25, negotiated by initialize). Set before the first request;
 	// read-only afterwards.
@@ -109,6 +112,13 @@ func startTaskSession(t *testing.T, args ...string) *taskSession {
 	}
 	cmd := exec.Command(binary, append([]string{"mcp", "--root", root, "--log-level", "warn", "--kill-grace", "500ms"}, args...)...)
 	cmd.Stderr, cmd.Env = &testLogWriter{t: t}, quickExitEnv()
+	return openTaskSession(t, cmd, root)
+}
+
+// openTaskSession starts cmd, a server on root, and connects a raw
+// session to it, closed at the test's end as startTaskSession's is.
+func openTaskSession(t *testing.T, cmd *exec.Cmd, root string) *taskSession {
+	t.Helper()
 	ctx, cancel := limit()
 	defer cancel()
 	conn, err := (&sdk.CommandTransport{Command: cmd}).Connect(ctx)
@@ -119,7 +129,7 @@ func startTaskSession(t *testing.T, args ...string) *taskSession {
 		noted: make(chan struct{}, 1), readDone: make(chan struct{})}
 	go s.read() // owned by the session: the cleanup below waits on readDone
 	t.Cleanup(func() {
-		if err := conn.Close(); err != nil {
+		if err := conn.Close(); err != nil && !s.killed {
 			t.Errorf("closing the session (stdin, then the server's exit): %v", err)
 		}
 		<-s.readDone

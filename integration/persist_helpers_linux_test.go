@@ -48,7 +48,12 @@ func newPersistEnv(t testing.TB) *persistEnv {
 
 // options returns start's options for a persisted session of this env.
 func (p *persistEnv) options(args ...string) options {
-	return options{root: p.root, args: append([]string{"--persist", "--state-dir", p.state, "--linger", "1m"}, args...), env: p.env()}
+	return options{root: p.root, args: append(p.flags(), args...), env: p.env()}
+}
+
+// flags are the flags of a persisted session of this env.
+func (p *persistEnv) flags() []string {
+	return []string{"--persist", "--state-dir", p.state, "--linger", "1m"}
 }
 
 // env is the server's environment: XDG_RUNTIME_DIR names the test's

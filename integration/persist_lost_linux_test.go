@@ -3,6 +3,8 @@ package integration
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -196,4 +198,41 @@ func TestPersistResultsExactlyOnceAcrossReconnects(t *testing.T) {
 	if len(handles) != n {
 		t.Errorf("%d handles got a toolResult, want %d", len(handles), n)
 	}
+}
+
+// TestPersistHolderKilledNarrowedRoot: a session whose client narrowed
+// the workspace inside --root is still the holder's of --root, which the
+// next toolhost starts: it kills what the dead holder's commands left,
+// and a resume gets their handles lost.
+func TestPersistHolderKilledNarrowedRoot(t *testing.T) {
+	t.Parallel()
+	p := newPersistEnv(t)
+	mk := newMarker()
+	sub := filepath.Join(p.root, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	uri := "file://" + sub
+	a := start(t, p.options())
+	init := a.initialize(&protocol.InitializeParams{RootURI: &uri})
+	if init.Workspace.Root != sub {
+		t.Fatalf("workspace root %q, want the narrowed %q", init.Workspace.Root, sub)
+	}
+	h := a.longRun(map[string]any{"argv": []string{"sh", "-c", "setsid sleep " + mk.Sleep + " & echo up; wait"}, "env": mk.env(), "streamOutput": true})
+	a.awaitOutput(h.HandleID, "up")
+	p.killHolders()
+	a.wait()
+
+	b := start(t, p.options())
+	b.initialize(resumeParams(init.SessionID, nil))
+	if res := b.toolResultOf(h.HandleID); res.Status != protocol.StatusLost {
+		t.Errorf("toolResult of %s = %s, want lost", h.HandleID, res.Status)
+	}
+	awaitGone(t, mk, "", waitLimit)
+	var sess protocol.SessionList
+	b.mustCall("sessions", map[string]any{}, &sess)
+	if len(sess) != 1 || sess[0].Root != sub {
+		t.Errorf("sessions = %+v; want the one session, its root %s", sess, sub)
+	}
+	b.shutdown()
 }

@@ -45,8 +45,14 @@ func (s *Server) artifactsGone(ctx context.Context, handleID string) bool {
 	return errors.Is(err, protocol.ErrNotFound)
 }
 
-// notify writes a notification the SDK has no method for.
-func (s *Server) notify(method string, params any) error { return s.out.Notify(method, params) }
+// notify writes a notification the SDK has no method for, on connection
+// c (nil: the only one).
+func (s *Server) notify(c *conn, method string, params any) error {
+	if c == nil {
+		return s.out.Notify(method, params)
+	}
+	return c.out.Notify(method, params)
+}
 
 // logger is the session's logger.
 func (s *Server) logger() *slog.Logger { return s.log }

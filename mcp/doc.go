@@ -33,7 +33,14 @@
 //     cannot;
 //   - a destination argument runs a command, or reads and writes a file, on
 //     a destination of --destination;
-//   - the end of stdin ends toolhost's session, which ends every process.
+//   - the end of stdin ends toolhost's session, which ends every process;
+//   - under --persist (Options.Shared) a Server outlives its connections:
+//     a holder (package persist) keeps one per user, root and command
+//     line, serves each MCP connection on it (ServeConn), and closes it
+//     after --linger without any (Close). Its connections share the
+//     toolhost session and the task table; each has its own splicer and
+//     outlet (conn). A task id is then the handle's, a dot and 128 random
+//     bits: it is what reaches the task from a later connection.
 //
 // What extends the SDK lives under internal/: the stdio transport with its
 // lift and splice (internal/stdio), and the task wire types

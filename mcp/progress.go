@@ -66,6 +66,9 @@ func (r *router) toolResult(p *protocol.ToolResult) {
 	if p.HandleID == "" {
 		return
 	}
+	// seq numbers toolResults for a resume of toolhost's own protocol
+	// (under --persist); MCP has task ids, and its results none.
+	p.Seq = 0
 	r.mu.Lock()
 	r.finished.put(p.HandleID, true)
 	for _, k := range r.sinks[p.HandleID] {

@@ -207,7 +207,7 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 		// An empty page: text would be left out of the JSON, an empty blob is not.
 		c.Blob = []byte{}
 	default:
-		placeholder, drop := s.splice.Hold(content)
+		placeholder, drop := s.connOf(req.Session).splice.Hold(content)
 		context.AfterFunc(ctx, drop) // the answer of a cancelled read is not sent
 		c.Text = placeholder
 	}

@@ -56,11 +56,16 @@ func confinementNote(sb tools.SandboxConfig) string {
 }
 
 // Server serves one MCP session over a toolhost session run in-process.
+// Shared (Options.Shared, under --persist), it serves every connection
+// of one configuration in turn or at once, and outlives each: the
+// toolhost session, its commands and the task table are the server's,
+// and a connection only reaches them.
 type Server struct {
 	cfg     tools.Config
 	opts    rpc.Options
 	version string
 	log     *slog.Logger
+	shared  bool
 
 	// inner is toolhost's own server; th talks to it. Set by New.
 	inner *rpc.Server
@@ -69,13 +74,18 @@ type Server struct {
 	// client writes innerIn and reads innerOut.
 	innerIn  *io.PipeReader
 	innerOut *io.PipeWriter
-	// innerExit receives inner's exit code once Serve returns; its
-	// goroutine is owned by Serve.
+	// innerExit receives inner's exit code once it has served; its
+	// goroutine is started once (start) and owned by Serve, or by Close
+	// for a shared server.
 	innerExit chan int
+	startOnce sync.Once
+	closeOnce sync.Once
 
 	mcp    *sdk.Server
 	ws     workspace
 	events router
+	// splice and out are the connection's of a server that is not shared
+	// (a shared server's connections each have their own, in conns).
 	splice *stdio.Splicer
 	// tasks are the session's MCP tasks; out writes the notifications
 	// about them, which the SDK has no method for.
@@ -84,10 +94,20 @@ type Server struct {
 	// far knows where destination commands keep their artifacts.
 	far farDirs
 
-	// mu guards session.
+	// mu guards conns and nextConn.
 	mu sync.Mutex
-	// session is the MCP session once connected, for log messages.
-	session *sdk.ServerSession
+	// conns are the connections served, by their transport's session id.
+	conns    map[string]*conn
+	nextConn int
+}
+
+// conn is one MCP connection of the server: its SDK session, and what its
+// transport writes that the SDK cannot.
+type conn struct {
+	id     string
+	splice *stdio.Splicer
+	out    *stdio.Outlet
+	ss     *sdk.ServerSession // set once connected; guarded by Server.mu
 }
 
 // Options are the MCP server's own settings.
@@ -98,6 +118,16 @@ type Options struct {
 	// (0: DefaultTaskTTL); TaskTTLMax caps what a client may ask for (0:
 	// DefaultTaskTTLMax).
 	TaskTTL, TaskTTLMax time.Duration
+	// Inner makes the toolhost server the MCP server runs its session on
+	// (nil: tools.NewServer). A holder of --persist gives one whose
+	// session it journals, so that a holder killed leaves no process.
+	Inner func(tools.Config, rpc.Options) *rpc.Server
+	// Shared makes a server that outlives its connections (ServeConn,
+	// Close): under --persist, every MCP connection of one user, root and
+	// command line reaches the same toolhost session and tasks. Task ids
+	// then carry 128 random bits (a later connection presents one to
+	// reach its task), and tasks/list lists the connection's own tasks.
+	Shared bool
 }
 
 // New returns the MCP server of one session: cfg and opts are toolhost's,
@@ -112,11 +142,17 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 	// framing reads a large answer in one piece, where go.lsp.dev/jsonrpc2's
 	// NDJSON reader grows the line by doubling.
 	opts.Framing = rpc.FramingHeader
-	s := &Server{cfg: cfg, opts: opts, version: version, log: log, innerExit: make(chan int, 1), splice: stdio.NewSplicer(), out: &stdio.Outlet{}}
+	s := &Server{cfg: cfg, opts: opts, version: version, log: log, shared: mo.Shared, innerExit: make(chan int, 1),
+		splice: stdio.NewSplicer(), out: &stdio.Outlet{}, conns: make(map[string]*conn)}
 	s.ws.s = s
 	s.tasks = newTaskTable(s, mo.TaskTTL, mo.TaskTTLMax)
+	s.tasks.shared = mo.Shared
 	s.events.init(s.tasks.routed)
-	s.inner = tools.NewServer(cfg, opts)
+	if mo.Inner != nil {
+		s.inner = mo.Inner(cfg, opts)
+	} else {
+		s.inner = tools.NewServer(cfg, opts)
+	}
 
 	cin, sout := io.Pipe()
 	sin, cout := io.Pipe()
@@ -150,43 +186,14 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 // or End is called, and returns the exit code: 0 when the client ended
 // the session, else the inner session's (1 after a signal).
 func (s *Server) Serve(in io.Reader, out io.Writer) int {
-	go func() { // owned by Serve, which waits on innerExit
-		code := s.inner.Serve(s.innerIn, s.innerOut)
-		s.innerOut.Close()
-		s.innerExit <- code
-	}()
-	ctx := context.Background()
-	maxLine := s.opts.MaxMessageBytes
-	if maxLine <= 0 {
-		maxLine = 16 << 20
-	}
-	ss, err := s.mcp.Connect(ctx, &stdio.Transport{In: in, Out: out, Max: maxLine, Log: s.log, Splice: s.splice, Outlet: s.out}, nil)
+	s.start()
+	c, err := s.connect(in, out)
 	if err != nil {
-		s.log.Error("cannot serve MCP", "err", err)
 		s.inner.End("mcp: " + err.Error())
 		<-s.innerExit
 		return 1
 	}
-	s.mu.Lock()
-	s.session = ss
-	s.mu.Unlock()
-
-	innerEnded := make(chan struct{})
-	stop := make(chan struct{})
-	go func() { // owned by Serve, which closes stop and waits on innerEnded
-		defer close(innerEnded)
-		select {
-		case <-s.th.Done():
-			// The inner session ended first (End, a signal): so does the
-			// MCP session.
-			ss.Close()
-		case <-stop:
-		}
-	}()
-	waitErr := ss.Wait()
-	close(stop)
-	<-innerEnded
-
+	waitErr := s.await(c)
 	byClient := s.th.Err() == nil
 	if byClient {
 		s.log.Info("the MCP client ended the session", "err", waitErr)
@@ -199,6 +206,121 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 		return 0
 	}
 	return code
+}
+
+// ServeConn serves one connection of a shared server on in and out,
+// until the client closes in or the server ends, and returns 0 when the
+// client ended it, 1 when the server did. The toolhost session, its
+// commands and its tasks outlive the connection: a call in flight when it
+// ends is cancelled as by notifications/cancelled, and a task goes on.
+func (s *Server) ServeConn(in io.Reader, out io.Writer) int {
+	s.start()
+	c, err := s.connect(in, out)
+	if err != nil {
+		return 1
+	}
+	waitErr := s.await(c)
+	if s.th.Err() != nil {
+		return 1
+	}
+	s.log.Info("an MCP connection ended; its session goes on", "connection", c.id, "err", waitErr)
+	return 0
+}
+
+// Close ends a shared server: its toolhost session is shut down (every
+// command stopped, and waited for), which closes its connections. It
+// returns once the session has ended.
+func (s *Server) Close(reason string) {
+	s.closeOnce.Do(func() {
+		s.start()
+		s.log.Info("the MCP session ends", "reason", reason)
+		s.closeInner()
+		<-s.innerExit
+	})
+}
+
+// Done is closed once the server's toolhost session has ended.
+func (s *Server) Done() <-chan struct{} { return s.th.Done() }
+
+// start starts the inner server, once.
+func (s *Server) start() {
+	s.startOnce.Do(func() {
+		go func() { // owned by Serve, or Close, which wait on innerExit
+			code := s.inner.Serve(s.innerIn, s.innerOut)
+			s.innerOut.Close()
+			s.innerExit <- code
+		}()
+	})
+}
+
+// connect serves the MCP protocol on in and out: one more connection.
+func (s *Server) connect(in io.Reader, out io.Writer) (*conn, error) {
+	maxLine := s.opts.MaxMessageBytes
+	if maxLine <= 0 {
+		maxLine = 16 << 20
+	}
+	s.mu.Lock()
+	s.nextConn++
+	c := &conn{id: fmt.Sprintf("c-%d", s.nextConn), splice: s.splice, out: s.out}
+	if s.shared {
+		c.splice, c.out = stdio.NewSplicer(), &stdio.Outlet{}
+	}
+	s.conns[c.id] = c
+	s.mu.Unlock()
+	ss, err := s.mcp.Connect(context.Background(), &stdio.Transport{In: in, Out: out, Max: maxLine, Log: s.log, Splice: c.splice, Outlet: c.out, SessionID: c.id}, nil)
+	s.mu.Lock()
+	if err != nil {
+		delete(s.conns, c.id)
+	} else {
+		c.ss = ss
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Error("cannot serve MCP", "err", err)
+		return nil, err
+	}
+	return c, nil
+}
+
+// await waits until the connection ends, by its client or because the
+// inner session ended (End, a signal, Close), and returns how it ended.
+// Every call of the connection has answered by then: its tasks whose
+// answer was never written are announced, for their terminal state to
+// be kept as if it had been.
+func (s *Server) await(c *conn) error {
+	innerEnded := make(chan struct{})
+	stop := make(chan struct{})
+	go func() { // owned by await, which closes stop and waits on innerEnded
+		defer close(innerEnded)
+		select {
+		case <-s.th.Done():
+			// The inner session ended first (End, a signal): so does the
+			// MCP session.
+			c.ss.Close()
+		case <-stop:
+		}
+	}()
+	waitErr := c.ss.Wait()
+	close(stop)
+	<-innerEnded
+	s.mu.Lock()
+	delete(s.conns, c.id)
+	s.mu.Unlock()
+	s.tasks.disconnected(c)
+	return waitErr
+}
+
+// connOf returns the connection of a request's session.
+func (s *Server) connOf(ss *sdk.ServerSession) *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss != nil {
+		if c := s.conns[ss.ID()]; c != nil {
+			return c
+		}
+	}
+	// A connection that has ended: what it writes goes nowhere.
+	return &conn{splice: stdio.NewSplicer(), out: &stdio.Outlet{}}
 }
 
 // closeInner ends the inner session as a client that is done does: shutdown
@@ -223,19 +345,24 @@ func (s *Server) closeInner() {
 // the MCP session closes and Serve returns.
 func (s *Server) End(reason string) { s.inner.End(reason) }
 
-// logMessage forwards toolhost's window/logMessage as notifications/message.
+// logMessage forwards toolhost's window/logMessage as notifications/message,
+// to every connection.
 func (s *Server) logMessage(p *protocol.LogMessageParams) {
 	s.mu.Lock()
-	ss := s.session
-	s.mu.Unlock()
-	if ss == nil {
-		return
+	var sessions []*sdk.ServerSession
+	for _, c := range s.conns {
+		if c.ss != nil {
+			sessions = append(sessions, c.ss)
+		}
 	}
+	s.mu.Unlock()
 	level := sdk.LoggingLevel("warning")
 	if p.Type == protocol.MessageError {
 		level = "error"
 	}
-	s.logf(context.Background(), ss, level, "%s", p.Message)
+	for _, ss := range sessions {
+		s.logf(context.Background(), ss, level, "%s", p.Message)
+	}
 }
 
 // logf sends a notifications/message, which the client gets once it has

@@ -116,7 +116,7 @@ func (s *Server) tasksMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			info := infoOf(req)
 			if p, ok := req.GetParams().(*sdk.SubscriptionsListenParams); ok && info.version >= taskwire.Version20260728 {
 				if l, ok := stdio.LiftedOf(p.Meta); ok && l.TaskIDs != nil {
-					return s.listenTasks(ctx, info, l)
+					return s.listenTasks(ctx, info, l, sessionOf(req))
 				}
 			}
 		case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update":
@@ -170,7 +170,7 @@ func (s *Server) callTool(ctx context.Context, next sdk.MethodHandler, method st
 	}
 	// A 2025-11-25 client asked for a task, and the tool answered before
 	// any command started (an error): the task is made, and fails at once.
-	t := s.tasks.create("", formLegacy, tc.ttl, "starting "+ctr.Params.Name)
+	t := s.tasks.createOn(s.connOf(ctr.Session), "", formLegacy, tc.ttl, "starting "+ctr.Params.Name)
 	answer := s.createTaskAnswer(t)
 	s.tasks.failWith(t, ctres)
 	return answer, nil
@@ -198,7 +198,7 @@ func (s *Server) taskTTL(raw json.RawMessage) (time.Duration, error) {
 // handleID, and the answer that names it. A 2025-11-25 task keeps the
 // call's progress token until it ends.
 func (s *Server) startTask(ctx context.Context, req *sdk.CallToolRequest, tc *taskCall, handleID, msg string) {
-	t := s.tasks.create(handleID, tc.form, tc.ttl, msg)
+	t := s.tasks.createOn(s.connOf(req.Session), handleID, tc.form, tc.ttl, msg)
 	if token := req.Params.GetProgressToken(); token != nil && tc.form == formLegacy {
 		_, stop := s.events.watch(context.WithoutCancel(ctx), req.Session, token, handleID, true)
 		s.tasks.mu.Lock()
@@ -218,7 +218,11 @@ func (s *Server) startTask(ctx context.Context, req *sdk.CallToolRequest, tc *ta
 // notification about t goes out before the answer that names it.
 func (s *Server) createTaskAnswer(t *task) sdk.Result {
 	id, _ := json.Marshal(t.id)
-	placeholder, _ := s.splice.HoldThen(id, func() { s.tasks.announce(t) })
+	splice := s.splice
+	if t.conn != nil {
+		splice = t.conn.splice
+	}
+	placeholder, _ := splice.HoldThen(id, func() { s.tasks.announce(t) })
 	now := time.Now()
 	s.tasks.mu.Lock()
 	defer s.tasks.mu.Unlock()
@@ -240,6 +244,9 @@ func (s *Server) createTaskAnswer(t *task) sdk.Result {
 func immediateText(t *task) string {
 	if t.handleID == "" {
 		return fmt.Sprintf("The call runs as task %s: get its result with tasks/result.", t.id)
+	}
+	if t.id != t.handleID {
+		return fmt.Sprintf("The command runs as task %s (handle %s), which also works as its handleId: follow it with read_output or write_input, and get its result with tasks/result.", t.id, t.handleID)
 	}
 	return fmt.Sprintf("The command runs as task %s, which is also its handleId: follow it with read_output or write_input, and get its result with tasks/result.", t.id)
 }
@@ -339,8 +346,9 @@ func (s *Server) taskResult(ctx context.Context, _ *sdk.ServerSession, p *taskwi
 }
 
 // listTasks is tasks/list (2025-11-25): the session's tasks, oldest first,
-// in pages.
-func (s *Server) listTasks(ctx context.Context, _ *sdk.ServerSession, p *taskwire.ListTasksParams) (sdk.Result, error) {
+// in pages; a shared server's lists those of the asking connection, as
+// their ids are what reaches them from another.
+func (s *Server) listTasks(ctx context.Context, ss *sdk.ServerSession, p *taskwire.ListTasksParams) (sdk.Result, error) {
 	if _, err := checkForm(ctx, "tasks/list", true, false); err != nil {
 		return nil, err
 	}
@@ -352,6 +360,10 @@ func (s *Server) listTasks(ctx context.Context, _ *sdk.ServerSession, p *taskwir
 		}
 		after = n
 	}
+	var own *conn
+	if s.shared {
+		own = s.connOf(ss)
+	}
 	now := time.Now()
 	s.tasks.mu.Lock()
 	defer s.tasks.mu.Unlock()
@@ -359,7 +371,7 @@ func (s *Server) listTasks(ctx context.Context, _ *sdk.ServerSession, p *taskwir
 	res := &taskwire.LegacyListTasksResult{Tasks: []taskwire.LegacyTask{}}
 	last := 0
 	for _, t := range s.tasks.order {
-		if t.seq <= after {
+		if t.seq <= after || (own != nil && t.conn != own) {
 			continue
 		}
 		if len(res.Tasks) == taskPage {
@@ -429,7 +441,7 @@ func (s *Server) updateTask(ctx context.Context, _ *sdk.ServerSession, p *taskwi
 // listenTasks serves a 2026-07-28 subscriptions/listen that names tasks:
 // it acknowledges those it knows, sends each one's terminal state once,
 // and lasts until the client cancels it or the session ends.
-func (s *Server) listenTasks(ctx context.Context, info reqInfo, l stdio.Lifted) (sdk.Result, error) {
+func (s *Server) listenTasks(ctx context.Context, info reqInfo, l stdio.Lifted, ss *sdk.ServerSession) (sdk.Result, error) {
 	if !info.ext {
 		return nil, taskwire.MissingTasksCapability("subscriptions/listen with taskIds")
 	}
@@ -437,7 +449,7 @@ func (s *Server) listenTasks(ctx context.Context, info reqInfo, l stdio.Lifted) 
 	if err := json.Unmarshal(l.TaskIDs, &ids); err != nil {
 		return nil, taskwire.Errorf(taskwire.ErrTaskInvalidArgs, map[string]string{"field": "notifications.taskIds"}, "invalid params: notifications.taskIds must be an array of task ids: %v", err)
 	}
-	lis := &listener{id: json.RawMessage(l.ID), out: s.out}
+	lis := &listener{id: json.RawMessage(l.ID), out: s.connOf(ss).out}
 	s.tasks.listen(lis, ids)
 	defer s.tasks.unlisten(lis)
 	select {
@@ -445,6 +457,12 @@ func (s *Server) listenTasks(ctx context.Context, info reqInfo, l stdio.Lifted) 
 	case <-s.th.Done():
 	}
 	return &taskwire.ListenResult{ResultBase: sdk.ResultBase{Meta: sdk.Meta{taskwire.SubscriptionIDKey: json.RawMessage(l.ID)}}, ResultType: taskwire.ResultTypeComplete}, nil
+}
+
+// sessionOf returns the session a request came on, or nil.
+func sessionOf(req sdk.Request) *sdk.ServerSession {
+	ss, _ := req.GetSession().(*sdk.ServerSession)
+	return ss
 }
 
 // taskIDOf returns the task id of p, nil when absent.

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -48,7 +50,8 @@ const (
 
 // task is one MCP task. Its id is its command's handle id; a 2025-11-25
 // task whose tool failed before a command existed has an id "t-N" and no
-// handle.
+// handle. In a shared table (--persist) either is followed by a dot and
+// 128 random bits, in hex: the id is what a later connection presents.
 type task struct {
 	id       string
 	handleID string
@@ -56,6 +59,9 @@ type task struct {
 	seq      int // creation order, for tasks/list
 	created  time.Time
 	ttl      time.Duration
+	// conn is the connection whose call made the task (nil in tests): its
+	// notifications go there, and it lists the task in a shared table.
+	conn *conn
 
 	// The fields below are guarded by the table's mu.
 
@@ -111,8 +117,9 @@ type backend interface {
 	// or the far toolhost through the hub), and says false when that
 	// cannot be known.
 	artifactsGone(ctx context.Context, handleID string) bool
-	// notify writes a notification on the MCP connection.
-	notify(method string, params any) error
+	// notify writes a notification on the MCP connection c (nil: the
+	// only one).
+	notify(c *conn, method string, params any) error
 	// logger is where the table says what it could not do.
 	logger() *slog.Logger
 }
@@ -122,6 +129,8 @@ type taskTable struct {
 	s          backend
 	defaultTTL time.Duration
 	maxTTL     time.Duration
+	// shared says the table outlives its connections (Options.Shared).
+	shared bool
 
 	mu sync.Mutex
 	// tasks maps ids to the tasks kept; order lists them by creation.
@@ -130,6 +139,7 @@ type taskTable struct {
 	// the sum of the kept results' sizes. listeners are the 2026-07-28
 	// subscriptions that name tasks. Guarded by mu.
 	tasks     map[string]*task
+	handles   map[string]*task // the tasks kept that have a handle, by its id
 	order     []*task
 	gone      recent[string]
 	next      int
@@ -147,7 +157,7 @@ func newTaskTable(s backend, defaultTTL, maxTTL time.Duration) *taskTable {
 		defaultTTL = DefaultTaskTTL
 	}
 	return &taskTable{s: s, defaultTTL: min(defaultTTL, maxTTL), maxTTL: maxTTL,
-		tasks: make(map[string]*task), gone: newRecent[string](goneCap), listeners: make(map[*listener]bool)}
+		tasks: make(map[string]*task), handles: make(map[string]*task), gone: newRecent[string](goneCap), listeners: make(map[*listener]bool)}
 }
 
 // grant returns the ttl a task gets for a request of ms milliseconds
@@ -163,17 +173,31 @@ func (tt *taskTable) grant(ms *int64) time.Duration {
 // "t-N" task with no command) and returns it. The caller announces it
 // (announce) once the answer naming it is written.
 func (tt *taskTable) create(handleID string, form taskForm, ttl time.Duration, message string) *task {
+	return tt.createOn(nil, handleID, form, ttl, message)
+}
+
+// createOn is create for a call of connection c.
+func (tt *taskTable) createOn(c *conn, handleID string, form taskForm, ttl time.Duration, message string) *task {
+	var secret string
+	if tt.shared {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		secret = "." + hex.EncodeToString(b[:])
+	}
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	now := time.Now() // under mu: creation order and createdAt agree
 	tt.sweepLocked(now)
 	tt.next++
-	t := &task{id: handleID, handleID: handleID, form: form, seq: tt.next, created: now, ttl: ttl,
+	t := &task{id: handleID + secret, handleID: handleID, form: form, seq: tt.next, created: now, ttl: ttl, conn: c,
 		status: taskwire.Working, message: message, updated: now, done: make(chan struct{}), lastActivity: now}
 	if handleID == "" {
-		t.id = fmt.Sprintf("t-%d", tt.next)
+		t.id = fmt.Sprintf("t-%d", tt.next) + secret
 	}
 	tt.tasks[t.id] = t
+	if handleID != "" {
+		tt.handles[handleID] = t
+	}
 	tt.order = append(tt.order, t)
 	return t
 }
@@ -200,7 +224,7 @@ func (tt *taskTable) bind(ctx context.Context, t *task) {
 // handle's last event was routed.
 func (tt *taskTable) routed(res *protocol.ToolResult) {
 	tt.mu.Lock()
-	t := tt.tasks[res.HandleID]
+	t := tt.handles[res.HandleID]
 	tt.mu.Unlock()
 	if t != nil {
 		tt.end(t, res, true)
@@ -329,7 +353,7 @@ func (tt *taskTable) maybeNotifyLocked(t *task) {
 	t.notified = true
 	switch t.form {
 	case formLegacy:
-		if err := tt.s.notify(taskwire.MethodTaskStatus, t.legacyLocked(time.Now())); err != nil {
+		if err := tt.s.notify(t.conn, taskwire.MethodTaskStatus, t.legacyLocked(time.Now())); err != nil {
 			tt.s.logger().Debug("task status not sent", "task", t.id, "err", err)
 		}
 	case formExt:
@@ -340,6 +364,36 @@ func (tt *taskTable) maybeNotifyLocked(t *task) {
 	if time.Since(t.created) >= t.ttl {
 		tt.dropLocked(t, t.expiredReason())
 	}
+}
+
+// disconnected is told that connection c has ended, every call of it
+// answered: a task whose answer it never wrote (the connection ended
+// first) is announced now, so that its end is kept as any other's. Its
+// notification goes nowhere.
+func (tt *taskTable) disconnected(c *conn) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	for _, t := range tt.order {
+		if t.conn == c && !t.announced {
+			t.announced = true
+			tt.maybeNotifyLocked(t)
+		}
+	}
+}
+
+// handleOf returns the handle of the task id names, or id itself: a
+// shared table's task id also names its handle to the tools that take a
+// handleId.
+func (tt *taskTable) handleOf(id string) string {
+	if !tt.shared {
+		return id
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if t := tt.tasks[id]; t != nil && t.handleID != "" {
+		return t.handleID
+	}
+	return id
 }
 
 // lookup returns the task id names, or the -32602 that says it is
@@ -369,7 +423,11 @@ func (tt *taskTable) lookup(ctx context.Context, id *string) (*task, error) {
 	if why, ok := tt.gone.get(*id); ok {
 		return nil, taskwire.Errorf(taskwire.ErrTaskNotFound, map[string]string{"taskId": *id, "reason": why}, "failed to retrieve task %s: %s", *id, why)
 	}
-	return nil, taskwire.Errorf(taskwire.ErrTaskNotFound, map[string]string{"taskId": *id}, "failed to retrieve task %s: task not found in this session", *id)
+	where := "in this session"
+	if tt.shared {
+		where = "among this root's tasks (--persist)"
+	}
+	return nil, taskwire.Errorf(taskwire.ErrTaskNotFound, map[string]string{"taskId": *id}, "failed to retrieve task %s: task not found %s", *id, where)
 }
 
 // sweepLocked lets go of the tasks past their ttl (never one that works:
@@ -397,6 +455,9 @@ func (tt *taskTable) dropLocked(t *task, why string) {
 		return
 	}
 	delete(tt.tasks, t.id)
+	if tt.handles[t.handleID] == t {
+		delete(tt.handles, t.handleID)
+	}
 	for i, o := range tt.order {
 		if o == t {
 			tt.order = append(tt.order[:i:i], tt.order[i+1:]...)

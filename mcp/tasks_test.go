@@ -258,3 +258,47 @@ func TestTaskArtifactsAskedOfTheirKeeper(t *testing.T) {
 		t.Errorf("lookup once the far artifacts were evicted: %v, want -32602 saying so", err)
 	}
 }
+
+// TestSharedTaskTable: in a table that outlives its connections
+// (--persist), a task's id is its handle's with 128 random bits, which
+// names the handle to the tools; the command's toolResult, which names
+// the handle, ends it; and a connection that ends before the answer
+// naming its task was written leaves the task announced, so that its end
+// is kept as any other's.
+func TestSharedTaskTable(t *testing.T) {
+	tt, _ := newTestTable(t)
+	tt.shared = true
+	c := &conn{out: &stdio.Outlet{}} // never connected: what it is sent goes nowhere
+	a := tt.createOn(c, "h-1", formLegacy, time.Hour, "started")
+	b := tt.createOn(c, "h-2", formLegacy, time.Hour, "started")
+	for _, task := range []*task{a, b} {
+		handle, secret, ok := strings.Cut(task.id, ".")
+		if !ok || handle != task.handleID || len(secret) != 32 || strings.Trim(secret, "0123456789abcdef") != "" {
+			t.Errorf("task id %q, want %s, a dot and 32 hex digits", task.id, task.handleID)
+		}
+	}
+	if a.id[3:] == b.id[3:] {
+		t.Errorf("two tasks share the secret of %q", a.id)
+	}
+	got := []string{tt.handleOf(a.id), tt.handleOf("h-1"), tt.handleOf("h-1.0000")}
+	if diff := cmp.Diff([]string{"h-1", "h-1", "h-1.0000"}, got); diff != "" {
+		t.Errorf("handleOf mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := tt.lookup(context.Background(), ptr("h-1")); err == nil {
+		t.Errorf("the handle's id alone found the task")
+	}
+
+	tt.routed(&protocol.ToolResult{HandleID: "h-1", Status: protocol.StatusCompleted})
+	select {
+	case <-a.done:
+	default:
+		t.Fatalf("the handle's toolResult did not end its task")
+	}
+	tt.disconnected(c)
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if !a.announced || !a.notified || !b.announced || b.notified {
+		t.Errorf("after the connection's end: a announced %v notified %v, b announced %v notified %v; want both announced, the ended one notified",
+			a.announced, a.notified, b.announced, b.notified)
+	}
+}

@@ -306,10 +306,10 @@ func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *
 	var k *sink
 	if token := req.Params.GetProgressToken(); token != nil {
 		var stop func()
-		k, stop = s.events.watch(ctx, req.Session, token, in.HandleID, false)
+		k, stop = s.events.watch(ctx, req.Session, token, s.tasks.handleOf(in.HandleID), false)
 		defer stop()
 	}
-	res, err := s.th.Wait(ctx, &protocol.WaitParams{HandleID: in.HandleID, TimeoutMs: in.TimeoutMs})
+	res, err := s.th.Wait(ctx, &protocol.WaitParams{HandleID: s.tasks.handleOf(in.HandleID), TimeoutMs: in.TimeoutMs})
 	if err != nil {
 		return s.toolError(err)
 	}
@@ -321,7 +321,7 @@ func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *
 
 // readOutput runs read_output: toolhost's readOutput.
 func (s *Server) readOutput(ctx context.Context, req *sdk.CallToolRequest, in *ReadOutputInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.ReadOutput(ctx, &protocol.ReadOutputParams{HandleID: in.HandleID, Stream: protocol.OutputStream(in.Stream),
+	res, err := s.th.ReadOutput(ctx, &protocol.ReadOutputParams{HandleID: s.tasks.handleOf(in.HandleID), Stream: protocol.OutputStream(in.Stream),
 		Offset: in.Offset, MaxBytes: in.MaxBytes, WaitMs: in.WaitMs})
 	if err != nil {
 		return s.toolError(err)
@@ -331,7 +331,7 @@ func (s *Server) readOutput(ctx context.Context, req *sdk.CallToolRequest, in *R
 
 // writeInput runs write_input: toolhost's writeInput.
 func (s *Server) writeInput(ctx context.Context, req *sdk.CallToolRequest, in *WriteInputInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.WriteInput(ctx, &protocol.WriteInputParams{HandleID: in.HandleID, Data: in.Data, Encoding: protocol.Encoding(in.Encoding), EOF: in.EOF})
+	res, err := s.th.WriteInput(ctx, &protocol.WriteInputParams{HandleID: s.tasks.handleOf(in.HandleID), Data: in.Data, Encoding: protocol.Encoding(in.Encoding), EOF: in.EOF})
 	if err != nil {
 		return s.toolError(err)
 	}
@@ -340,7 +340,7 @@ func (s *Server) writeInput(ctx context.Context, req *sdk.CallToolRequest, in *W
 
 // cancelCommand runs cancel_command: toolhost's cancel.
 func (s *Server) cancelCommand(ctx context.Context, req *sdk.CallToolRequest, in *CancelCommandInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.Cancel(ctx, &protocol.CancelParams{HandleID: in.HandleID, GraceMs: in.GraceMs})
+	res, err := s.th.Cancel(ctx, &protocol.CancelParams{HandleID: s.tasks.handleOf(in.HandleID), GraceMs: in.GraceMs})
 	if err != nil {
 		return s.toolError(err)
 	}
@@ -376,7 +376,7 @@ func (s *Server) readFile(ctx context.Context, req *sdk.CallToolRequest, in *Rea
 	if err != nil {
 		return nil, err
 	}
-	placeholder, drop := s.splice.Hold(content)
+	placeholder, drop := s.connOf(req.Session).splice.Hold(content)
 	context.AfterFunc(ctx, drop) // the answer of a cancelled call is not sent
 	return readFileContent(&res, placeholder), nil
 }

@@ -97,7 +97,11 @@ func (h *Holder) adopt(path string, rp *replay) error {
 	if linger <= 0 {
 		linger = 10 * time.Minute
 	}
-	s := &session{id: id, root: rp.first.Root, createdAt: rp.first.CreatedAt, linger: linger,
+	root := rp.first.Root
+	if rp.first.Workspace != "" {
+		root = rp.first.Workspace
+	}
+	s := &session{id: id, root: root, createdAt: rp.first.CreatedAt, linger: linger, internal: rp.first.MCP,
 		logs: &logSwitch{fallback: h.cfg.Log}, initParams: rp.first.Init, journal: j, adopted: rp}
 	h.mu.Lock()
 	h.sessions[id] = s

@@ -28,6 +28,9 @@ type FrontConfig struct {
 	// HolderArgs are the extra arguments to start a holder with (its log
 	// level, say).
 	HolderArgs []string
+	// Mode is the protocol the client speaks: "" for toolhost's own,
+	// ModeMCP for MCP.
+	Mode string
 }
 
 // holderStartTimeout bounds how long a front waits for the holder it
@@ -52,7 +55,7 @@ func Serve(cfg FrontConfig, prefix []byte, stdin, stdout, stderr *os.File) (int,
 	if err != nil || uid != os.Geteuid() {
 		return 1, fmt.Errorf("the holder socket %s is served by uid %d, not this user: refusing it", cfg.Dirs.socketPath(key), uid)
 	}
-	hl := hello{V: wireVersion, Build: cfg.Build, Args: cfg.Args, Env: cfg.Env, Cwd: cfg.Cwd, Prefix: prefix}
+	hl := hello{V: wireVersion, Build: cfg.Build, Args: cfg.Args, Env: cfg.Env, Cwd: cfg.Cwd, Prefix: prefix, Mode: cfg.Mode}
 	b, err := hl.encode()
 	if err != nil {
 		return 1, err

@@ -55,6 +55,19 @@
 // toolResult the dead holder made and could not deliver, the lost ones,
 // and new commands.
 //
+// # MCP
+//
+// An MCP client never resumes a session by id: a front whose client
+// speaks MCP says so in its hello (ModeMCP), and the holder serves it on
+// the shared MCP server of its command line (SharedMCP, which main makes
+// with package mcp), made at the first such front. Every MCP connection
+// of that command line reaches the same toolhost session, commands and
+// tasks. The server's toolhost session is a session of the holder like
+// any other (journaled, so that a killed holder leaves no process), made
+// on pipes inside the holder (InnerServer); no resume reaches it, and
+// sessions {} leaves it out. With no MCP connection for its --linger the
+// server is closed, which ends its commands.
+//
 // # Lifetime
 //
 // A detached session lingers for --linger (default 10m), then its

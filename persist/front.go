@@ -37,6 +37,9 @@ type front struct {
 	target  *session
 	refused string
 	resumed bool // the first initialize was answered, one way or the other
+	// internal says the connection is a shared MCP server's own (its
+	// session under the MCP protocol): no resume reaches its session.
+	internal bool
 
 	mu   sync.Mutex
 	sess *session // the session served, once initialized; guarded by mu
@@ -84,6 +87,15 @@ func (h *Holder) serveFront(c *net.UnixConn) {
 		return
 	}
 	stdin, stdout, stderr := files[0], files[1], files[2]
+	switch hl.Mode {
+	case "":
+	case ModeMCP:
+		h.serveMCP(c, &hl, stdin, stdout, stderr, refuse)
+		return
+	default:
+		refuse("the front speaks %q, which the holder does not serve", hl.Mode)
+		return
+	}
 	logs := &logSwitch{fallback: h.cfg.Log}
 	logs.set(stderr)
 	cfg, err := h.cfg.Configure(hl.Args, hl.Env, hl.Cwd, logs)
@@ -98,28 +110,35 @@ func (h *Holder) serveFront(c *net.UnixConn) {
 	opts.Table = f.prepare(firstInitialize(hl.Prefix))
 	srv := rpc.NewServer(opts)
 
-	// The front lives as long as its client's connection: when it goes
-	// (killed, say), the connection ends. stdin stays blocking, as the
-	// front's own would be (a polled one cost a fifth more per request):
-	// a read blocked on it ends when the client closes or writes to its
-	// end of the pipe, and what it reads then is discarded with the ended
-	// connection.
+	h.serveUntilGone(c, func() int {
+		return srv.Serve(io.MultiReader(bytes.NewReader(hl.Prefix), stdin), stdout)
+	}, func() { srv.Release("the front process is gone") })
+}
+
+// serveUntilGone serves a front's connection with serve until it
+// returns, and tells the front the exit code. The front lives as long as
+// its client's connection: when it goes (killed, say), release ends the
+// connection. stdin stays blocking, as the front's own would be (a polled
+// one cost a fifth more per request): a read blocked on it ends when the
+// client closes or writes to its end of the pipe, and what it reads then
+// is discarded with the ended connection.
+func (h *Holder) serveUntilGone(c *net.UnixConn, serve func() int, release func()) {
 	frontGone := make(chan struct{})
-	go func() { // owned by serveFront, which waits on frontGone
+	go func() { // owned by serveUntilGone, which waits on frontGone
 		defer close(frontGone)
 		n, err := io.Copy(io.Discard, c)
 		h.log.Debug("the front's socket ended", "bytes", n, "err", err)
 	}()
 	served := make(chan int, 1)
-	go func() { // owned by serveFront, which waits on served
-		served <- srv.Serve(io.MultiReader(bytes.NewReader(hl.Prefix), stdin), stdout)
+	go func() { // owned by serveUntilGone, which waits on served
+		served <- serve()
 	}()
 	var code int
 	select {
 	case code = <-served:
 	case <-frontGone:
 		h.log.Info("the front is gone; its connection ends")
-		srv.Release("the front process is gone")
+		release()
 		code = <-served
 	}
 	vb, _ := json.Marshal(verdict{Exit: code})
@@ -260,11 +279,15 @@ func (h *Holder) create(ctx context.Context, f *front, rs *rpc.Session, p *proto
 	raw, _ := json.Marshal(p)
 	s := &session{
 		id: t.SessionID(), root: res.Workspace.Root, createdAt: t.CreatedAt(), linger: f.cfg.Linger, logs: f.logs,
-		tools: t, rs: rs, init: res, initParams: raw, table: f.table,
+		tools: t, rs: rs, init: res, initParams: raw, table: f.table, internal: f.internal,
 	}
 	lo := t.Leftovers()
 	me := self()
-	j, err := createJournal(h.cfg.Dirs.journalPath(s.id), record{Kind: "session", V: journalVersion, ID: s.id, Root: s.root,
+	workspace := ""
+	if s.root != h.cfg.Root {
+		workspace = s.root
+	}
+	j, err := createJournal(h.cfg.Dirs.journalPath(s.id), record{Kind: "session", V: journalVersion, ID: s.id, Root: h.cfg.Root, Workspace: workspace, MCP: s.internal,
 		CreatedAt: s.createdAt, Holder: &me, Leftovers: &lo, Init: raw, LingerMs: s.linger.Milliseconds()})
 	if err != nil {
 		t.Shutdown(ctx)

@@ -48,7 +48,10 @@ type HolderConfig struct {
 	Idle time.Duration
 	// Configure makes each connection's session configuration.
 	Configure Configure
-	Logger    *slog.Logger
+	// ConfigureMCP makes the shared MCP server of an MCP front's command
+	// line (nil: MCP fronts are refused).
+	ConfigureMCP ConfigureMCP
+	Logger       *slog.Logger
 	// Log is where the holder's own logs go (its log file); sessions log
 	// there while detached.
 	Log io.Writer
@@ -65,6 +68,10 @@ type Holder struct {
 	mu sync.Mutex
 	// sessions are the sessions held, by id; guarded by mu.
 	sessions map[string]*session
+	// mcp are the shared MCP servers, by their command line's key
+	// (mcpKey); guarded by mu. mcpMu serializes making them.
+	mcp   map[string]*mcpShared
+	mcpMu sync.Mutex
 	// conns counts the fronts being served; guarded by mu.
 	conns int
 	// idle fires Idle after the holder last had neither sessions nor
@@ -97,6 +104,9 @@ type session struct {
 	initParams json.RawMessage
 	journal    *journal
 	adopted    *replay // a dead holder's journal, until resumed
+	// internal says a shared MCP server serves the session: no resume
+	// reaches it, and sessions {} leaves it out.
+	internal bool
 
 	// owner, lingerUntil, timer and ending are guarded by Holder.mu.
 	owner       *front // the connection serving it; nil while detached
@@ -121,7 +131,7 @@ func RunHolder(cfg HolderConfig) int {
 	if cfg.Idle <= 0 {
 		cfg.Idle = 2 * time.Second
 	}
-	h := &Holder{cfg: cfg, log: cfg.Logger, key: holderKey(cfg.Root, cfg.Build), sessions: map[string]*session{}, quit: make(chan struct{})}
+	h := &Holder{cfg: cfg, log: cfg.Logger, key: holderKey(cfg.Root, cfg.Build), sessions: map[string]*session{}, mcp: map[string]*mcpShared{}, quit: make(chan struct{})}
 	if err := h.listen(); err != nil {
 		if errors.Is(err, ErrHeld) {
 			h.log.Info("another holder serves this root; exiting", "root", cfg.Root)
@@ -232,7 +242,7 @@ func (h *Holder) accept() {
 // armIdleLocked starts the idle timer when the holder holds nothing. The
 // caller holds mu.
 func (h *Holder) armIdleLocked() {
-	if h.closing || h.conns > 0 || len(h.sessions) > 0 {
+	if h.closing || h.holdsLocked() {
 		return
 	}
 	if h.idle != nil {
@@ -240,7 +250,7 @@ func (h *Holder) armIdleLocked() {
 	}
 	h.idle = time.AfterFunc(h.cfg.Idle, func() {
 		h.mu.Lock()
-		quit := !h.closing && h.conns == 0 && len(h.sessions) == 0
+		quit := !h.closing && !h.holdsLocked()
 		if quit {
 			h.closing = true
 		}
@@ -250,6 +260,12 @@ func (h *Holder) armIdleLocked() {
 			h.once.Do(func() { close(h.quit) })
 		}
 	})
+}
+
+// holdsLocked reports whether the holder serves a front or holds a
+// session or a shared MCP server. The caller holds mu.
+func (h *Holder) holdsLocked() bool {
+	return h.conns > 0 || len(h.sessions) > 0 || len(h.mcp) > 0
 }
 
 // stop stops accepting and removes the socket.
@@ -264,8 +280,10 @@ func (h *Holder) stop() {
 	h.ln.Close()
 }
 
-// endAll ends every session at once.
+// endAll ends every session at once: the shared MCP servers first,
+// which end their own.
 func (h *Holder) endAll(reason string) {
+	h.endAllMCP(reason)
 	h.mu.Lock()
 	var all []*session
 	for _, s := range h.sessions {
@@ -304,11 +322,11 @@ func (h *Holder) end(s *session, kind, why string) {
 		cancel()
 	}
 	if s.journal != nil {
-		if err := s.journal.end(s.id, s.root, kind); err != nil {
+		if err := s.journal.end(s.id, h.cfg.Root, kind); err != nil {
 			h.log.Warn("cannot write the session's tombstone", "session", s.id, "err", err)
 		}
 	} else {
-		_ = writeTombstone(h.cfg.Dirs.journalPath(s.id), record{Kind: "ended", V: journalVersion, ID: s.id, Root: s.root, Reason: kind, At: time.Now().UTC()})
+		_ = writeTombstone(h.cfg.Dirs.journalPath(s.id), record{Kind: "ended", V: journalVersion, ID: s.id, Root: h.cfg.Root, Reason: kind, At: time.Now().UTC()})
 	}
 	h.mu.Lock()
 	delete(h.sessions, s.id)
@@ -349,7 +367,7 @@ func (h *Holder) list() []protocol.SessionInfo {
 	defer h.mu.Unlock()
 	out := []protocol.SessionInfo{}
 	for _, s := range h.sessions {
-		if s.ending {
+		if s.ending || s.internal {
 			continue
 		}
 		info := protocol.SessionInfo{SessionID: s.id, Root: s.root, Attached: s.owner != nil, CreatedAt: s.createdAt}
@@ -372,7 +390,10 @@ func (h *Holder) lookup(id string) (*session, string) {
 	h.mu.Lock()
 	s := h.sessions[id]
 	var kind string
-	if s != nil && s.ending {
+	switch {
+	case s != nil && s.internal:
+		s = nil // a shared MCP server's: its id is never given out
+	case s != nil && s.ending:
 		s, kind = nil, s.endKind
 	}
 	h.mu.Unlock()

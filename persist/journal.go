@@ -21,7 +21,8 @@ const journalVersion = 1
 
 // record is one line of a journal. Kind says which fields it uses:
 //
-//	session  V, ID, Root, CreatedAt, Holder, Leftovers, Init (first line)
+//	session  V, ID, Root, Workspace, MCP, CreatedAt, Holder, Leftovers,
+//	         Init (first line)
 //	holder   Holder, Leftovers: a later holder took the session over, with
 //	         its own commands' leftovers
 //	handle   Handle: a handle started
@@ -29,10 +30,17 @@ const journalVersion = 1
 //	written  Seq: that toolResult was written to a connection
 //	ended    V, ID, Root, Reason, At: the session ended (a tombstone, alone)
 type record struct {
-	Kind      string               `json:"kind"`
-	V         int                  `json:"v,omitempty"`
-	ID        string               `json:"id,omitempty"`
-	Root      string               `json:"root,omitempty"`
+	Kind string `json:"kind"`
+	V    int    `json:"v,omitempty"`
+	ID   string `json:"id,omitempty"`
+	// Root is the holder's root: the holder that takes the session over
+	// once its own has died is that root's. Workspace is the session's
+	// workspace root when the client narrowed it to another.
+	Root      string `json:"root,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+	// MCP says a shared MCP server serves the session: no resume reaches
+	// it.
+	MCP       bool                 `json:"mcp,omitempty"`
 	CreatedAt time.Time            `json:"createdAt,omitzero"`
 	Holder    *holderID            `json:"holder,omitempty"`
 	Leftovers *process.Leftovers   `json:"leftovers,omitempty"`

@@ -180,3 +180,21 @@ func BuildID(version string) string {
 
 // supported says this platform persists sessions.
 const supported = true
+
+// pollable returns a duplicate of f whose reads the runtime polls, so
+// that closing it ends a read blocked on it, and a function that makes
+// f's open file description blocking again (it is shared with the front,
+// and maybe the client's terminal).
+func pollable(f *os.File) (*os.File, func(), error) {
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		return nil, nil, err
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, nil, err
+	}
+	restore := func() { _ = unix.SetNonblock(int(f.Fd()), false) }
+	return os.NewFile(uintptr(fd), f.Name()), restore, nil
+}

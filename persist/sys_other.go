@@ -23,6 +23,7 @@ func (h holderID) alive() bool                          { return false }
 func self() holderID                                    { return holderID{PID: os.Getpid()} }
 func lockFile(path string, wait bool) (*os.File, error) { return nil, errUnsupported }
 func BuildID(version string) string                     { return version }
-func restoreBlocking(f *os.File)                        {}
 
 var errLocked = errors.New("another holder holds the lock")
+
+func pollable(f *os.File) (*os.File, func(), error) { return nil, nil, errUnsupported }

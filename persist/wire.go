@@ -22,6 +22,9 @@ type hello struct {
 	// Prefix are the bytes the front read from stdin before it handed
 	// stdin over: they come first.
 	Prefix []byte `json:"prefix,omitempty"`
+	// Mode is the protocol the client speaks: "" for toolhost's own,
+	// ModeMCP for the Model Context Protocol.
+	Mode string `json:"mode,omitempty"`
 }
 
 // verdict is what a holder answers a front, once: the exit code of the

@@ -34,11 +34,15 @@ type Transport struct {
 	// Outlet is given the connection, for the notifications the SDK has
 	// no method to send.
 	Outlet *Outlet
+	// SessionID names the connection among those of one server (the
+	// SDK's ServerSession.ID): a server that serves several tells their
+	// requests apart by it.
+	SessionID string
 }
 
 // Connect starts reading the input.
 func (t *Transport) Connect(context.Context) (sdk.Connection, error) {
-	c := &lineConn{out: t.Out, log: t.Log, splice: t.Splice, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	c := &lineConn{out: t.Out, log: t.Log, splice: t.Splice, id: t.SessionID, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	if t.Outlet != nil {
 		t.Outlet.conn.Store(c)
 	}
@@ -54,6 +58,7 @@ type lineConn struct {
 	out    io.Writer
 	log    *slog.Logger
 	splice *Splicer
+	id     string // the Transport's SessionID
 	// writeMu serializes writes: one message per line, whole.
 	writeMu sync.Mutex
 	// incoming carries the decoded messages; the reader closes it at the
@@ -282,5 +287,6 @@ func (c *lineConn) Close() error {
 	return nil
 }
 
-// SessionID is empty: stdio has one session.
-func (c *lineConn) SessionID() string { return "" }
+// SessionID is the Transport's: empty unless the server serves several
+// connections.
+func (c *lineConn) SessionID() string { return c.id }

@@ -1,0 +1,254 @@
+package persist
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/tools"
+)
+
+// ModeMCP is the Mode of a front whose client speaks the Model Context
+// Protocol (`toolhost mcp`, or an MCP first message).
+const ModeMCP = "mcp"
+
+// SharedMCP is an MCP server that outlives its connections: the holder
+// keeps one per MCP command line, and each MCP front of that command
+// line is one more connection to it. MCP clients never resume a session
+// by id: what a later connection finds (the toolhost session, its
+// commands, the task table) is the server's, for this user, root and
+// command line.
+type SharedMCP interface {
+	// ServeConn serves one connection until its client ends it or the
+	// server ends, and returns the exit code.
+	ServeConn(in io.Reader, out io.Writer) int
+	// Close ends the server: every command is stopped, and its
+	// connections end. It returns once that is done.
+	Close(reason string)
+	// Done is closed once the server's toolhost session has ended.
+	Done() <-chan struct{}
+}
+
+// InnerServer makes the toolhost server a shared MCP server runs its
+// commands in: a session of the holder, journaled as any other (so that
+// a holder killed leaves no process behind), which no resume reaches.
+type InnerServer func(tools.Config, rpc.Options) *rpc.Server
+
+// MCPConfig is what an MCP front's command line makes.
+type MCPConfig struct {
+	// Linger is how long the server is kept with no connection attached.
+	Linger time.Duration
+	// New makes the server, on the toolhost server inner makes.
+	New func(inner InnerServer) SharedMCP
+}
+
+// ConfigureMCP turns an MCP front's command line, environment and
+// directory into its shared server's configuration; the server's logs go
+// to logs.
+type ConfigureMCP func(args, env []string, cwd string, logs io.Writer) (MCPConfig, error)
+
+// mcpShared is a shared MCP server the holder keeps.
+type mcpShared struct {
+	key    string
+	srv    SharedMCP
+	logs   *logSwitch
+	linger time.Duration
+
+	// attached counts the connections served; timer is the linger while
+	// none is; ending says no connection attaches any more. Guarded by
+	// Holder.mu.
+	attached int
+	timer    *time.Timer
+	ending   bool
+}
+
+// mcpKey names an MCP command line: the connections of one share its
+// server. The environment and directory are the first connection's.
+func mcpKey(args []string) string {
+	h := sha256.Sum256([]byte(strings.Join(args, "\x00")))
+	return hex.EncodeToString(h[:8])
+}
+
+// serveMCP serves an MCP front: one more connection to the shared server
+// of its command line, made if there is none.
+func (h *Holder) serveMCP(c *net.UnixConn, hl *hello, stdin, stdout, stderr *os.File, refuse func(string, ...any)) {
+	if h.cfg.ConfigureMCP == nil {
+		refuse("this holder does not serve MCP")
+		return
+	}
+	m, err := h.attachMCP(hl, stderr)
+	if err != nil {
+		refuse("%v", err)
+		return
+	}
+	// An MCP connection is read from a polled duplicate of stdin, so
+	// that when its front goes, closing it ends the connection at once
+	// (its end detaches the shared server's linger). The cost of polling
+	// is a fraction of an MCP request's.
+	in, restore, err := pollable(stdin)
+	if err != nil {
+		h.detachMCP(m)
+		refuse("%v", err)
+		return
+	}
+	defer restore()
+	h.serveUntilGone(c, func() int {
+		code := m.srv.ServeConn(io.MultiReader(bytes.NewReader(hl.Prefix), in), stdout)
+		h.detachMCP(m)
+		return code
+	}, func() { in.Close() })
+	in.Close()
+}
+
+// attachMCP returns the shared server of hl's command line, with one
+// more connection attached, making it when there is none.
+func (h *Holder) attachMCP(hl *hello, stderr io.Writer) (*mcpShared, error) {
+	key := mcpKey(hl.Args)
+	h.mcpMu.Lock()
+	defer h.mcpMu.Unlock()
+	h.mu.Lock()
+	if m := h.mcp[key]; m != nil && !m.ending {
+		h.attachLocked(m, stderr)
+		h.mu.Unlock()
+		h.log.Info("an MCP connection attached", "mcp", key)
+		return m, nil
+	}
+	h.mu.Unlock()
+	logs := &logSwitch{fallback: h.cfg.Log}
+	mc, err := h.cfg.ConfigureMCP(hl.Args, hl.Env, hl.Cwd, logs)
+	if err != nil {
+		return nil, err
+	}
+	m := &mcpShared{key: key, logs: logs, linger: mc.Linger}
+	m.srv = mc.New(h.innerServer(logs, mc.Linger))
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		m.srv.Close("the holder is stopping")
+		return nil, errors.New("the holder is stopping")
+	}
+	h.mcp[key] = m
+	h.attachLocked(m, stderr)
+	h.work.Add(1)
+	h.mu.Unlock()
+	go func() { // owned by h.work, which RunHolder waits for
+		defer h.work.Done()
+		<-m.srv.Done()
+		h.endMCP(m, "its toolhost session ended")
+	}()
+	h.log.Info("an MCP session made", "mcp", key)
+	return m, nil
+}
+
+// attachLocked attaches one more connection to m; its logs go to that
+// connection's stderr. The caller holds mu.
+func (h *Holder) attachLocked(m *mcpShared, stderr io.Writer) {
+	m.attached++
+	if m.timer != nil {
+		m.timer.Stop()
+		m.timer = nil
+	}
+	m.logs.set(stderr)
+}
+
+// detachMCP is told that a connection of m has ended: with none left, m
+// lingers, and ends unless one attaches within its linger.
+func (h *Holder) detachMCP(m *mcpShared) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m.attached--
+	if m.attached > 0 || m.ending || h.closing {
+		return
+	}
+	m.logs.set(nil)
+	h.log.Info("no MCP connection attached; the MCP session lingers", "mcp", m.key, "linger", m.linger)
+	m.timer = time.AfterFunc(m.linger, func() {
+		h.mu.Lock()
+		expired := m.attached == 0 && !h.closing && h.takeMCPLocked(m)
+		if expired {
+			h.work.Add(1) // RunHolder waits for it; nothing is added once closing
+		}
+		h.mu.Unlock()
+		if !expired {
+			return
+		}
+		defer h.work.Done()
+		h.closeMCP(m, "no MCP connection attached for --linger")
+	})
+}
+
+// takeMCPLocked makes m ending, once: no connection attaches to it from
+// then on. It reports whether this call did. The caller holds mu.
+func (h *Holder) takeMCPLocked(m *mcpShared) bool {
+	if m.ending {
+		return false
+	}
+	m.ending = true
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	if h.mcp[m.key] == m {
+		delete(h.mcp, m.key)
+	}
+	return true
+}
+
+// endMCP ends m: no connection attaches to it any more, and its session
+// is closed.
+func (h *Holder) endMCP(m *mcpShared, why string) {
+	h.mu.Lock()
+	h.takeMCPLocked(m)
+	h.mu.Unlock()
+	h.closeMCP(m, why)
+}
+
+// closeMCP closes m's server, which is ending, and lets the holder go
+// idle.
+func (h *Holder) closeMCP(m *mcpShared, why string) {
+	h.log.Info("MCP session ending", "mcp", m.key, "why", why)
+	m.srv.Close(why)
+	h.mu.Lock()
+	h.armIdleLocked()
+	h.mu.Unlock()
+}
+
+// endAllMCP ends every shared MCP server at once.
+func (h *Holder) endAllMCP(reason string) {
+	h.mu.Lock()
+	var all []*mcpShared
+	for _, m := range h.mcp {
+		all = append(all, m)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, m := range all {
+		wg.Add(1)
+		go func() { // owned by endAllMCP, which waits for it
+			defer wg.Done()
+			h.endMCP(m, reason)
+		}()
+	}
+	wg.Wait()
+}
+
+// innerServer returns what makes a shared MCP server's toolhost server:
+// one served as a front's would be, on the pipes the MCP server gives it,
+// with persistence (a journal) and a linger of its own for the case its
+// pipe ends without shutdown.
+func (h *Holder) innerServer(logs *logSwitch, linger time.Duration) InnerServer {
+	return func(tc tools.Config, opts rpc.Options) *rpc.Server {
+		f := &front{h: h, cfg: SessionConfig{Tools: tc, RPC: opts, Linger: linger}, log: opts.Logger, logs: logs, stderr: logs, internal: true}
+		opts.Persist = true
+		opts.Lifecycle = f
+		opts.Table = f.prepare(nil)
+		return rpc.NewServer(opts)
+	}
+}
