@@ -50,6 +50,7 @@ var figures = []figure{
 	{"network", (*bench).network},
 	{"persist-rtt", (*bench).persistRoundTrip},
 	{"persist-resume", (*bench).persistResume},
+	{"snapshot", (*bench).snapshots},
 }
 
 // server is a toolhost session the bench drives.
