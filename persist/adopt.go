@@ -114,20 +114,7 @@ func (h *Holder) adopt(path string, rp *replay) error {
 func (h *Holder) detachedAdopted(s *session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s.lingerUntil = time.Now().Add(s.linger).UTC()
-	s.timer = time.AfterFunc(s.linger, func() {
-		h.mu.Lock()
-		expired := s.owner == nil && !s.ending && !h.closing
-		if expired {
-			h.work.Add(1) // RunHolder waits for it; nothing is added once closing
-		}
-		h.mu.Unlock()
-		if !expired {
-			return
-		}
-		defer h.work.Done()
-		h.end(s, protocol.SessionExpired, "detached longer than --linger")
-	})
+	h.lingerLocked(s)
 }
 
 // lostResult is the toolResult of a handle whose holder died.

@@ -344,8 +344,14 @@ func (h *Holder) detached(s *session, by *front, reason string) {
 	}
 	s.owner = nil
 	s.logs.set(nil)
+	h.log.Info("session detached", "session", s.id, "reason", reason, "linger", s.linger)
+	h.lingerLocked(s)
+}
+
+// lingerLocked starts a detached session's linger: unless a connection
+// resumes it first, it ends when the linger passes. The caller holds mu.
+func (h *Holder) lingerLocked(s *session) {
 	s.lingerUntil = time.Now().Add(s.linger).UTC()
-	h.log.Info("session detached", "session", s.id, "reason", reason, "lingerUntil", s.lingerUntil)
 	s.timer = time.AfterFunc(s.linger, func() {
 		h.mu.Lock()
 		expired := s.owner == nil && !s.ending && !h.closing
