@@ -348,6 +348,7 @@ class Toolhost implements vscode.Disposable {
     }
     this.client = undefined;
     client.detaching = true;
+    this.serverLog.info(`Leaving session ${this.session.state?.sessionId ?? ''} to the next window: its commands go on (toolhost.persist).`);
     const child = client.serverProcess;
     const exited = new Promise<void>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) resolve();
@@ -670,11 +671,6 @@ class Toolhost implements vscode.Disposable {
     if (client?.state === State.Running) {
       const answer = await client.sendRequest(ProgressRequest, {});
       for (const p of progressHandles(answer)) this.model.progress(p);
-      // A resumed session's handles that ended before: their results came
-      // to an earlier window (their seq is at most lastSeq). Their rows get
-      // them from `wait`, which answers a finished handle's result at once;
-      // reported there already, they are not reported again.
-      if (resumed) await this.fetchResults(client);
       await this.refreshDestinations(client);
       for (const d of this.model.destinations().filter((d) => d.state === 'ready')) {
         try {
@@ -683,6 +679,12 @@ class Toolhost implements vscode.Disposable {
           this.serverLog.info(`progress of destination ${d.name}: ${errorText(e)}`);
         }
       }
+      // A resumed session's handles that ended before, here and on the
+      // destinations: their results came to an earlier window (their seq is
+      // at most lastSeq). Their rows get them from `wait`, which answers a
+      // finished handle's result at once (routed by the handle id);
+      // reported there already, they are not reported again.
+      if (resumed) await this.fetchResults(client);
     }
     this.view.refresh();
   }
