@@ -945,4 +945,28 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     assert.equal((await channel()).split(entry).length - 1, 1, 'the result reported once');
     await screenshot('reload-completed');
   });
+
+  test('a session the server no longer has: the extension starts a new one, without a word to the user', async () => {
+    await runPalette('Notifications: Clear All Notifications');
+    const session = () => serverLog().match(/Session (s-\S+): it outlives|Resumed session (s-\S+)/g) ?? [];
+    const known = session().length;
+    // The holder goes, ending its sessions: the server's connection ends
+    // (a crash, to the extension), and the restarted server's resume meets
+    // -32030 SessionNotFound.
+    await endHolders();
+    await until('the extension to start a new session', () => serverLog().includes('cannot be resumed (') && session().length > known, 60_000);
+    assert.match(serverLog(), /The session s-\S+ cannot be resumed \((ended|unknown)\): starting a new session\./);
+    const toasts = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+    assert.deepEqual(toasts.filter((t) => /toolhost|server/i.test(t)), [], 'no error shown');
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('echo fresh-session');
+    await input.press('Enter');
+    await pickWhere();
+    await rowShows('echo fresh-session', 'completed');
+    const later = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+    assert.deepEqual(later.filter((t) => /toolhost|server/i.test(t) && !t.includes('fresh-session')), [], 'no error shown later either');
+    await screenshot('session-gone-new-session');
+  });
 });
