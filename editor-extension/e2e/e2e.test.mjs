@@ -909,9 +909,17 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await rowShows(line, 'running', 60_000);
     await until('the status bar to say 1 running', async () => /1 running/.test(await page.locator('.statusbar-item', { hasText: /running/ }).first().innerText()));
     assert.equal(await treeRow(line).count(), 1, 'one row for the command');
-    // The commands that had ended are back too, with their results (here and
-    // on the destination): the same status and icon, once each.
-    await until('the rows of the commands that had ended', async () => JSON.stringify(await endedRows()) === JSON.stringify(endedBefore));
+    // The session's commands that had ended are back too, with their results
+    // (here and on a destination): the same status and icon, once each. The
+    // rows of earlier sessions (before a Restart Server), which ended with
+    // their commands, were the old window's only.
+    const same = (a, b) => a.label === b.label && a.status === b.status && a.icon === b.icon;
+    await until('the rows of the session\'s commands that had ended', async () => {
+      const after = await endedRows();
+      const unknown = after.filter((r) => !endedBefore.some((b) => same(r, b)));
+      if (unknown.length > 0) throw new Error(`rows not as before the reload: ${JSON.stringify(unknown)} (before: ${JSON.stringify(endedBefore)})`);
+      return (endedBefore.length === 0 || after.length > 0) && after.every((r, i) => after.findIndex((o) => same(o, r)) === i);
+    });
     // Its elapsed time goes on from before the reload, and ticks.
     const ticking = await treeRow(line).first().innerText();
     await until('the resumed handle\'s elapsed time to tick', async () => (await treeRow(line).first().innerText()) !== ticking, 10_000);
