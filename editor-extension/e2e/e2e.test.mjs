@@ -62,6 +62,10 @@ const VSIX = process.env.TOOLHOST_VSIX ?? path.join(EXT_DIR, 'toolhost.vsix');
 const RUN_DIR = path.join(EXT_DIR, '.e2e/run');
 const SHOTS = process.env.TOOLHOST_E2E_SCREENSHOTS ?? path.join(EXT_DIR, '.e2e/screenshots');
 const WS = path.join(RUN_DIR, 'workspace');
+// XDG_STATE_HOME of code-server, and so of the servers: --persist keeps its
+// journals and its holder's socket under STATE/toolhost, apart from the
+// machine's.
+const STATE = path.join(RUN_DIR, 'state');
 const GATES = path.join(WS, '.gates');
 // The root of the server's destination "local": another toolhost on this
 // machine, reached through its stdio as ssh would reach one elsewhere.
@@ -110,6 +114,50 @@ async function until(what, cond, timeoutMs = 30_000) {
       throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}${file ? ` (screenshot: ${file})` : ''}`);
     }
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * The --persist holders (`toolhost holder …`) under this run's state
+ * directory: the first server the extension starts with --persist starts
+ * one, in a session of its own, which outlives code-server; the test ends
+ * them by pid.
+ */
+function holders() {
+  const pids = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const argv = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+      if (argv[1] === 'holder' && argv.some((a) => a.startsWith(STATE))) pids.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** Ends the holders of this run (SIGTERM, then SIGKILL), and so the sessions they hold. */
+async function endHolders() {
+  const alive = (pid) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (const sig of ['SIGTERM', 'SIGKILL']) {
+    const pids = holders();
+    for (const pid of pids) {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        // gone
+      }
+    }
+    const deadline = Date.now() + 10_000;
+    while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -190,6 +238,26 @@ async function treeRows() {
   );
 }
 
+function withoutRuntimeDir(env) {
+  const { XDG_RUNTIME_DIR: _, ...rest } = env;
+  return rest;
+}
+
+/**
+ * The Tools view's rows of handles that ended, in order: label, status (the
+ * description without the durations) and icon.
+ */
+async function endedRows() {
+  const rows = await page.locator('.pane-body .monaco-list-row').evaluateAll((els) =>
+    els.map((r) => ({
+      label: r.querySelector('.label-name')?.textContent ?? '',
+      status: (r.querySelector('.label-description')?.textContent ?? '').split(' · ').filter((p) => !/^\d/.test(p)).join(' · '),
+      icon: (r.querySelector('.custom-view-tree-node-item-icon')?.className.match(/codicon-[\w-]+/) ?? [''])[0],
+    })),
+  );
+  return rows.filter((r) => /(^| · )(completed|cancelled|failed|timed out|lost)/.test(r.status));
+}
+
 function notification(text) {
   return page.locator('.notifications-toasts .notification-toast', { hasText: text });
 }
@@ -199,6 +267,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     for (const f of [NODE24, CODE_SERVER, CHROMIUM, VSIX]) {
       assert.ok(existsSync(f), `${f} is missing: run scripts/install-e2e.sh and npm run package`);
     }
+    await endHolders(); // an earlier run's, if it was killed
     rmSync(RUN_DIR, { recursive: true, force: true });
     rmSync(SHOTS, { recursive: true, force: true });
     mkdirSync(SHOTS, { recursive: true });
@@ -246,7 +315,13 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       [CODE_SERVER, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', ...dirs, WS],
       // Its own process group, so the whole tree is stopped at the end. PATH
       // without any `toolhost`: the extension must use the binary it ships.
-      { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: `${path.dirname(NODE24)}:/usr/local/bin:/usr/bin:/bin` } },
+      // XDG_STATE_HOME: the server's default state directory, this run's; no
+      // XDG_RUNTIME_DIR, so that the holder's socket is there too.
+      {
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...withoutRuntimeDir(process.env), PATH: `${path.dirname(NODE24)}:/usr/local/bin:/usr/bin:/bin`, XDG_STATE_HOME: STATE },
+      },
     );
     codeServer.stdout.on('data', (d) => (codeServerLog += d));
     codeServer.stderr.on('data', (d) => (codeServerLog += d));
@@ -281,6 +356,7 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       }
     }
     writeFileSync(path.join(RUN_DIR, 'code-server.log'), codeServerLog);
+    await endHolders();
   });
 
   test('the extension activates: status bar item and Tools view', async () => {
@@ -779,5 +855,126 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     } finally {
       origin.close();
     }
+  });
+
+  test('Developer: Reload Window mid-command: the command goes on, the Tools view shows it running with its output so far, then its end, once', async () => {
+    const id = `reload${Math.floor(Math.random() * 1e9)}`;
+    // It prints, waits for a gate the test creates after the reload, prints again.
+    const line = `sh -c "echo before-${id}; until [ -e .gates/${id} ]; do sleep 0.05; done; echo after-${id}"`;
+    const fronts = () => pidsWithArg(`bin/toolhost\0--root\0${WS}\0`);
+    const shown = async () => editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts());
+    await runPalette('Notifications: Clear All Notifications');
+    await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click(); // the Tools view
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(line);
+    await input.press('Enter');
+    await pickWhere();
+    await rowShows(line, 'running');
+    let shells = [];
+    await until('the command\'s shell', () => (shells = pidsWithArg(`before-${id}`)).length > 0);
+    const [front] = fronts();
+    assert.ok(front, 'a server process');
+    // Its live output, open as the window reloads.
+    const row = treeRow(line).first();
+    await row.hover();
+    await row.locator('.action-label[aria-label="Open Output"]').click();
+    await until('the live output to show the first line', async () => (await shown()).includes(`before-${id}`));
+    await screenshot('reload-before');
+    const endedBefore = await endedRows();
+
+    const loaded = page.waitForEvent('load', { timeout: 60_000 });
+    await runPalette('Developer: Reload Window');
+    await loaded;
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    // The new window's server: another process, serving the same session.
+    await until('the new window\'s server', () => fronts().length === 1 && fronts()[0] !== front, 90_000);
+    await until('the extension to resume the session', () => /Resumed session s-\S+: its commands went on/.test(serverLog()), 30_000);
+    assert.ok(!serverLog().includes('cannot be resumed'), 'no fallback to a new session');
+    // The command was not restarted: the same shell runs.
+    assert.deepEqual(pidsWithArg(`before-${id}`), shells, 'the same processes, still running');
+    // The old window's extension ended its server by pid as it deactivated
+    // (no shutdown, which would have ended the session): the holder saw the
+    // front go, not its input end (the extension host dying without deactivate).
+    const holderLog = readdirSync(path.join(STATE, 'toolhost'))
+      .filter((f) => /^holder-.*\.log$/.test(f))
+      .map((f) => readFileSync(path.join(STATE, 'toolhost', f), 'utf8'))
+      .join('');
+    assert.match(holderLog, /session detached.*reason="the front process is gone"/);
+    assert.match(holderLog, /session resumed/);
+
+    // The Tools view shows it running, once, with its output so far.
+    await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click();
+    await rowShows(line, 'running', 60_000);
+    await until('the status bar to say 1 running', async () => /1 running/.test(await page.locator('.statusbar-item', { hasText: /running/ }).first().innerText()));
+    assert.equal(await treeRow(line).count(), 1, 'one row for the command');
+    // The session's commands that had ended are back too, with their results
+    // (here and on a destination): the same status and icon, once each. The
+    // rows of earlier sessions (before a Restart Server), which ended with
+    // their commands, were the old window's only.
+    const same = (a, b) => a.label === b.label && a.status === b.status && a.icon === b.icon;
+    await until('the rows of the session\'s commands that had ended', async () => {
+      const after = await endedRows();
+      const unknown = after.filter((r) => !endedBefore.some((b) => same(r, b)));
+      if (unknown.length > 0) throw new Error(`rows not as before the reload: ${JSON.stringify(unknown)} (before: ${JSON.stringify(endedBefore)})`);
+      return (endedBefore.length === 0 || after.length > 0) && after.every((r, i) => after.findIndex((o) => same(o, r)) === i);
+    });
+    // Its elapsed time goes on from before the reload, and ticks.
+    const ticking = await treeRow(line).first().innerText();
+    await until('the resumed handle\'s elapsed time to tick', async () => (await treeRow(line).first().innerText()) !== ticking, 10_000);
+    await screenshot('reload-after-running');
+    const tab = page.locator('.tabs-container .tab', { hasText: /sh -c .*\.log/ });
+    const restored = (await tab.count()) > 0;
+    if (restored) {
+      // VS Code restored the live output's tab: it is followed again, from the start.
+      await tab.first().click();
+    } else {
+      const again = treeRow(line).first();
+      await again.hover();
+      await again.locator('.action-label[aria-label="Open Output"]').click();
+    }
+    await until('the live output to show the output so far', async () => (await shown()).includes(`before-${id}`));
+    assert.ok(!(await shown()).includes(`after-${id}`), 'the command waits on its gate');
+    await screenshot(`reload-output-so-far${restored ? '-restored-tab' : ''}`);
+
+    // It goes on: its next line, its end, its result, once.
+    writeFileSync(path.join(GATES, id), '');
+    await until('the live output to show the later line', async () => (await shown()).includes(`after-${id}`));
+    await rowShows(line, 'completed');
+    await until('the live output to say the command ended', async () => (await shown()).includes('the command ended: end of output'));
+    assert.equal(await treeRow(line).count(), 1, 'still one row');
+    await runPalette('Toolhost: Show Results');
+    // Without white space: the panel wraps the long line.
+    const flat = (t) => t.replace(/\s+/g, '');
+    const channel = async () => flat(editorText(await page.locator('.part.panel .monaco-editor .view-lines').allInnerTexts()));
+    const entry = flat(`${line}: completed`);
+    await until('the result in the output channel', async () => (await channel()).includes(entry));
+    assert.equal((await channel()).split(entry).length - 1, 1, 'the result reported once');
+    await screenshot('reload-completed');
+  });
+
+  test('a session the server no longer has: the extension starts a new one, without a word to the user', async () => {
+    await runPalette('Notifications: Clear All Notifications');
+    const session = () => serverLog().match(/Session (s-\S+): it outlives|Resumed session (s-\S+)/g) ?? [];
+    const known = session().length;
+    // The holder goes, ending its sessions: the server's connection ends
+    // (a crash, to the extension), and the restarted server's resume meets
+    // -32030 SessionNotFound.
+    await endHolders();
+    await until('the extension to start a new session', () => serverLog().includes('cannot be resumed (') && session().length > known, 60_000);
+    assert.match(serverLog(), /The session s-\S+ cannot be resumed \((ended|unknown)\): starting a new session\./);
+    const toasts = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+    assert.deepEqual(toasts.filter((t) => /toolhost|server/i.test(t)), [], 'no error shown');
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('echo fresh-session');
+    await input.press('Enter');
+    await pickWhere();
+    await rowShows('echo fresh-session', 'completed');
+    const later = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+    assert.deepEqual(later.filter((t) => /toolhost|server/i.test(t) && !t.includes('fresh-session')), [], 'no error shown later either');
+    await screenshot('session-gone-new-session');
   });
 });

@@ -17,7 +17,8 @@
 #                                sh in a terminal (keys, resize, attach, close),
 #                                a port opened (notification, browser, view),
 #                                a destination (picker, group), crash restarts,
-#                                toolhost.networkAllow (refused host, "confined")
+#                                toolhost.networkAllow (refused host, "confined"),
+#                                a window reload mid-command (toolhost.persist)
 set -uo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

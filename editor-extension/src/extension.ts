@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
@@ -39,6 +40,8 @@ import {
   StepTransitionNotification,
   type ToolResult,
   ToolResultNotification,
+  type ResumeOptions,
+  WaitRequest,
   WriteInputRequest,
 } from './protocol';
 import { portMessage, portOf, portUrl } from './ports';
@@ -46,6 +49,7 @@ import { PtyOutputs } from './ptyStream';
 import { parseRecipe, Recipe, recipeParams, usesPty } from './recipes';
 import { RestartPolicy } from './restartPolicy';
 import { resolveServerPath } from './serverPath';
+import { resumeCapability, sessionIdOf, SessionStore, withResume } from './session';
 import { initializationOptions, initializeFailure, readServerArgs, refusedSetting, SettingError } from './settings';
 import { HandleTerminal, type TerminalServer, type TerminalTarget } from './terminal';
 import { Node, ToolsView } from './toolsView';
@@ -59,12 +63,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 }
 
 export async function deactivate(): Promise<void> {
-  await toolhost?.stopServer();
+  await toolhost?.deactivate();
 }
 
 /** The extension: one server per window, rooted at the first workspace folder. */
 class Toolhost implements vscode.Disposable {
-  private client: LanguageClient | undefined;
+  private client: ToolhostClient | undefined;
   private readonly model = new ToolsModel();
   private readonly view: ToolsView;
   private readonly results: vscode.OutputChannel;
@@ -83,8 +87,21 @@ class Toolhost implements vscode.Disposable {
   /** Recipes with a pty step: their progress is asked at each step, for Open Terminal. */
   private readonly ptyRecipes = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
+  /** The session kept in the workspace state, which the next window resumes (toolhost.persist). */
+  private readonly session: SessionStore;
+  /** What the last initialize sent to resume a session, if anything. */
+  private sentResume: ResumeOptions | undefined;
+  /** The server keeps the session when its connection ends (toolhost.persist, and it says it can). */
+  private persisting = false;
+  /**
+   * Settled once the Tools view has what a resumed session holds (its
+   * handles, their labels): a toolResult re-sent right after a resuming
+   * initialize is reported then, under its label.
+   */
+  private resumed: Promise<void> = Promise.resolve();
 
   constructor(private readonly context: vscode.ExtensionContext) {
+    this.session = new SessionStore(context.workspaceState);
     this.results = vscode.window.createOutputChannel('Toolhost');
     this.serverLog = vscode.window.createOutputChannel('Toolhost Server', { log: true });
     this.view = new ToolsView(this.model);
@@ -123,7 +140,7 @@ class Toolhost implements vscode.Disposable {
       cmd('toolhost.restartServer', () => this.restartServer()),
       cmd('toolhost.showResults', () => this.results.show(true)),
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (['serverPath', 'serverArgs', 'readRoots', 'sandbox', 'networkAllow'].some((s) => e.affectsConfiguration(`toolhost.${s}`))) {
+        if (['serverPath', 'serverArgs', 'readRoots', 'sandbox', 'networkAllow', 'persist'].some((s) => e.affectsConfiguration(`toolhost.${s}`))) {
           void vscode.window
             .showInformationMessage('Toolhost: restart the server to use the new settings?', 'Restart Server')
             .then((a) => a && this.restartServer());
@@ -170,7 +187,11 @@ class Toolhost implements vscode.Disposable {
       this.settingError(`Toolhost: the server is not started: ${errorText(e)}`, 'toolhost.serverArgs');
       return;
     }
-    const args = ['--root', root, '--framing', 'header', ...extraArgs];
+    // --persist: the session outlives the connection, so that a window reload
+    // does not kill the commands; the server picks its state directory.
+    const persist = config.get<boolean>('persist', true) !== false;
+    if (!persist && this.session.state) this.session.clear();
+    const args = ['--root', root, '--framing', 'header', ...(persist ? ['--persist'] : []), ...extraArgs];
     const serverOptions: ServerOptions = {
       // No transport: stdio, without the --stdio argument the client would add.
       run: { command, args, options: { cwd: root } },
@@ -181,13 +202,34 @@ class Toolhost implements vscode.Disposable {
       workspaceFolder: folder,
       outputChannel: this.serverLog,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: options,
+      // Asked at each initialize, a crash restart's too: it resumes the
+      // session kept in the workspace state, if any.
+      initializationOptions: () => {
+        this.sentResume = this.session.resume(root, persist);
+        return withResume(options, this.sentResume);
+      },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue }),
-        closed: () => this.serverClosed(),
+        closed: () => (client.abandoned || this.client !== client ? { action: CloseAction.DoNotRestart, handled: true } : this.serverClosed()),
       },
       initializationFailedHandler: (error) => {
         client.failureShown = true;
+        // The session to resume is gone (expired, ended, another build's
+        // holder…): it is forgotten, and a new one starts, which the user
+        // needs no word about.
+        const gone = this.session.failed(error, this.sentResume);
+        if (gone) {
+          this.serverLog.info(`The session ${gone.sessionId} cannot be resumed (${gone.reason}): starting a new session.`);
+          client.abandoned = true;
+          // This server has no session: end it now, rather than let the
+          // client's stop kill its process tree 2 s later (which holds the
+          // --persist holder when this process started it).
+          endProcess(client.serverProcess, 'SIGTERM');
+          setImmediate(() => {
+            if (this.client === client) void this.start();
+          });
+          return false;
+        }
         this.settingError(initializeFailure(error, command, errorText(error), options), refusedSetting(error, options)?.setting ?? 'toolhost');
         return false;
       },
@@ -195,7 +237,8 @@ class Toolhost implements vscode.Disposable {
     const client = new ToolhostClient('toolhost', 'Toolhost', serverOptions, clientOptions);
     this.client = client;
     client.onNotification(ToolResultNotification, (r) => {
-      this.toolResult(r);
+      // A seq had before (a resume from an older lastSeq): applied, not reported again.
+      this.toolResult(r, this.session.received(r.seq));
       // Every output notification of the handle came before this one.
       if (r.handleId) this.outputs.forget(r.handleId);
     });
@@ -217,6 +260,9 @@ class Toolhost implements vscode.Disposable {
     });
     client.onNotification(PortClosedNotification, (p) => this.model.portClosed(p));
     client.onDidChangeState((e) => {
+      // A client given up for a new one (its session was gone) or detached
+      // (the window goes) says nothing about the server in use.
+      if (client.abandoned || client.detaching) return;
       if (e.newState !== State.Running) {
         this.live.stopAll('the server stopped');
         for (const t of this.terminals) t.serverStopped();
@@ -225,15 +271,25 @@ class Toolhost implements vscode.Disposable {
       if (e.newState === State.Running) {
         this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';
         const sandbox = sandboxOf(client.initializeResult);
-        // A new server numbers its handles from the start again: what was
-        // known of the last one's ids is about other commands.
-        this.reported.clear();
-        this.cancelledByUser.clear();
-        this.ptyRecipes.clear();
-        this.model.serverStarted(sandbox);
+        const sessionId = sessionIdOf(client.initializeResult);
+        this.persisting = persist && resumeCapability(client.initializeResult) && sessionId !== undefined;
+        const resumed = this.persisting && sessionId !== undefined && this.session.started(sessionId, root, this.sentResume);
+        if (!this.persisting && this.session.state) this.session.clear();
+        // A new session numbers its handles from the start again: what was
+        // known of the last one's ids is about other commands. The same
+        // session, resumed after a crash, has the same handles.
+        this.live.session = sessionId ?? '';
+        if (!this.model.serverStarted(sandbox, sessionId)) {
+          this.reported.clear();
+          this.cancelledByUser.clear();
+          this.ptyRecipes.clear();
+        }
         this.serverLog.info(`The server is running: ${describeCapability(sandbox)}.`);
+        if (resumed) this.serverLog.info(`Resumed session ${sessionId}: its commands went on meanwhile; results after seq ${this.sentResume?.lastSeq ?? 0} follow.`);
+        else if (this.persisting) this.serverLog.info(`Session ${sessionId}: it outlives a window reload (toolhost.persist).`);
         this.model.setDestinations(destinationsOf(client.initializeResult));
-        void this.refresh().catch(() => undefined);
+        this.resumed = this.refresh(resumed).catch(() => undefined);
+        if (resumed) void this.resumed.then(() => this.live.resume(this.reader(client)));
       }
       this.updateStatus();
     });
@@ -241,7 +297,7 @@ class Toolhost implements vscode.Disposable {
     try {
       await client.start();
     } catch (e) {
-      this.serverLog.appendLine(`Start failed: ${errorText(e)}`);
+      if (!client.abandoned) this.serverLog.appendLine(`Start failed: ${errorText(e)}`);
     }
   }
 
@@ -253,15 +309,61 @@ class Toolhost implements vscode.Disposable {
     });
   }
 
-  async stopServer(): Promise<void> {
+  /**
+   * stopServer ends the server and its session: stop() sends shutdown and
+   * exit, which end a --persist session too, killing its commands. It says
+   * whether it did (a server that crashed and was not restarted is not
+   * running, and its session, if it persists, lingers).
+   */
+  async stopServer(): Promise<boolean> {
     const client = this.client;
     this.client = undefined;
-    if (client && client.state !== State.Stopped) await client.stop(5000).catch(() => undefined);
+    const running = client !== undefined && client.state !== State.Stopped;
+    if (client && running) await client.stop(5000).catch(() => undefined);
     this.model.serverLost();
+    return running;
+  }
+
+  /**
+   * deactivate runs as the window goes (a reload, a close). With
+   * toolhost.persist the session must outlive it: its commands go on, and
+   * the next window resumes it. vscode-languageclient has no way to end a
+   * connection without ending the session: stop() and dispose() always
+   * send shutdown then exit, and a shutdown ends a --persist session and
+   * kills its commands (PROTOCOL.md). So the client is never stopped: the
+   * server process, the --persist front, is ended by its pid instead. The
+   * holder of the session sees the front's connection end without
+   * shutdown and detaches the session (SIGTERM ends the front at once,
+   * where the end of its stdin alone would wait up to 30 s for requests in
+   * flight, such as a live output's waiting readOutput). The client's
+   * connection then closes under it; closed() does not restart it.
+   * Without persist (or a server that cannot resume), the server stops as
+   * it always did.
+   */
+  async deactivate(): Promise<void> {
+    const client = this.client;
+    if (!client || !this.persisting || client.state !== State.Running || !client.serverProcess) {
+      await this.stopServer();
+      return;
+    }
+    this.client = undefined;
+    client.detaching = true;
+    this.serverLog.info(`Leaving session ${this.session.state?.sessionId ?? ''} to the next window: its commands go on (toolhost.persist).`);
+    const child = client.serverProcess;
+    const exited = new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve();
+      else child.once('exit', () => resolve());
+    });
+    child.stdin?.end();
+    endProcess(child, 'SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
   }
 
   private async restartServer(): Promise<void> {
-    await this.stopServer();
+    // A restart is asked for new settings, or a fresh server: a new session.
+    // Only a session the stop ended is forgotten; one whose server was not
+    // running (crashed too often) is resumed.
+    if (await this.stopServer()) this.session.clear();
     this.restarts.reset();
     await this.start();
   }
@@ -504,13 +606,7 @@ class Toolhost implements vscode.Disposable {
     if (!tool) return;
     if (tool.status === 'running' && !tool.lost) {
       // Live: read as it grows, in a document of its own.
-      const client = this.ready();
-      const read: ReadOutput = (params, signal) => {
-        const cts = new CancellationTokenSource();
-        signal.addEventListener('abort', () => cts.cancel(), { once: true });
-        return client.sendRequest(ReadOutputRequest, params, cts.token).finally(() => cts.dispose());
-      };
-      await this.live.open(tool.handleId, tool.label, read);
+      await this.live.open(tool.handleId, tool.label, this.reader(this.ready()));
       return;
     }
     if (tool.result) {
@@ -570,7 +666,7 @@ class Toolhost implements vscode.Disposable {
    * those of each destination that is connected (one that is not has none,
    * and asking would connect it).
    */
-  private async refresh(): Promise<void> {
+  private async refresh(resumed = false): Promise<void> {
     const client = this.client;
     if (client?.state === State.Running) {
       const answer = await client.sendRequest(ProgressRequest, {});
@@ -583,20 +679,61 @@ class Toolhost implements vscode.Disposable {
           this.serverLog.info(`progress of destination ${d.name}: ${errorText(e)}`);
         }
       }
+      // A resumed session's handles that ended before, here and on the
+      // destinations: their results came to an earlier window (their seq is
+      // at most lastSeq). Their rows get them from `wait`, which answers a
+      // finished handle's result at once (routed by the handle id);
+      // reported there already, they are not reported again.
+      if (resumed) await this.fetchResults(client);
     }
     this.view.refresh();
   }
 
+  /** fetchResults asks `wait` for the results of this server's ended handles the view has none of. */
+  private async fetchResults(client: LanguageClient): Promise<void> {
+    const ended = this.model.list().filter((t) => this.model.get(t.handleId) === t && t.status !== 'running' && !t.result && !t.lost);
+    await Promise.all(
+      ended.map(async (t) => {
+        try {
+          const r = await client.sendRequest(WaitRequest, { handleId: t.handleId, timeoutMs: 0 });
+          if (r.status !== 'running') this.model.toolResult(r);
+        } catch (e) {
+          this.serverLog.info(`the result of ${t.handleId}: ${errorText(e)}`);
+        }
+      }),
+    );
+  }
+
+  /** reader sends readOutput requests for a live output document, cancelled by its signal. */
+  private reader(client: LanguageClient): ReadOutput {
+    return (params, signal) => {
+      const cts = new CancellationTokenSource();
+      signal.addEventListener('abort', () => cts.cancel(), { once: true });
+      return client.sendRequest(ReadOutputRequest, params, cts.token).finally(() => cts.dispose());
+    };
+  }
+
   private readonly reported = new Set<string>();
 
-  private toolResult(r: ToolResult): void {
+  /**
+   * toolResult applies a result to the view and, once per handle, reports
+   * it: the output channel, a warning when it failed. A repeat (a seq had
+   * before) is applied only.
+   */
+  private toolResult(r: ToolResult, fresh = true): void {
     const tool = this.model.toolResult(r);
     // A destination's transport died: the view shows it lost, with why.
     if (r.status === 'lost' && this.client) void this.refreshDestinations(this.client);
     this.ptyRecipes.delete(r.handleId ?? '');
     for (const t of this.terminals) if (t.handleId === r.handleId) t.ended(r);
-    if (!r.handleId || this.reported.has(r.handleId)) return;
+    if (!fresh || !r.handleId || this.reported.has(r.handleId)) return;
     this.reported.add(r.handleId);
+    // Right after a resume, the handle's label comes with the view's refresh.
+    void this.resumed.then(() => this.report(r, tool));
+  }
+
+  private report(r: ToolResult, tool: ToolView | undefined): void {
+    if (!r.handleId) return;
     const label = tool?.label ?? r.handleId;
     this.results.appendLine(`[${new Date().toLocaleTimeString()}] ${summarizeResult(label, r)}`);
     for (const s of r.steps ?? []) {
@@ -635,9 +772,23 @@ class Toolhost implements vscode.Disposable {
 class ToolhostClient extends LanguageClient {
   /** Set by initializationFailedHandler once the user has been told. */
   failureShown = false;
+  /** Given up for a new client: the session it asked to resume is gone. */
+  abandoned = false;
+  /** Its server was ended without shutdown, so that its session outlives the window. */
+  detaching = false;
 
   override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
     super.error(message, data, this.failureShown ? false : showNotification);
+  }
+}
+
+/** endProcess signals a server process this extension started, by its pid, unless it has exited. */
+function endProcess(child: ChildProcess | undefined, signal: NodeJS.Signals): void {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    child.kill(signal);
+  } catch {
+    // gone meanwhile
   }
 }
 

@@ -43,6 +43,13 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
   /** Opening holds the keys of documents on their way to a tab: no tab shows them yet. */
   private readonly opening = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
+  /**
+   * Session names the session whose handles the documents opened now show
+   * (in their URI's query): a handle id names another command in another
+   * session, and a tab restored after a reload is followed again only when
+   * the session is the one resumed.
+   */
+  session = '';
 
   /**
    * errorText says what went wrong with a read, for the user; log takes a
@@ -88,20 +95,11 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
    * already follows it (or has read it to eof).
    */
   async open(handleId: string, label: string, read: ReadOutput): Promise<void> {
-    const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${handleId}/${fileName(label)}.log` });
+    const uri = outputUri(handleId, label, this.session);
     const key = uri.toString();
-    let live = this.lives.get(key);
-    if (!live || (!live.stop && !live.done)) {
-      // New, or stopped before the end (failed, or the server stopped): read it from the start.
-      const stop = new AbortController();
-      const fresh: Live = { uri, label, text: '', stop, done: false, following: true, pending: undefined };
-      live = fresh;
-      this.lives.set(key, fresh);
-      this.changed.fire(uri);
-      const onText = (t: string) => this.append(fresh, t);
-      this.log(`Live output of "${label}" (${handleId}): following.`);
-      void followOutput({ handleId, read, onText, signal: stop.signal }).then((end) => this.ended(fresh, stop, end));
-    }
+    const live = this.lives.get(key);
+    // New, or stopped before the end (failed, or the server stopped): read it from the start.
+    if (!live || (!live.stop && !live.done)) this.follow(uri, handleId, label, read);
     this.opening.add(key);
     try {
       const doc = await vscode.workspace.openTextDocument(uri);
@@ -109,6 +107,35 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
     } finally {
       this.opening.delete(key);
     }
+  }
+
+  /**
+   * resume follows again, from the start, each document a tab shows whose
+   * reading stopped before the end: when the server serves the same
+   * session again (--persist) after it stopped, and after a window reload,
+   * whose restored tabs this window knows nothing of yet (their URI names
+   * the handle).
+   */
+  resume(read: ReadOutput): void {
+    for (const uri of this.shown()) {
+      const live = this.lives.get(uri.toString());
+      if (live && (live.stop || live.done)) continue;
+      const named = parseOutputUri(uri);
+      if (named && sessionOf(uri) === this.session) this.follow(uri, named.handleId, live?.label ?? named.label, read);
+    }
+  }
+
+  /** follow starts a loop that reads a handle's output from the start into its document. */
+  private follow(uri: vscode.Uri, handleId: string, label: string, read: ReadOutput): void {
+    const old = this.lives.get(uri.toString());
+    if (old?.pending) clearTimeout(old.pending);
+    const stop = new AbortController();
+    const fresh: Live = { uri, label, text: '', stop, done: false, following: true, pending: undefined };
+    this.lives.set(uri.toString(), fresh);
+    this.changed.fire(uri);
+    const onText = (t: string) => this.append(fresh, t);
+    this.log(`Live output of "${label}" (${handleId}): following.`);
+    void followOutput({ handleId, read, onText, signal: stop.signal }).then((end) => this.ended(fresh, stop, end));
   }
 
   /** stopAll stops every loop, saying why at the end of each document. */
@@ -158,12 +185,18 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
     this.lives.delete(key);
   }
 
+  /** The live output documents the tabs show. */
+  private shown(): vscode.Uri[] {
+    const uris = new Map<string, vscode.Uri>();
+    for (const g of vscode.window.tabGroups.all) {
+      for (const t of g.tabs) if (t.input instanceof vscode.TabInputText && t.input.uri.scheme === SCHEME) uris.set(t.input.uri.toString(), t.input.uri);
+    }
+    return [...uris.values()];
+  }
+
   /** Forgets the documents no tab shows any more. */
   private stopUnshown(): void {
-    const shown = new Set<string>();
-    for (const g of vscode.window.tabGroups.all) {
-      for (const t of g.tabs) if (t.input instanceof vscode.TabInputText && t.input.uri.scheme === SCHEME) shown.add(t.input.uri.toString());
-    }
+    const shown = new Set(this.shown().map((u) => u.toString()));
     for (const key of [...this.lives.keys()]) if (!shown.has(key) && !this.opening.has(key)) this.forget(key, 'its tab was closed');
   }
 
@@ -178,6 +211,33 @@ export class LiveOutput implements vscode.TextDocumentContentProvider, vscode.Di
 
 /** EOF_NOTE ends a document read to eof: the command ended and all of its output is shown. */
 export const EOF_NOTE = '\n[toolhost] the command ended: end of output\n';
+
+/**
+ * outputUri names a handle's live output document:
+ * toolhost-output:/<handleId>/<label>.log?session=<sessionId>.
+ */
+export function outputUri(handleId: string, label: string, session: string): vscode.Uri {
+  return vscode.Uri.from({ scheme: SCHEME, path: outputPath(handleId, label), query: new URLSearchParams({ session }).toString() });
+}
+
+function sessionOf(uri: vscode.Uri): string {
+  return new URLSearchParams(uri.query).get('session') ?? '';
+}
+
+/** outputPath is the path of a handle's live output document (a destination's handle id has a slash). */
+export function outputPath(handleId: string, label: string): string {
+  return `/${handleId}/${fileName(label)}.log`;
+}
+
+/** parseOutputPath is the handle and label a live output document's path names; undefined for another path. */
+export function parseOutputPath(p: string): { handleId: string; label: string } | undefined {
+  const m = /^\/(.+)\/([^/]+)\.log$/.exec(p);
+  return m ? { handleId: m[1], label: m[2] } : undefined;
+}
+
+function parseOutputUri(uri: vscode.Uri): { handleId: string; label: string } | undefined {
+  return uri.scheme === SCHEME ? parseOutputPath(uri.path) : undefined;
+}
 
 /** fileName makes a label fit a path segment: no slashes or control characters, at most 60 characters. */
 export function fileName(label: string): string {

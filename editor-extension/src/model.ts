@@ -35,9 +35,10 @@ export interface ToolView {
   handleId: string;
   /**
    * Key names the handle's rows in the Tools view: its handle id with the
-   * number of the server that ran it. A restarted server numbers its
+   * session that ran it (its sessionId; the number of the server, for a
+   * server that names none). A restarted server numbers a new session's
    * handles from h-1 again, and its h-1 is another command than the last
-   * server's.
+   * session's; a resumed session's handles keep their rows.
    */
   key: string;
   commandId: string;
@@ -92,6 +93,8 @@ export class ToolsModel {
   private readonly retired: ToolView[] = [];
   /** How many servers handed out handles before this one. */
   private generation = 0;
+  /** The session the running server serves, as its initialize answered. */
+  private sessionId: string | undefined;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -163,17 +166,35 @@ export class ToolsModel {
 
   /**
    * Records the confinement a newly started server offers (undefined:
-   * none). The last server's handles are retired: they stay in the view,
-   * but the new server's handle ids, which start again, are new handles.
+   * none) and the session it serves. The last server's handles are
+   * retired: they stay in the view, but the new server's handle ids, which
+   * start again, are new handles. A server that serves the same session
+   * again (--persist, resumed after a crash of its process) has the same
+   * handles: they keep their rows, and those marked lost when the server
+   * went are running again until the server says otherwise (progress, or
+   * their toolResult). It says whether the session is the one the model
+   * had.
    */
-  serverStarted(sandbox: SandboxCapability | undefined): void {
+  serverStarted(sandbox: SandboxCapability | undefined, sessionId?: string): boolean {
     this.sandbox = sandbox;
-    if (this.tools.size === 0) return;
+    const same = sessionId !== undefined && sessionId === this.sessionId;
+    this.sessionId = sessionId;
+    if (same) {
+      for (const t of this.tools.values()) {
+        if (!t.lost) continue;
+        t.lost = false;
+        t.status = 'running';
+      }
+      this.fire(undefined);
+      return true;
+    }
+    if (this.tools.size === 0) return false;
     this.serverLost();
     this.retired.push(...this.tools.values());
     this.tools.clear();
     this.generation++;
     this.fire(undefined);
+    return false;
   }
 
   /** Records longRunning's answer to a request that asked for sandbox, and for pty when its argv runs in one. */
@@ -213,8 +234,12 @@ export class ToolsModel {
 
   toolResult(r: ToolResult): ToolView | undefined {
     if (!r.handleId) return undefined;
+    const known = this.tools.has(r.handleId);
     const t = this.ensure(r.handleId, r.commandId);
+    // First known by its result (a resumed session's): it started then.
+    if (!known) t.startedAt = Date.parse(r.startedAt) || t.startedAt;
     t.result = r;
+    t.lost = false;
     t.status = r.status;
     t.pty = false;
     t.ports.clear();
@@ -231,9 +256,17 @@ export class ToolsModel {
 
   /** Merges a `progress` snapshot. */
   progress(p: Progress): void {
+    const known = this.tools.has(p.handleId);
     const t = this.ensure(p.handleId, p.commandId);
+    // The label is the request's, whenever it is learnt: a resumed session's
+    // handles may be known first by their result.
+    if (p.label && p.label !== t.label) {
+      t.label = p.label;
+      if (t.result) this.fire(t);
+    }
+    // First known by a snapshot (a resumed session's): it started elapsedMs ago.
+    if (!known) t.startedAt = this.now() - p.elapsedMs;
     if (t.result) return;
-    if (p.label) t.label = p.label;
     t.status = p.status;
     t.stepName = p.stepName;
     t.currentStep = p.currentStep;
@@ -275,7 +308,7 @@ export class ToolsModel {
       const now = this.now();
       t = {
         handleId,
-        key: `${this.generation}:${handleId}`,
+        key: `${this.sessionId ?? this.generation}:${handleId}`,
         commandId,
         label: handleId,
         status: 'running',

@@ -88,9 +88,11 @@ export interface Session {
   close(): Promise<void>;
 }
 
-/** Starts the server in a fresh temporary workspace, with the given framing. */
-export function startServer(framing: Framing, extraArgs: string[] = []): Session {
-  const root = realpathSync(mkdtempSync(path.join(tmpdir(), 'toolhost-ws-')));
+/**
+ * Starts the server in a fresh temporary workspace (or root, to start
+ * another server on a workspace, as a resume does), with the given framing.
+ */
+export function startServer(framing: Framing, extraArgs: string[] = [], root = realpathSync(mkdtempSync(path.join(tmpdir(), 'toolhost-ws-')))): Session {
   const child = spawn(serverBinary(), ['--root', root, ...extraArgs], { stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
