@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -346,6 +347,9 @@ func (d *Destination) Call(ctx context.Context, epoch int, method string, params
 		}
 		cl, _ := c.client()
 		raw, sent, err := call(ctx, cl, method, params)
+		if c.sessionID != "" {
+			err = farCancelled(ctx, cl, err)
+		}
 		if err == nil {
 			raw = c.answered(method, raw, onHandle)
 			if starts {
@@ -403,6 +407,33 @@ func call(ctx context.Context, cl *client.Client, method string, params any) (ra
 	return raw, true, err
 }
 
+// farCancelWait bounds how long an answer "request cancelled" that the
+// hub did not ask for waits for its transport to end.
+const farCancelWait = 5 * time.Second
+
+// farCancelled returns err, or, when it is a RequestCancelled the hub did
+// not ask for (ctx goes on) and the transport cl ends within
+// farCancelWait, an ErrClosed: a far toolhost cancels the requests in
+// flight itself only when their connection ends (a --persist far side
+// whose transport dropped detaches its session, and may still write those
+// answers on a pipe that outlives the transport's client), so the request
+// met the drop, as if no answer had come.
+func farCancelled(ctx context.Context, cl *client.Client, err error) error {
+	var e *protocol.Error
+	if !errors.As(err, &e) || e.Code != protocol.CodeRequestCancelled || ctx.Err() != nil {
+		return err
+	}
+	t := time.NewTimer(farCancelWait)
+	defer t.Stop()
+	select {
+	case <-cl.Done():
+		return fmt.Errorf("%w: the far side cancelled the request as its connection ended (%v)", client.ErrClosed, err)
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return err
+}
+
 // answered tracks the handle an answer names, and returns the answer with
 // its ids prefixed.
 func (c *conn) answered(method string, raw json.RawMessage, onHandle func(announce func())) json.RawMessage {
@@ -437,7 +468,11 @@ func (d *Destination) lookup(epoch int) (c *conn, ready bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.conn == nil || d.conn.epoch != epoch {
-		return nil, false, d.unavailable("the connection that ran the handle was lost, and its handles with it")
+		why := "the connection that ran the handle was lost, and its handles with it"
+		if d.conn == nil && d.state == protocol.DestinationLost && d.reason != "" {
+			why += ": " + d.reason
+		}
+		return nil, false, d.unavailable(why)
 	}
 	return d.conn, d.resumed == nil, nil
 }
@@ -517,7 +552,7 @@ func (d *Destination) Send(ctx context.Context, epoch int, method string, params
 		p, err := cl.Send(ctx, method, params)
 		if err == nil {
 			close(mine)
-			return c.answerOf(method, p), nil
+			return c.answerOf(method, cl, p), nil
 		}
 		if c.sessionID == "" || !errors.Is(err, client.ErrClosed) {
 			close(mine)
@@ -554,7 +589,7 @@ func (d *Destination) Send(ctx context.Context, epoch int, method string, params
 			if err != nil {
 				return nil, c.callError(err)
 			}
-			return c.answerOf(method, p)(ctx)
+			return c.answerOf(method, cl, p)(ctx)
 		}
 	}, nil
 }
@@ -592,10 +627,13 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 // answerOf returns the wait for a sent request's answer, ids prefixed.
-func (c *conn) answerOf(method string, p *client.Pending) func(context.Context) (json.RawMessage, error) {
+func (c *conn) answerOf(method string, cl *client.Client, p *client.Pending) func(context.Context) (json.RawMessage, error) {
 	return func(ctx context.Context) (json.RawMessage, error) {
 		var raw json.RawMessage
 		if err := p.Wait(ctx, &raw); err != nil {
+			if c.sessionID != "" {
+				err = farCancelled(ctx, cl, err)
+			}
 			if c.sessionID != "" && errors.Is(err, client.ErrClosed) {
 				return nil, c.dest.unavailable(inFlightReason(method, err))
 			}
