@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,46 +29,55 @@ import (
 // when that attempt goes on: no sleeps, and nothing left to timing.
 
 // gateScript runs the destination's command behind a gate. Its first run
-// (the first connect) execs the command at once. Each later run (an
-// attempt to reconnect) first opens the fifo for reading, which blocks
-// until the test opens it for writing (awaitAttempt: then the test knows
-// the attempt runs) and reads until the test closes it; then it execs the
-// command (mode resume) or fails as an unreachable host would (mode fail).
-const gateScript = `fifo=$1 mode=$2
+// (the first connect) execs the command at once. Its n-th later run (the
+// n-th attempt to reconnect) first opens the fifo gate.n for reading,
+// which blocks until the test opens it for writing (awaitAttempt: then
+// the test knows the attempt runs), and reads until the test closes it;
+// then it execs the command (mode resume) or fails as an unreachable host
+// would (mode fail). A fifo of its own for each run, so that the test's
+// next open never meets the reader of the run before.
+const gateScript = `dir=$1 mode=$2
 shift 2
-if [ -e "$fifo.used" ]; then
-	read -r _ < "$fifo" || true
+n=0
+while [ -e "$dir/run.$n" ]; do n=$((n+1)); done
+: > "$dir/run.$n"
+if [ "$n" -gt 0 ]; then
+	read -r _ < "$dir/gate.$n" || true
 	if [ "$mode" = fail ]; then
 		echo "gate: the far side is unreachable now" >&2
 		exit 255
 	fi
-else
-	: > "$fifo.used"
 fi
 exec "$@"
 `
 
+// gateRuns is how many runs after the first a gate has fifos for.
+const gateRuns = 8
+
 // gated returns the argv that runs argv behind a new gate in mode, and the
-// gate's fifo.
-func gated(t testing.TB, mode string, argv ...string) (gatedArgv []string, fifo string) {
+// gate's directory.
+func gated(t testing.TB, mode string, argv ...string) (gatedArgv []string, gate string) {
 	t.Helper()
-	dir := t.TempDir()
-	script := filepath.Join(dir, "gate.sh")
+	gate = t.TempDir()
+	script := filepath.Join(gate, "gate.sh")
 	if err := os.WriteFile(script, []byte(gateScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fifo = filepath.Join(dir, "gate")
-	if err := unix.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
+	for n := 1; n <= gateRuns; n++ {
+		if err := unix.Mkfifo(filepath.Join(gate, "gate."+strconv.Itoa(n)), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return append([]string{"sh", script, fifo, mode}, argv...), fifo
+	return append([]string{"sh", script, gate, mode}, argv...), gate
 }
 
-// awaitAttempt waits until the hub runs the destination's command again
-// (the gate's fifo has a reader) and returns the fifo's write end: closing
-// it lets the attempt go on.
-func awaitAttempt(t testing.TB, fifo string) *os.File {
+// awaitAttempt waits until the hub runs the destination's command for the
+// n-th time after the first (attempt n of a reconnection: the gate's
+// fifo n has a reader) and returns the fifo's write end: closing it lets
+// the attempt go on.
+func awaitAttempt(t testing.TB, gate string, n int) *os.File {
 	t.Helper()
+	fifo := filepath.Join(gate, "gate."+strconv.Itoa(n))
 	opened := make(chan *os.File, 1)
 	go func() { // owned by awaitAttempt: the open returns once a reader comes, or the one below
 		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
@@ -90,7 +100,7 @@ func awaitAttempt(t testing.TB, fifo string) *os.File {
 			}
 			r.Close()
 		}
-		t.Fatalf("the hub did not run the destination's command again within %v", waitLimit)
+		t.Fatalf("the hub did not run the destination's command again (attempt %d) within %v", n, waitLimit)
 		return nil
 	}
 }
@@ -160,16 +170,16 @@ type resumedRun struct {
 // exactly one toolResult, none "lost"; the far side's processes (the
 // commands, then its holder once the session is shut down) end.
 func resumeMidCommand(t *testing.T, far farSide, argv []string, kill func(s *server) int) {
-	gatedArgv, fifo := gated(t, "resume", argv...)
+	gatedArgv, gate := gated(t, "resume", argv...)
 	s := startHub(t, []dest{{Name: "far", Argv: gatedArgv, Root: far.root}})
 	s.initialize(nil)
 
-	gate := far.root + "/gate-" + randomTag()
-	far.mkfifo(t, gate)
+	farGate := far.root + "/gate-" + randomTag()
+	far.mkfifo(t, farGate)
 	mk1, mk2 := newMarker(), newMarker()
 	h1 := s.longRun(map[string]any{"destination": "far", "argv": []string{"sh", "-c", `echo ready; read -r line; echo "got $line"`, "h1", mk1.Sleep},
 		"env": mk1.env(), "openStdin": true, "streamOutput": true})
-	h2 := s.longRun(map[string]any{"destination": "far", "argv": []string{"sh", "-c", `echo ready; read -r _ < "$1"; echo gated`, "h2", gate},
+	h2 := s.longRun(map[string]any{"destination": "far", "argv": []string{"sh", "-c", `echo ready; read -r _ < "$1"; echo gated`, "h2", farGate},
 		"env": mk2.env(), "streamOutput": true})
 	s.awaitOutput(h1.HandleID, "ready")
 	s.awaitOutput(h2.HandleID, "ready")
@@ -183,14 +193,14 @@ func resumeMidCommand(t *testing.T, far farSide, argv []string, kill func(s *ser
 	t0 := time.Now()
 	step := func(what string) { t.Logf("%v after the kill: %s", time.Since(t0).Round(time.Millisecond), what) }
 	awaitPidGone(t, killed, waitLimit)
-	attempt := awaitAttempt(t, fifo)
+	attempt := awaitAttempt(t, gate, 1)
 	step("the hub runs the destination's command again")
 	mid := destinationNamed(t, s.destinations(), "far")
 	if mid.State != protocol.DestinationReconnecting || mid.SessionID != before.SessionID || !strings.Contains(mid.Reason, "attempt 1 of 5") {
 		t.Errorf("destinations while reconnecting: %s, sessionId %q, reason %q; want reconnecting, %q, attempt 1 of 5", mid.State, mid.SessionID, mid.Reason, before.SessionID)
 	}
 	// h2 ends on the far side while nothing reaches it.
-	far.release(t, gate)
+	far.release(t, farGate)
 	awaitGone(t, mk2, "", waitLimit)
 	step("h2 ended on the far side")
 	input := s.request("writeInput", map[string]any{"handleId": h1.HandleID, "data": "hello\n"})
@@ -312,7 +322,7 @@ func killFront(t testing.TB, s *server) int {
 func TestDestinationResumeUnreachable(t *testing.T) {
 	t.Parallel()
 	p := newPersistEnv(t)
-	argv, fifo := gated(t, "fail", persistArgv(binary, p.root, p.state, p.run, "1m")...)
+	argv, gate := gated(t, "fail", persistArgv(binary, p.root, p.state, p.run, "1m")...)
 	s := startHub(t, []dest{{Name: "far", Argv: argv, Root: p.root}}, "--destination-retry", "2")
 	s.initialize(nil)
 	mk := newMarker()
@@ -322,9 +332,9 @@ func TestDestinationResumeUnreachable(t *testing.T) {
 
 	awaitPidGone(t, killFront(t, s), waitLimit)
 	for n := 1; n <= 2; n++ {
-		attempt := awaitAttempt(t, fifo)
+		attempt := awaitAttempt(t, gate, n)
 		info := destinationNamed(t, s.destinations(), "far")
-		if want := "attempt " + string(rune('0'+n)) + " of 2"; info.State != protocol.DestinationReconnecting || !strings.Contains(info.Reason, want) {
+		if want := "attempt " + strconv.Itoa(n) + " of 2"; info.State != protocol.DestinationReconnecting || !strings.Contains(info.Reason, want) {
 			t.Errorf("destinations during attempt %d: %s, reason %q; want reconnecting, %q", n, info.State, info.Reason, want)
 		}
 		attempt.Close()
@@ -357,7 +367,7 @@ func TestDestinationResumeUnreachable(t *testing.T) {
 func TestDestinationResumeSessionGone(t *testing.T) {
 	t.Parallel()
 	p := newPersistEnv(t)
-	argv, fifo := gated(t, "resume", persistArgv(binary, p.root, p.state, p.run, "0s")...)
+	argv, gate := gated(t, "resume", persistArgv(binary, p.root, p.state, p.run, "0s")...)
 	s := startHub(t, []dest{{Name: "far", Argv: argv, Root: p.root}})
 	s.initialize(nil)
 	mk := newMarker()
@@ -365,7 +375,7 @@ func TestDestinationResumeSessionGone(t *testing.T) {
 	s.awaitOutput(h.HandleID, "ready")
 
 	awaitPidGone(t, killFront(t, s), waitLimit)
-	attempt := awaitAttempt(t, fifo)
+	attempt := awaitAttempt(t, gate, 1)
 	awaitGone(t, mk, "", waitLimit) // the far session expired, and its command with it
 	attempt.Close()
 	res := s.toolResultOf(h.HandleID)
