@@ -43,8 +43,10 @@ type conn struct {
 	// handles are the far handles whose toolResult has not been
 	// forwarded, by their far id.
 	handles map[string]*handle
-	// known holds every far handle an answer named (resumable conns only),
-	// so that a reconnection tells the far handles a lost answer started.
+	// known holds every far handle an answer named, and those reconcile
+	// dropped (resumable conns only): a reconnection tells by it the far
+	// handles a lost answer started, and nothing of a known handle that is
+	// no longer in handles is forwarded.
 	known map[string]bool
 	// lastSeq is the highest far seq of a toolResult received: a resume
 	// asks for every one after it.
@@ -79,10 +81,6 @@ type handle struct {
 	// ended says its toolResult (the far one, or "lost") has been queued
 	// or sent: no second one ever is.
 	ended bool
-	// dropped says no answer named it (its request's answer was lost with
-	// a transport): nothing of it is forwarded, and its entry goes with
-	// its toolResult.
-	dropped bool
 }
 
 // note is one notification to forward.
@@ -163,9 +161,10 @@ func (c *conn) onNotification(method string, params json.RawMessage) {
 	h := c.handles[far]
 	if h == nil {
 		if c.known[far] {
-			// Named by an answer, and gone since: its toolResult was
-			// forwarded. (A resume asks only for those after lastSeq, so
-			// this is a defence, not a path.)
+			// Named by an answer and gone since (its toolResult was
+			// forwarded: a resume asks only for those after lastSeq, so
+			// this is a defence), or started by a request whose answer was
+			// lost with a transport, and dropped (reconcile).
 			c.mu.Unlock()
 			return
 		}
@@ -174,9 +173,6 @@ func (c *conn) onNotification(method string, params json.RawMessage) {
 		c.handles[far] = h
 	}
 	if h.ended {
-		if h.dropped && method == protocol.NotifyToolResult {
-			delete(c.handles, far)
-		}
 		c.mu.Unlock()
 		return
 	}

@@ -197,18 +197,11 @@ func (c *conn) reconcile(ctx context.Context, cl *client.Client) error {
 			if c.known[p.HandleID] {
 				continue
 			}
+			// Known from now on, and out of handles: whatever it sent
+			// waiting for an answer goes, and whatever it sends (the
+			// toolResult of the cancel below) is dropped.
 			c.known[p.HandleID] = true
-			h := c.handles[p.HandleID]
-			switch {
-			case h == nil:
-				// Its toolResult is to come (after lastSeq): dropped then.
-				c.handles[p.HandleID] = &handle{ended: true, dropped: true}
-			case h.ended:
-				// Its toolResult came, and waits for no answer.
-				delete(c.handles, p.HandleID)
-			default:
-				h.ended, h.dropped, h.pending = true, true, nil
-			}
+			delete(c.handles, p.HandleID)
 			if p.Status == protocol.StatusRunning {
 				cancels = append(cancels, p.HandleID)
 			}
