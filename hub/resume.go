@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/toolhost/toolhost/client"
@@ -104,7 +105,7 @@ func (d *Destination) setReason(reason string) {
 func (d *Destination) reconnect(c *conn, why string) error {
 	retries := d.hub.opts.Retry
 	delay := retryFirst
-	last := why
+	last := why // the last error, for the error in the end
 	for attempt := 1; attempt <= retries; attempt++ {
 		t := time.NewTimer(delay)
 		select {
@@ -114,7 +115,11 @@ func (d *Destination) reconnect(c *conn, why string) error {
 			return fmt.Errorf("the session ended while the far session %s was being resumed; %s", c.sessionID, last)
 		}
 		delay = min(2*delay, retryMax)
-		d.setReason(fmt.Sprintf("resuming far session %s, attempt %d of %d; the transport dropped: %s", c.sessionID, attempt, retries, last))
+		reason := fmt.Sprintf("resuming far session %s, attempt %d of %d; the transport dropped: %s", c.sessionID, attempt, retries, why)
+		if attempt > 1 {
+			reason += "; attempt " + strconv.Itoa(attempt-1) + " failed: " + last
+		}
+		d.setReason(reason)
 		t0 := time.Now()
 		err := d.resumeOnce(c)
 		if err == nil {
