@@ -79,6 +79,7 @@ type flags struct {
 	destinations         []hub.Spec
 	connectDestinations  bool
 	destinationBootstrap bool
+	destinationRetry     int
 	// taskTTL and taskTTLMax bound how long MCP tasks are kept.
 	taskTTL, taskTTLMax time.Duration
 
@@ -181,6 +182,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	})
 	fs.BoolVar(&f.connectDestinations, "connect-destinations", false, "connect every destination at initialize, not at its first use")
 	fs.BoolVar(&f.destinationBootstrap, "destination-bootstrap", false, "when a destination has no toolhost (its command exits 127) or another version, install this binary there over the same transport, into ~/.cache/toolhost/VERSION/, and start that; the destination's command must name the far program toolhost")
+	fs.IntVar(&f.destinationRetry, "destination-retry", hub.DefaultRetry, "when a destination's transport drops (ssh or docker exec killed, the network gone) and its far toolhost runs with --persist, start its command again up to `COUNT` times (backoff from 100ms, doubling, at most 5s) to resume the far session: its commands go on and their results arrive once; only past these is each handle lost; 0: lose them at once")
 	fs.DurationVar(&f.taskTTL, "task-ttl", mcp.DefaultTaskTTL, "MCP: how long a task (a command an MCP client follows as a task) and its result are kept after its creation when the client asks for no ttl; never while its command runs")
 	fs.DurationVar(&f.taskTTLMax, "task-ttl-max", mcp.DefaultTaskTTLMax, "MCP: the longest ttl a client may ask a task to be kept for")
 	fs.BoolVar(&f.persist, "persist", false, "the session outlives its connection: a transport that ends without shutdown (an editor reload, a crashed agent, a dropped ssh link) detaches it, its commands go on for --linger, and a later toolhost --persist resumes it by sessionId (initializationOptions.resume); its commands are held by a holder process per user and root, which the first toolhost --persist starts; under toolhost mcp, every connection with the same command line reaches the same session and its tasks (by their task ids), and it ends after --linger without one")
@@ -248,6 +250,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case rpc.FramingAuto, rpc.FramingHeader, rpc.FramingNDJSON:
 	default:
 		fmt.Fprintf(stderr, "toolhost: --framing must be auto, header or ndjson, not %q\n", f.framing)
+		return 2
+	}
+	if f.destinationRetry < 0 {
+		fmt.Fprintf(stderr, "toolhost: --destination-retry must not be negative, not %d\n", f.destinationRetry)
 		return 2
 	}
 	sb, err := f.sandboxConfig(os.Getenv("HOME"))
@@ -424,6 +430,7 @@ func (f *flags) sessionConfig(sb tools.SandboxConfig, env []string, logger *slog
 		Destinations:         f.destinations,
 		ConnectDestinations:  f.connectDestinations,
 		DestinationBootstrap: f.destinationBootstrap,
+		DestinationRetry:     f.destinationRetry,
 		Version:              version,
 		Env:                  env,
 		Logger:               logger,

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,7 +40,18 @@ const (
 	connectTimeout = 60 * time.Second
 	// closeTimeout bounds a destination's shutdown at the session's end.
 	closeTimeout = 10 * time.Second
+	// reconnectWait bounds how long a request waits for a reconnection
+	// under way before it answers DestinationUnavailable.
+	reconnectWait = connectTimeout
+	// retryFirst is the wait before the first attempt to reconnect; each
+	// next waits twice as long, at most retryMax.
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 5 * time.Second
 )
+
+// DefaultRetry is --destination-retry's default: how many times a
+// destination whose far session persists is started again.
+const DefaultRetry = 5
 
 // Options configure a Hub.
 type Options struct {
@@ -50,6 +62,11 @@ type Options struct {
 	// Bootstrap installs this binary on a far side that has no toolhost
 	// or another version (--destination-bootstrap).
 	Bootstrap bool
+	// Retry is how many times a destination whose far toolhost persists
+	// its session (it answered capabilities.resume) is started again to
+	// resume it when its transport drops; 0: its handles are lost at once
+	// (--destination-retry).
+	Retry int
 }
 
 // Hub is a session's destinations.
@@ -277,17 +294,22 @@ type Destination struct {
 	argv []string
 
 	mu sync.Mutex // guards the fields below
-	// state is the transport's; conn is set while it is ready.
+	// state is the transport's; conn is set while it is ready or
+	// reconnecting.
 	state  protocol.DestinationState
 	reason string
 	conn   *conn
 	// connecting is closed when the connect under way ends; nil when
 	// none is.
 	connecting chan struct{}
-	init       *protocol.InitializeResult
-	// epochs counts the connections made (initialized): each one's ids
-	// get a prefix of their own, so that a reconnected far side counting
-	// from h-1 again never reuses a lost handle's id.
+	// resumed is closed when the reconnection under way (state
+	// reconnecting) ends, resumed or given up; nil when none is.
+	resumed chan struct{}
+	init    *protocol.InitializeResult
+	// epochs counts the far sessions made (initialized anew, not
+	// resumed): each one's ids get a prefix of their own, so that a new
+	// far session counting from h-1 again never reuses a lost handle's
+	// id. A resumed far session keeps its epoch: its handles are the same.
 	epochs int
 }
 
@@ -303,14 +325,21 @@ func (d *Destination) info() protocol.DestinationInfo {
 		in.Root, in.ReadRoots = d.init.Workspace.Root, d.init.Workspace.ReadRoots
 		si := d.init.ServerInfo
 		in.ServerInfo = &si
+		if d.init.Capabilities.Resume {
+			in.SessionID = d.init.SessionID
+		}
 	}
 	return in
 }
 
-// current returns the connection while the destination is ready.
+// current returns the connection while the destination is ready (not
+// while it reconnects).
 func (d *Destination) current() *conn {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.resumed != nil {
+		return nil
+	}
 	return d.conn
 }
 
@@ -323,12 +352,19 @@ func (d *Destination) unavailable(reason string) error {
 // connect returns the destination's connection, starting its command and
 // initializing it first if needed. Concurrent callers share one attempt.
 func (d *Destination) connect(ctx context.Context) (*conn, error) {
+	var deadline time.Time // of the wait for a reconnection
 	for {
 		d.mu.Lock()
 		if d.conn != nil {
-			c := d.conn
+			c, ch := d.conn, d.resumed
 			d.mu.Unlock()
-			return c, nil
+			if ch == nil {
+				return c, nil
+			}
+			if err := d.awaitResume(ctx, ch, &deadline); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		d.hub.mu.Lock()
 		closed := d.hub.closed
@@ -390,7 +426,9 @@ func (d *Destination) dialOrBootstrap(ctx context.Context) (*conn, *protocol.Ini
 	case err == nil && init.ServerInfo.Version != d.hub.opts.Version:
 		d.hub.log.Info("the destination runs another version of toolhost; bootstrapping", "destination", d.name, "version", init.ServerInfo.Version)
 		c.setClosing()
-		_ = c.c.Close()
+		cl, _ := c.client()
+		_ = cl.Close()
+		c.giveUp()
 	default:
 		return c, init, err
 	}
@@ -405,37 +443,53 @@ func (d *Destination) dialOrBootstrap(ctx context.Context) (*conn, *protocol.Ini
 }
 
 // dial starts argv (the destination's command, or its bootstrapped form)
-// and initializes the toolhost it reaches. The transport outlives ctx:
-// only the connect waits on it.
+// and initializes the toolhost it reaches, in a new far session. The
+// transport outlives ctx: only the connect waits on it.
 func (d *Destination) dial(ctx context.Context, argv []string) (*conn, *protocol.InitializeResult, error) {
 	h := d.hub
 	h.mu.Lock()
 	caps, sandbox := h.caps, h.sandbox
 	h.mu.Unlock()
 
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = transportAttr()
 	// One dial at a time (connecting): the next epoch is this one's, and
 	// counts once it has connected.
 	d.mu.Lock()
 	epoch := d.epochs + 1
 	d.mu.Unlock()
-	c := &conn{dest: d, epoch: epoch, handles: make(map[string]*handle)}
+	c := &conn{dest: d, epoch: epoch, argv: argv, handles: make(map[string]*handle)}
+	cl, init, err := d.start(ctx, argv, &protocol.InitializeParams{
+		ClientInfo:            &protocol.ClientInfo{Name: "toolhost-hub"},
+		Capabilities:          &caps,
+		InitializationOptions: &protocol.InitializationOptions{Sandbox: sandbox},
+	}, c.onNotification)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.cl, c.swapped = cl, make(chan struct{})
+	if init.Capabilities.Resume && init.SessionID != "" && h.opts.Retry > 0 {
+		c.sessionID, c.known = init.SessionID, make(map[string]bool)
+		c.rctx, c.stopResume = context.WithCancel(context.Background())
+	}
+	d.mu.Lock()
+	d.epochs = epoch
+	d.mu.Unlock()
+	return c, init, nil
+}
+
+// start starts argv, sends onNote every notification the toolhost it
+// reaches sends (from the first), and initializes it with params.
+func (d *Destination) start(ctx context.Context, argv []string, params *protocol.InitializeParams, onNote func(string, json.RawMessage)) (*client.Client, *protocol.InitializeResult, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = transportAttr()
 	cl, err := client.Start(context.WithoutCancel(ctx), cmd, &client.Options{CloseTimeout: closeTimeout})
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting %s: %w", argv[0], errors.Unwrap(err))
 	}
-	c.c = cl
-	cl.OnEveryNotification(c.onNotification)
+	cl.OnEveryNotification(onNote)
 
 	ictx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	opts := &protocol.InitializationOptions{Sandbox: sandbox}
-	init, err := cl.Initialize(ictx, &protocol.InitializeParams{
-		ClientInfo:            &protocol.ClientInfo{Name: "toolhost-hub"},
-		Capabilities:          &caps,
-		InitializationOptions: opts,
-	})
+	init, err := cl.Initialize(ictx, params)
 	if err == nil {
 		err = cl.Initialized(ictx)
 	}
@@ -445,48 +499,82 @@ func (d *Destination) dial(ctx context.Context, argv []string) (*conn, *protocol
 		}
 		return nil, nil, fmt.Errorf("initializing: %w", err)
 	}
-	d.mu.Lock()
-	d.epochs = epoch
-	d.mu.Unlock()
-	return c, init, nil
+	return cl, init, nil
 }
 
-// watch waits for the connection's transport to end; an end the hub did
-// not ask for loses the destination.
+// watch follows the connection's transports: an end the hub did not ask
+// for either is resumed (resume.go), and watch follows the new transport,
+// or loses the destination and ends the connection's handles "lost".
 func (d *Destination) watch(c *conn) {
-	<-c.c.Done()
-	reason := "the transport ended"
-	if err := c.c.Err(); err != nil {
-		reason = err.Error()
-	}
-	d.mu.Lock()
-	if d.conn == c {
-		d.conn = nil
-		if !c.closing() {
-			d.state, d.reason = protocol.DestinationLost, reason
-		} else {
-			d.state = protocol.DestinationIdle
+	for {
+		cl, _ := c.client()
+		<-cl.Done()
+		reason := "the transport ended"
+		if err := cl.Err(); err != nil {
+			reason = err.Error()
 		}
+		// Reaps the transport's process, which may take closeTimeout if it
+		// lives on: no reconnection waits for that.
+		d.hub.watchers.Go(func() { _ = cl.Close() })
+		if ch := d.beginResume(c, reason); ch != nil {
+			err := d.reconnect(c, reason)
+			d.endResume(c, ch, err)
+			if err == nil {
+				continue
+			}
+			reason = err.Error()
+		} else {
+			d.mu.Lock()
+			if d.conn == c {
+				d.conn = nil
+				if !c.closing() {
+					d.state, d.reason = protocol.DestinationLost, reason
+				} else {
+					d.state = protocol.DestinationIdle
+				}
+			}
+			d.mu.Unlock()
+		}
+		c.giveUp()
+		c.lose(reason)
+		return
 	}
-	d.mu.Unlock()
-	c.lose(reason)
-	_ = c.c.Close() // reaps the transport's process
 }
 
-// close ends the destination's session, if connected.
+// close ends the destination's session, if connected. A reconnection
+// under way is waited for (closeTimeout at most, then given up), so that
+// the far session is shut down, not left to linger.
 func (d *Destination) close(ctx context.Context) {
-	c := d.current()
+	sctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	d.mu.Lock()
+	c, ch := d.conn, d.resumed
+	if c != nil {
+		// Under d.mu: watch either sees it and resumes nothing, or has
+		// set resumed, which is waited for here.
+		c.setClosing()
+	}
+	d.mu.Unlock()
 	if c == nil {
 		return
 	}
-	c.setClosing()
-	sctx, cancel := context.WithTimeout(ctx, closeTimeout)
-	defer cancel()
-	if err := c.c.Shutdown(sctx); err == nil {
-		_ = c.c.Exit(sctx)
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-sctx.Done():
+			c.stopResume()
+			<-ch
+		}
+		if d.current() != c {
+			return
+		}
 	}
-	_ = c.c.Close()
-	<-c.c.Done()
+	cl, _ := c.client()
+	if err := cl.Shutdown(sctx); err == nil {
+		_ = cl.Exit(sctx)
+	}
+	_ = cl.Close()
+	<-cl.Done()
 }
 
 // firstLine returns s up to its first newline.

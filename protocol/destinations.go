@@ -14,6 +14,11 @@ const (
 	DestinationConnecting DestinationState = "connecting"
 	// DestinationReady: connected and initialized.
 	DestinationReady DestinationState = "ready"
+	// DestinationReconnecting: its transport dropped while its far
+	// toolhost, run with --persist, holds the session: the command is
+	// being started again (--destination-retry) to resume that session,
+	// whose handles stay valid. Reason says why and which attempt runs.
+	DestinationReconnecting DestinationState = "reconnecting"
 	// DestinationLost: its transport died or could not start (Reason says
 	// why); the next request to it connects again.
 	DestinationLost DestinationState = "lost"
@@ -33,8 +38,12 @@ type DestinationInfo struct {
 	ReadRoots []string `json:"readRoots,omitempty"`
 	// ServerInfo names the toolhost that answered, once initialized.
 	ServerInfo *ServerInfo `json:"serverInfo,omitempty"`
-	// Reason says why it is lost: the transport's end and the tail of its
-	// stderr.
+	// SessionID is the far session's id when the far toolhost persists it
+	// (it answered capabilities.resume): the session a reconnection
+	// resumes.
+	SessionID string `json:"sessionId,omitempty"`
+	// Reason says why it is lost or reconnecting: the transport's end and
+	// the tail of its stderr, and the attempt under way.
 	Reason string `json:"reason,omitempty"`
 }
 

@@ -56,6 +56,11 @@ type Config struct {
 	// DestinationBootstrap installs this binary on a destination that has
 	// no toolhost or another version (--destination-bootstrap).
 	DestinationBootstrap bool
+	// DestinationRetry is how many times a destination whose far toolhost
+	// persists its session (--persist) is started again to resume it when
+	// its transport drops, before its handles end "lost"
+	// (--destination-retry); 0: never.
+	DestinationRetry int
 	// Version is the server's version.
 	Version string
 	// Env is the server's environment, which children inherit only through
@@ -190,7 +195,7 @@ func New(cfg Config) *Tools {
 	if id == "" {
 		id = newSessionID()
 	}
-	return &Tools{cfg: cfg, log: cfg.Logger, hub: hub.New(cfg.Destinations, hub.Options{Logger: cfg.Logger, Version: cfg.Version, Bootstrap: cfg.DestinationBootstrap}), tokens: make(map[string]*process.Command), sessionID: id}
+	return &Tools{cfg: cfg, log: cfg.Logger, hub: hub.New(cfg.Destinations, hub.Options{Logger: cfg.Logger, Version: cfg.Version, Bootstrap: cfg.DestinationBootstrap, Retry: cfg.DestinationRetry}), tokens: make(map[string]*process.Command), sessionID: id}
 }
 
 // NewServer returns a server that serves the tools over JSON-RPC.

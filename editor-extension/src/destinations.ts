@@ -62,14 +62,20 @@ export function destinationsOf(v: unknown): DestinationInfo[] {
     if (isRecord(d.serverInfo) && typeof d.serverInfo.name === 'string' && typeof d.serverInfo.version === 'string') {
       info.serverInfo = { name: d.serverInfo.name, version: d.serverInfo.version };
     }
+    if (typeof d.sessionId === 'string') info.sessionId = d.sessionId;
     if (typeof d.reason === 'string') info.reason = d.reason;
     return [info];
   });
 }
 
-/** describeDestination is a destination's state in a few words: "ready · /srv/ws", "lost: ssh exited 255", "idle". */
+/**
+ * describeDestination is a destination's state in a few words: "ready ·
+ * /srv/ws", "lost: ssh exited 255", "reconnecting: resuming far session …,
+ * attempt 2 of 5; …" (its handles stay, their commands go on), "idle".
+ */
 export function describeDestination(d: DestinationInfo): string {
   if (d.state === 'lost') return d.reason ? `lost: ${lastLine(d.reason)}` : 'lost';
+  if (d.state === 'reconnecting') return d.reason ? `reconnecting: ${lastLine(d.reason)}` : 'reconnecting';
   return d.root ? `${d.state} · ${d.root}` : d.state;
 }
 
@@ -130,7 +136,7 @@ function lastLine(s: string): string {
 }
 
 function isState(v: unknown): v is DestinationState {
-  return v === 'idle' || v === 'connecting' || v === 'ready' || v === 'lost';
+  return v === 'idle' || v === 'connecting' || v === 'ready' || v === 'reconnecting' || v === 'lost';
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

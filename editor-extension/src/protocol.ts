@@ -1430,7 +1430,7 @@ export interface NetworkDenied {
 export interface DestinationsParams {}
 
 /** DestinationState is the state of a destination's transport. */
-export type DestinationState = "idle" | "connecting" | "ready" | "lost";
+export type DestinationState = "idle" | "connecting" | "ready" | "reconnecting" | "lost";
 
 /** The states of a destination. */
 /** DestinationIdle: not connected yet; the first request connects. */
@@ -1439,6 +1439,13 @@ export const DestinationIdle = "idle" satisfies DestinationState;
 export const DestinationConnecting = "connecting" satisfies DestinationState;
 /** DestinationReady: connected and initialized. */
 export const DestinationReady = "ready" satisfies DestinationState;
+/**
+ * DestinationReconnecting: its transport dropped while its far
+ * toolhost, run with --persist, holds the session: the command is
+ * being started again (--destination-retry) to resume that session,
+ * whose handles stay valid. Reason says why and which attempt runs.
+ */
+export const DestinationReconnecting = "reconnecting" satisfies DestinationState;
 /**
  * DestinationLost: its transport died or could not start (Reason says
  * why); the next request to it connects again.
@@ -1460,8 +1467,14 @@ export interface DestinationInfo {
   /** ServerInfo names the toolhost that answered, once initialized. */
   serverInfo?: ServerInfo;
   /**
-   * Reason says why it is lost: the transport's end and the tail of its
-   * stderr.
+   * SessionID is the far session's id when the far toolhost persists it
+   * (it answered capabilities.resume): the session a reconnection
+   * resumes.
+   */
+  sessionId?: string;
+  /**
+   * Reason says why it is lost or reconnecting: the transport's end and
+   * the tail of its stderr, and the attempt under way.
    */
   reason?: string;
 }

@@ -60,6 +60,13 @@ test('the picker offers this machine, then each destination with its state, and 
   );
   assert.equal(picks[1].detail, 'ssh -T build1 toolhost --root /srv/ws');
   assert.equal(describeDestination({ name: 'n', state: 'lost', command: [] }), 'lost');
+  assert.equal(describeDestination({ name: 'n', state: 'reconnecting', command: [], reason: 'resuming far session s-1, attempt 2 of 5; the transport dropped' }),
+    'reconnecting: resuming far session s-1, attempt 2 of 5; the transport dropped');
+});
+
+test('destinationsOf reads a destination reconnecting to its far session, and the session\'s id', () => {
+  const d = { name: 'build', state: 'reconnecting', command: ['ssh'], root: '/srv/ws', sessionId: 's-1', reason: 'attempt 1 of 5' };
+  assert.deepEqual(destinationsOf([d]), [d]);
 });
 
 test('handles are grouped by destination: this machine first, then the server\'s order, then other names', () => {
