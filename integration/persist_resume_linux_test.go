@@ -17,7 +17,8 @@ func resumeParams(id string, lastSeq *int64) *protocol.InitializeParams {
 // TestPersistDetachByEOFThenResume: a session whose client closes its
 // stdin is detached, not ended; a later toolhost --persist resumes it by
 // id, and the command that kept running is there: readOutput from an
-// offset, writeInput, wait and its one toolResult, numbered.
+// offset, writeInput, wait and its one toolResult, numbered; and cancel
+// of another.
 func TestPersistDetachByEOFThenResume(t *testing.T) {
 	t.Parallel()
 	p := newPersistEnv(t)
@@ -28,6 +29,7 @@ func TestPersistDetachByEOFThenResume(t *testing.T) {
 	}
 	h := a.longRun(map[string]any{"argv": []string{"sh", "-c", `echo first; read line; echo "got $line"; exit 3`}, "openStdin": true, "streamOutput": true})
 	a.awaitOutput(h.HandleID, "first\n")
+	long := a.longRun(map[string]any{"argv": []string{"sleep", "600"}})
 	a.closeStdin()
 	if code := a.wait(); code != 1 {
 		t.Errorf("the detached front exited %d, want 1 (no shutdown)", code)
@@ -58,9 +60,15 @@ func TestPersistDetachByEOFThenResume(t *testing.T) {
 	if diff := cmp.Diff(waited, got); diff != "" {
 		t.Errorf("toolResult differs from wait's answer: mismatch (-want +got):\n%s", diff)
 	}
+	var cancelled protocol.ToolResult
+	b.mustCall("cancel", map[string]any{"handleId": long.HandleID}, &cancelled)
+	if cancelled.Status != protocol.StatusCancelled {
+		t.Errorf("cancel of a handle made before the detach = %s, want cancelled", cancelled.Status)
+	}
+	b.toolResultOf(long.HandleID)
 	b.shutdown()
-	if n := len(b.notifications("toolResult")); n != 1 {
-		t.Errorf("%d toolResults, want 1", n)
+	if n := len(b.notifications("toolResult")); n != 2 {
+		t.Errorf("%d toolResults, want 2", n)
 	}
 }
 
