@@ -16,7 +16,7 @@ var snapshotSeed = flag.Uint64("snapshot.seed", 0, "the first seed of TestSnapsh
 
 // snapshotFidelitySeeds is how many seeds one run of
 // TestSnapshotFidelity plays, each on a server of its own.
-const snapshotFidelitySeeds = 4
+const snapshotFidelitySeeds = 5
 
 // TestSnapshotFidelity: a random tree (text and binary files, small and
 // past the store's clone threshold, all sorts of modes, symlinks relative,

@@ -62,8 +62,7 @@ func TestSnapshotRestoreSwapRace(t *testing.T) {
 
 	state := t.TempDir()
 	mustDo(t, os.Chmod(state, 0o700))
-	s := start(t, options{root: root, args: []string{"--state-dir", state}})
-	s.initialize(nil)
+	s := startSnapshotsIn(t, state, options{root: root})
 	var snapA, snapB protocol.SnapshotInfo
 	s.mustCall("snapshot", map[string]any{"label": "A"}, &snapA)
 	wantA := snapListing(t, root)
@@ -136,7 +135,7 @@ func TestSnapshotRestoreSwapRace(t *testing.T) {
 	}()
 
 	outcomes := map[string]int{}
-	for i := range 40 {
+	for i := range 16 {
 		id := snapA.SnapshotID
 		if i%2 == 1 {
 			id = snapB.SnapshotID

@@ -35,6 +35,11 @@ func snapStateDir(t *testing.T) string {
 func startSnapshotsIn(t *testing.T, state string, o options) *server {
 	t.Helper()
 	o.args = append([]string{"--state-dir", state}, o.args...)
+	if o.env == nil {
+		// The minimal environment of start, without the race detector's
+		// second of sleep at the exit that every shutdown would pay.
+		o.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir(), "GORACE=atexit_sleep_ms=0"}
+	}
 	s := start(t, o)
 	res := s.initialize(nil)
 	if !res.Capabilities.Snapshots {
