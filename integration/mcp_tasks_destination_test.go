@@ -54,7 +54,7 @@ func TestMCPDestinationArgument(t *testing.T) {
 	far := localDest(t, "far")
 	hub, _ := startTasks2025(t, "--destination", far.flag())
 	schemas := mcpToolSchemas(hub)
-	for _, name := range []string{"run_command", "start_command", "read_file", "write_file"} {
+	for _, name := range []string{"run_command", "start_command", "read_file", "write_file", "snapshot_workspace", "restore_snapshot", "diff_snapshot"} {
 		enum, ok := destinationEnum(schemas[name])
 		if diff := cmp.Diff([]any{"far"}, enum); !ok || diff != "" {
 			t.Errorf("%s destination enum mismatch (-want +got):\n%s", name, diff)

@@ -371,7 +371,8 @@ func TestMCPTasksLegacyNegotiation(t *testing.T) {
 	}
 	optional := map[string]any{"taskSupport": "optional"}
 	wantExec := map[string]any{"start_command": optional, "run_command": optional, "cancel_command": nil, "list_commands": nil,
-		"read_file": nil, "read_output": nil, "wait_command": nil, "write_file": nil, "write_input": nil}
+		"read_file": nil, "read_output": nil, "wait_command": nil, "write_file": nil, "write_input": nil,
+		"snapshot_workspace": nil, "restore_snapshot": nil, "diff_snapshot": nil}
 	if diff := cmp.Diff(wantExec, got); diff != "" {
 		t.Errorf("tools/list execution mismatch (-want +got):\n%s", diff)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +45,7 @@ type mcpOptions struct {
 	roots   []string // file roots the client offers
 	version string   // the protocol version the client asks for; default the SDK's latest
 	env     []string // the binary's environment; default quickExitEnv()
+	extra   []string // more arguments, after args (or the default ones)
 }
 
 // startMCP starts the binary and connects the SDK's client to it; the
@@ -55,6 +57,7 @@ func startMCP(t *testing.T, o mcpOptions) *mcpSession {
 	if args == nil {
 		args = []string{"mcp", "--root", s.root}
 	}
+	args = append(slices.Clone(args), o.extra...)
 	cmd := exec.Command(binary, append(args, "--log-level", "warn", "--kill-grace", "500ms")...)
 	cmd.Stderr, cmd.Env = &testLogWriter{t: t}, quickExitEnv()
 	if o.env != nil {
@@ -282,7 +285,7 @@ func TestMCPTools(t *testing.T) {
 			t.Errorf("tool %s: annotations %+v, want its own title %q", tool.Name, a, tool.Title)
 		}
 	}
-	want := []string{"cancel_command", "list_commands", "read_file", "read_output", "run_command", "start_command", "wait_command", "write_file", "write_input"}
+	want := []string{"cancel_command", "diff_snapshot", "list_commands", "read_file", "read_output", "restore_snapshot", "run_command", "snapshot_workspace", "start_command", "wait_command", "write_file", "write_input"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("tools mismatch (-want +got):\n%s", diff)
 	}

@@ -17,11 +17,30 @@ import (
 // startSnapshots starts a server whose snapshot store is the test's.
 func startSnapshots(t *testing.T) *server {
 	t.Helper()
+	return startSnapshotsIn(t, snapStateDir(t), options{})
+}
+
+// snapStateDir makes a state directory (0700) for a test.
+func snapStateDir(t *testing.T) string {
+	t.Helper()
 	state := t.TempDir()
 	if err := os.Chmod(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s := start(t, options{args: []string{"--state-dir", state}})
+	return state
+}
+
+// startSnapshotsIn starts a server with o whose --state-dir is state, and
+// initializes it.
+func startSnapshotsIn(t *testing.T, state string, o options) *server {
+	t.Helper()
+	o.args = append([]string{"--state-dir", state}, o.args...)
+	if o.env == nil {
+		// The minimal environment of start, without the race detector's
+		// second of sleep at the exit that every shutdown would pay.
+		o.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir(), "GORACE=atexit_sleep_ms=0"}
+	}
+	s := start(t, o)
 	res := s.initialize(nil)
 	if !res.Capabilities.Snapshots {
 		t.Fatal("initialize does not say snapshots")

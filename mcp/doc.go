@@ -15,6 +15,10 @@
 //   - each tool is one toolhost request (tools.go), and its answer becomes a
 //     short text for the model, the structured result and resource_links
 //     to the artifacts (results.go);
+//   - snapshot_workspace, restore_snapshot and diff_snapshot are
+//     toolhost's snapshot, restore and diff, offered when the server keeps
+//     snapshots, as is snapshot: true on run_command and start_command,
+//     whose result's text then names the changes (snapshots.go);
 //   - a progress token gets notifications/progress from the command's step
 //     transitions and heartbeats (progress.go);
 //   - notifications/cancelled cancels the toolhost request, or the handle,

@@ -59,6 +59,10 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 		panic(fmt.Sprintf("mcp: input schema of %s: %v", name, err))
 	}
 	s.destinationField(inSchema)
+	if s.cfg.SnapshotDir == nil {
+		// A server without a snapshot store offers no snapshot: true.
+		delete(inSchema.Properties, "snapshot")
+	}
 	resolved, err := inSchema.Resolve(nil)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: input schema of %s: %v", name, err))

@@ -31,6 +31,9 @@ func structured(v any, format string, args ...any) *sdk.CallToolResult {
 func toolResultContent(res *protocol.ToolResult) *sdk.CallToolResult {
 	var b strings.Builder
 	b.WriteString(statusLine(res))
+	if res.SnapshotID != "" {
+		b.WriteString("\n" + changesLine(res))
+	}
 	for _, st := range []struct {
 		name, text string
 		cut        bool

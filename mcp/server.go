@@ -23,6 +23,11 @@ import (
 const instructions = `toolhost runs commands and reads and writes files, confined to one workspace directory (plus read-only roots), with kernel sandboxing, resource limits, timeouts and cancellation that kill a command's whole process tree.
 Use run_command for commands that finish (tests, builds, git, grep); it returns the exit code and the head and tail of the output, with the full output as resources you can read in pages. Use start_command for servers, watchers and interactive programs, then wait_command, read_output, write_input and cancel_command with its handleId. Use read_file and write_file for files: paths are relative to the workspace root. Commands are never run through a shell: pass argv as a list, or ["sh", "-c", "..."] when you need one.`
 
+// snapshotNote tells the model how to see and undo what commands change,
+// when the server keeps snapshots.
+const snapshotNote = `
+To see and undo what a command changes, run it with snapshot: true: its result lists the paths it added, modified and deleted and gives a snapshotId, and restore_snapshot with that id undoes it. snapshot_workspace records the workspace at any moment, diff_snapshot compares it with now.`
+
 // confinementNote tells the model what confines its commands beyond the
 // workspace, as the command line set it: the network allow-list, and the
 // protected and unreadable paths. A client may narrow it, never widen it.
@@ -166,8 +171,12 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 	client.OnNotification(s.th, protocol.ToolResultNotification, s.events.toolResult)
 	client.OnNotification(s.th, protocol.LogMessageNotification, s.logMessage)
 
+	note := ""
+	if cfg.SnapshotDir != nil {
+		note = snapshotNote
+	}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "toolhost", Title: "toolhost", Version: version}, &sdk.ServerOptions{
-		Instructions: instructions + confinementNote(cfg.Sandbox),
+		Instructions: instructions + note + confinementNote(cfg.Sandbox),
 		Logger:       log,
 		Capabilities: &sdk.ServerCapabilities{
 			Logging:   &sdk.LoggingCapabilities{},

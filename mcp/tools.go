@@ -27,6 +27,7 @@ type RunCommandInput struct {
 	YieldMs             *int64             `json:"yieldMs,omitempty" jsonschema:"answer after at most this many milliseconds: a command still running then goes on behind a handleId (status running), to follow with wait_command, read_output or cancel_command"`
 	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement: filesystem \"read-only\" (writes only its TMPDIR) or \"workspace-write\" (the default: writes only in the workspace); network false to cut the network off, or {\"allow\": [hosts]} to narrow it; protect (paths in the workspace the command may read but not change) and denyRead (paths it may not read) add to the server's"`
 	Limits              *protocol.Limits   `json:"limits,omitempty" jsonschema:"lower the resource limits of the command's whole process tree: memoryBytes, pids, cpuMs"`
+	Snapshot            bool               `json:"snapshot,omitempty" jsonschema:"take a snapshot of the workspace before the command starts: the result then says snapshotId and changes (the paths the command added, modified and deleted), and restore_snapshot with that snapshotId undoes the command"`
 	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (another machine or container the server was started with), not here; see the enum for the names"`
 }
 
@@ -35,7 +36,7 @@ func (in *RunCommandInput) params() protocol.RunCommandParams {
 	return protocol.RunCommandParams{
 		Argv: in.Argv, Cwd: in.Cwd, Env: in.Env, Stdin: in.Stdin, TimeoutMs: in.TimeoutMs,
 		InactivityTimeoutMs: in.InactivityTimeoutMs, YieldMs: in.YieldMs, OutputLimitBytes: in.OutputLimitBytes,
-		Sandbox: in.Sandbox, Limits: in.Limits, Destination: in.Destination,
+		Sandbox: in.Sandbox, Limits: in.Limits, Snapshot: in.Snapshot, Destination: in.Destination,
 	}
 }
 
@@ -67,6 +68,7 @@ type StartCommandInput struct {
 	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the inline output kept per stream, as in run_command"`
 	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement, as in run_command"`
 	Limits              *protocol.Limits   `json:"limits,omitempty" jsonschema:"lower the resource limits, as in run_command"`
+	Snapshot            bool               `json:"snapshot,omitempty" jsonschema:"take a snapshot of the workspace before the command starts, as in run_command: its result (wait_command, or the task's) then says snapshotId and changes; restore_snapshot undoes it"`
 	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (another machine or container the server was started with), not here; see the enum for the names"`
 }
 
@@ -76,7 +78,7 @@ func (in *StartCommandInput) params() *protocol.LongRunningParams {
 		RunCommandParams: protocol.RunCommandParams{
 			Argv: in.Argv, Cwd: in.Cwd, Env: in.Env, Stdin: in.Stdin, TimeoutMs: in.TimeoutMs,
 			InactivityTimeoutMs: in.InactivityTimeoutMs, OutputLimitBytes: in.OutputLimitBytes, Sandbox: in.Sandbox, Limits: in.Limits,
-			Destination: in.Destination,
+			Snapshot: in.Snapshot, Destination: in.Destination,
 		},
 		Label:     in.Label,
 		OpenStdin: in.OpenStdin,
@@ -159,7 +161,7 @@ type WriteFileInput struct {
 	Destination    string  `json:"destination,omitempty" jsonschema:"the file is on this destination (another machine or container the server was started with), under its own root; see the enum for the names"`
 }
 
-// addTools registers the nine tools.
+// addTools registers the nine tools, and the three of snapshots.
 func (s *Server) addTools() {
 	readOnly := func() *sdk.ToolAnnotations { return &sdk.ToolAnnotations{ReadOnlyHint: true} }
 	// A command may reach the network (unless its sandbox cuts it off).
@@ -191,6 +193,7 @@ func (s *Server) addTools() {
 	addTool[WriteFileInput, protocol.WriteFileResult](s, "write_file", "Write a file",
 		`Create or replace a file in the workspace, whole and atomically (readers never see half of it). createDirs creates missing parent directories; expectedSha256 guards against overwriting a file that changed since you read or wrote it. Returns the path, size and the new sha256. Paths outside the workspace, read-only roots and symlink escapes are refused.`,
 		&sdk.ToolAnnotations{DestructiveHint: ptr(true)}, s.writeFile)
+	s.addSnapshotTools()
 }
 
 // ptr returns a pointer to a copy of v.

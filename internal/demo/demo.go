@@ -34,6 +34,11 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 	}
 	defer os.RemoveAll(root)
 	cfg.Root = root
+	removeState, err := demoSnapshots(&cfg)
+	if err != nil {
+		return err
+	}
+	defer removeState()
 	farRoot, err := os.MkdirTemp("", "toolhost-demo-far-")
 	if err != nil {
 		return err
@@ -103,6 +108,10 @@ func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
 		Argv:    []string{"sh", "-c", `echo inside > inside.txt && echo wrote inside.txt; echo outside > "$0" && echo wrote "$0"`, outside},
 		Sandbox: &protocol.Sandbox{Filesystem: protocol.SandboxWorkspaceWrite},
 	}, nil); err != nil {
+		return err
+	}
+
+	if err := d.snapshots(); err != nil {
 		return err
 	}
 

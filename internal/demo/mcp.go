@@ -29,6 +29,11 @@ func RunMCP(w io.Writer, cfg tools.Config, opts rpc.Options, version string) err
 	}
 	defer os.RemoveAll(root)
 	cfg.Root = root
+	removeState, err := demoSnapshots(&cfg)
+	if err != nil {
+		return err
+	}
+	defer removeState()
 
 	cin, cout, exit := servePiped(cfg, opts, version)
 
@@ -89,6 +94,9 @@ func RunMCP(w io.Writer, cfg tools.Config, opts rpc.Options, version string) err
 	if err := call("run_command", map[string]any{"argv": []string{"sh", "-c",
 		`i=0; for s in fetch compile test; do echo "[STEP 0$i/03] $s" >&2; echo "$s..."; echo "  ✓ $s" >&2; i=$((i+1)); done`}},
 		sdk.Meta{"progressToken": "demo-build"}); err != nil {
+		return err
+	}
+	if err := mcpSnapshots(ctx, p, cs); err != nil {
 		return err
 	}
 	p.say("\nStart a command in the background, read its output as it comes, then cancel it (its whole tree ends):")
