@@ -35,12 +35,12 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-test('the server names itself and lists the nine tools', async () => {
+test('the server names itself and lists the twelve tools', async () => {
   assert.equal(client.getServerVersion().name, 'toolhost');
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
-    'cancel_command', 'list_commands', 'read_file', 'read_output', 'run_command',
-    'start_command', 'wait_command', 'write_file', 'write_input',
+    'cancel_command', 'diff_snapshot', 'list_commands', 'read_file', 'read_output', 'restore_snapshot',
+    'run_command', 'snapshot_workspace', 'start_command', 'wait_command', 'write_file', 'write_input',
   ]);
   for (const t of tools) {
     assert.ok(t.description.length > 40, `${t.name} has a description for a model`);

@@ -229,7 +229,7 @@ test('tasks are offered for start_command and run_command only, with the tasks c
   assert.deepEqual(init.result.capabilities.tasks, { list: {}, cancel: {}, requests: { tools: { call: {} } } });
   assert.ok(client.getServerCapabilities().tasks.requests.tools.call, 'the SDK sees task-augmented tools/call');
   const { tools } = await client.listTools();
-  assert.equal(tools.length, 9);
+  assert.equal(tools.length, 12);
   for (const t of tools) {
     if (t.name === 'start_command' || t.name === 'run_command') {
       assert.deepEqual(t.execution, { taskSupport: 'optional' }, t.name);
