@@ -231,10 +231,15 @@ async function pickWhere(label = 'This machine') {
   return offered.map((t) => t.replace(/\u00a0/g, ' '));
 }
 
-/** The Tools view's rows in order, with their tree level (1: top). */
+/** The Tools view's rows in order, with their tree level (1: top), label and description. */
 async function treeRows() {
   return page.locator('.pane-body .monaco-list-row').evaluateAll((rows) =>
-    rows.map((r) => ({ level: Number(r.getAttribute('aria-level')), text: r.innerText.replace(/\u00a0/g, ' ') })),
+    rows.map((r) => ({
+      level: Number(r.getAttribute('aria-level')),
+      text: r.innerText.replace(/\u00a0/g, ' '),
+      name: (r.querySelector('.label-name')?.textContent ?? '').replace(/\u00a0/g, ' '),
+      description: (r.querySelector('.label-description')?.textContent ?? '').replace(/\u00a0/g, ' '),
+    })),
   );
 }
 
@@ -305,6 +310,9 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
         'toolhost.trace.server': 'messages',
         // xterm's DOM renderer: the terminal's text is in the DOM to read.
         'terminal.integrated.gpuAcceleration': 'off',
+        // The diff editor side by side, its two sides' text to read, however narrow.
+        'diffEditor.renderSideBySide': true,
+        'diffEditor.useInlineViewWhenSpaceIsLimited': false,
         'toolhost.serverArgs': ['--destination', `${DESTINATION}=${farCommand}`],
       }),
     );
@@ -529,6 +537,85 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await rowShows(line, 'failed (exit 3)');
     await until('the progress notification to close', async () => (await notification(`Toolhost: ${line}`).filter({ hasText: 'running' }).count()) === 0);
     await screenshot('failure-warning');
+  });
+
+  test('a command run with a snapshot: "Changes (3)" under its row, a changed file in the diff editor, and Undo this command puts the files back', async () => {
+    const id = `snap${Math.floor(Math.random() * 1e9)}`;
+    const [a, b, c] = ['a', 'b', 'c'].map((x) => `${id}-${x}.txt`);
+    writeFileSync(path.join(WS, a), 'one\ntwo\n');
+    writeFileSync(path.join(WS, b), 'bee\n');
+    // It edits a, makes c and deletes b (toolhost.snapshotCommands is on by default).
+    const line = `sh -c "echo three >> ${a}; echo new > ${c}; rm ${b}"`;
+    await runPalette('Notifications: Clear All Notifications');
+    await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click(); // the Tools view
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(line);
+    await input.press('Enter');
+    await pickWhere();
+    await rowShows(line, 'completed');
+
+    // "Changes (3)" is the command's child, and the three files are its children, with their kinds.
+    let rows = [];
+    let handleAt = -1;
+    await until('"Changes (3)" under the command, with its files', async () => {
+      rows = await treeRows();
+      handleAt = rows.findIndex((r) => r.text.includes(line));
+      const kids = rows.slice(handleAt + 2, handleAt + 5);
+      return (
+        handleAt >= 0 &&
+        rows[handleAt + 1]?.text.startsWith('Changes (3)') &&
+        rows[handleAt + 1].level === rows[handleAt].level + 1 &&
+        kids.length === 3 &&
+        kids.every((r) => r.level === rows[handleAt].level + 2)
+      );
+    });
+    const files = rows.slice(handleAt + 2, handleAt + 5).map((r) => `${r.name}: ${r.description}`);
+    assert.deepEqual(files, [`${a}: modified`, `${b}: deleted`, `${c}: added`], JSON.stringify(rows));
+    await screenshot('snapshot-changes');
+
+    // A click on the modified file: the diff editor, the snapshot (left) against the file now (right).
+    const diffEditor = page.locator('.editor-group-container .monaco-diff-editor');
+    const sideText = async (side) => editorText(await diffEditor.locator(`.editor.${side} .view-lines`).allInnerTexts());
+    // The file's own row (the command's row names the files too).
+    const fileRow = (name) => page.locator('.pane-body .monaco-list-row', { has: page.locator('.label-name', { hasText: new RegExp(`^${name}$`) }) }).first();
+    await fileRow(a).click();
+    await page.locator('.tabs-container .tab', { hasText: `${a} (before` }).first().waitFor({ timeout: 30_000 });
+    await until('the diff editor to show the file before and now', async () => {
+      const [before, now] = [await sideText('original'), await sideText('modified')];
+      return before.includes('two') && !before.includes('three') && now.includes('three');
+    });
+    assert.match(await page.locator('.tabs-container .tab.active').innerText(), new RegExp(`${a} \\(before sh -c .*↔ now`));
+    await screenshot('snapshot-diff-modified');
+    // The deleted file: as it was on the left, nothing on the right.
+    await fileRow(b).click();
+    await page.locator('.tabs-container .tab', { hasText: `${b} (before` }).first().waitFor({ timeout: 30_000 });
+    await until('the diff editor to show the deleted file before', async () => (await sideText('original')).includes('bee') && !(await sideText('modified')).includes('bee'));
+    assert.match(await page.locator('.tabs-container .tab.active').innerText(), /↔ now \(deleted\)/);
+    await screenshot('snapshot-diff-deleted');
+    await runPalette('View: Close All Editors');
+
+    // Undo this command, from the row's context menu: a modal names how many files, then they are back.
+    await treeRow(line).first().click({ button: 'right' });
+    const undo = page.locator('.monaco-menu .action-item', { hasText: 'Undo this command' });
+    await undo.first().waitFor({ timeout: 30_000 });
+    await screenshot('snapshot-undo-menu');
+    await undo.first().click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: '3 files go back to how they were before it ran' });
+    await dialog.first().waitFor({ timeout: 30_000 });
+    assert.match(await dialog.first().innerText(), new RegExp(`${a} \\(modified\\), ${b} \\(deleted\\), ${c} \\(added\\)`));
+    await screenshot('snapshot-undo-confirm');
+    await dialog.first().locator('.monaco-button', { hasText: /^Undo$/ }).click();
+    await until('the files to be back on disk', () =>
+      existsSync(path.join(WS, b)) &&
+      readFileSync(path.join(WS, a), 'utf8') === 'one\ntwo\n' &&
+      readFileSync(path.join(WS, b), 'utf8') === 'bee\n' &&
+      !existsSync(path.join(WS, c)),
+    );
+    await notification(`undid "${line}"`).first().waitFor({ timeout: 30_000 });
+    await rowShows('Changes (3)', 'undone');
+    await screenshot('snapshot-undone');
   });
 
   test('Run in Terminal runs sh: typed keys answer, stty size follows the panel, Open Terminal attaches, closing ends it', async () => {
@@ -835,7 +922,8 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       // Its only child: the restarted server's h-1 is not the recipe that was h-1 before.
       const end = rows.findIndex((r, i) => i > handleAt && r.level <= rows[handleAt].level);
       const children = rows.slice(handleAt + 1, end < 0 ? rows.length : end);
-      assert.deepEqual(children.map((r) => r.text.trim()), [refused], `nothing of another handle under it: ${JSON.stringify(rows)}`);
+      // Besides its snapshot's "Changes (0)": it wrote nothing in the workspace.
+      assert.deepEqual(children.map((r) => `${r.name}${r.description ? `: ${r.description}` : ''}`), [refused, 'Changes (0): nothing changed'], `nothing of another handle under it: ${JSON.stringify(rows)}`);
       assert.ok(!rows.some((r) => r.text.includes(`Refused: 127.0.0.1:${port}`)), 'the allowed origin is not refused');
 
       // "confined" as text in the row's description, drawn by any font; no emoji lock.
