@@ -11,7 +11,10 @@
 // toolhost> --root <another dir>`), so every Run… asks where: a command run
 // on `local` runs in that root and shows under its group. A command that
 // listens on a port raises "Port N opened by …", whose Open in Browser opens
-// the page it serves, and the port shows under its handle. Last, the
+// the page it serves, and the port shows under its handle. A command run
+// with a snapshot (the default) that edits, makes and deletes files shows
+// "Changes (3)" under its row; a click on a file opens the diff editor, and
+// "Undo this command" (after its modal) puts the files back. Last, the
 // workspace's settings get `toolhost.networkAllow` (a loopback origin the test
 // serves): the extension offers a restart, and a command that curls that
 // origin and a host outside the list shows the refused host under its row,

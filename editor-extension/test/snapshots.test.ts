@@ -3,7 +3,7 @@
 // its errors; then all of it against the real binary.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ResponseError } from 'vscode-jsonrpc/node';
@@ -24,7 +24,10 @@ import {
   type DiffResult,
   type RestoreParams,
   CancelRequest,
+  DestinationsRequest,
+  ReadFileRequest,
 } from '../src/protocol';
+import { destinationsOf, qualifiedPath } from '../src/destinations';
 import { parsePatch, PatchMismatch, reversePatch } from '../src/reversePatch';
 import {
   beforeText,
@@ -40,7 +43,7 @@ import {
   undoQuestion,
 } from '../src/snapshots';
 import { changeChildren, toolChildren } from '../src/treeNodes';
-import { type Session, startServer } from './client';
+import { serverBinary, type Session, startServer } from './client';
 
 describe('reversePatch', () => {
   test('lines changed, removed and added in one hunk', () => {
@@ -432,5 +435,55 @@ describe('against the real binary', () => {
       }),
       /is gone from the server's store/,
     );
+  });
+});
+
+describe('against the real binary, on a destination', () => {
+  let s: Session;
+  let far: string;
+  const states: string[] = [];
+  const stateDir = () => {
+    const d = mkdtempSync(path.join(tmpdir(), 'toolhost-state-'));
+    chmodSync(d, 0o700);
+    states.push(d);
+    return d;
+  };
+
+  before(async () => {
+    far = realpathSync(mkdtempSync(path.join(tmpdir(), 'toolhost-far-')));
+    s = startServer('header', ['--state-dir', stateDir(), '--destination', `local=${serverBinary()} --root ${far} --state-dir ${stateDir()}`]);
+    await s.conn.sendRequest<InitializeResult>(MethodInitialize, { processId: process.pid, rootUri: null, capabilities: {} });
+    await s.conn.sendNotification(InitializedNotification, {});
+  });
+
+  after(async () => {
+    await s?.close();
+    for (const d of [far, ...states]) rmSync(d, { recursive: true, force: true });
+  });
+
+  test('the snapshot is the destination\'s ("local/…"): its diff, its file now read with readFile as the extension does, and its undo', async () => {
+    writeFileSync(path.join(far, 'f.txt'), 'far\nside\n');
+    const r = await s.conn.sendRequest(RunCommandRequest, { argv: ['sh', '-c', "printf 'far\\nSIDE\\n' > f.txt; echo x > new.txt"], snapshot: true, destination: 'local' });
+    assert.equal(r.status, 'completed', r.stderr);
+    assert.ok(hasSnapshot(r) && r.snapshotId.startsWith('local/'), r.snapshotId);
+    assert.deepEqual(r.changes?.map((c) => `${c.kind} ${c.path}`), ['modified f.txt', 'added new.txt']);
+    assert.ok(!existsSync(path.join(s.root, 'new.txt')), 'nothing here');
+    // The extension reads the file now at the destination's root, as destinations says it.
+    const root = destinationsOf(await s.conn.sendRequest(DestinationsRequest, {})).find((d) => d.name === 'local')?.root;
+    assert.equal(root, far);
+    const now = await s.conn.sendRequest(ReadFileRequest, { path: qualifiedPath(r.snapshotId, `${root}/f.txt`) });
+    const diff: DiffResult = await s.conn.sendRequest(DiffRequest, { from: r.snapshotId, path: 'f.txt' });
+    assert.deepEqual(beforeText('f.txt', diff, now.content), { text: 'far\nside\n' });
+    const out = await undoCommand('far', r, {
+      pending: (from) => s.conn.sendRequest(DiffRequest, { from }),
+      confirm: async () => true,
+      restore: (p) => s.conn.sendRequest(RestoreRequest, p),
+      confirmForce: async () => assert.fail('nothing runs'),
+      info: () => undefined,
+      log: () => undefined,
+    });
+    assert.ok('restored' in out && out.restored.removed === 1, JSON.stringify(out));
+    assert.equal(readFileSync(path.join(far, 'f.txt'), 'utf8'), 'far\nside\n');
+    assert.ok(!existsSync(path.join(far, 'new.txt')));
   });
 });
