@@ -182,7 +182,11 @@ async function runPalette(title, timeoutMs = 90_000) {
   const input = page.locator('.quick-input-widget .quick-input-box input');
   await until(`the palette to list "${title}"`, async () => {
     await page.keyboard.press('Escape');
-    await page.locator('.monaco-workbench').click({ position: { x: 600, y: 300 }, timeout: 2000 }).catch(() => undefined);
+    // Right of the side bar (which the first test widens): a click there
+    // would land on a Tools view row, and a changed file's row opens a diff.
+    const side = await page.locator('.sidebar').boundingBox().catch(() => null);
+    const x = Math.max(600, side ? side.x + side.width + 40 : 0);
+    await page.locator('.monaco-workbench').click({ position: { x, y: 300 }, timeout: 2000 }).catch(() => undefined);
     await page.keyboard.press('F1');
     await input.waitFor({ state: 'visible', timeout: 3000 });
     await input.fill(`>${title}`);
@@ -599,7 +603,16 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await screenshot('snapshot-diff-deleted');
     await runPalette('View: Close All Editors');
 
-    // Undo this command, from the row's context menu: a modal names how many files, then they are back.
+    // Undo this command, from the row's context menu, while another command
+    // runs: a modal names how many files, the server answers SnapshotBusy,
+    // "Restore anyway" sends it with force, and the files are back.
+    const busy = `sh -c "until [ -e .gates/${id} ]; do sleep 0.05; done"`;
+    await runPalette('Toolhost: Run Command');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(busy);
+    await input.press('Enter');
+    await pickWhere();
+    await rowShows(busy, 'running');
     await treeRow(line).first().click({ button: 'right' });
     const undo = page.locator('.monaco-menu .action-item', { hasText: 'Undo this command' });
     await undo.first().waitFor({ timeout: 30_000 });
@@ -610,6 +623,11 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     assert.match(await dialog.first().innerText(), new RegExp(`${a} \\(modified\\), ${b} \\(deleted\\), ${c} \\(added\\)`));
     await screenshot('snapshot-undo-confirm');
     await dialog.first().locator('.monaco-button', { hasText: /^Undo$/ }).click();
+    const force = page.locator('.monaco-dialog-box', { hasText: 'Commands of this session are running' });
+    await force.first().waitFor({ timeout: 30_000 });
+    await screenshot('snapshot-undo-busy');
+    assert.ok(existsSync(path.join(WS, c)), 'nothing restored before "Restore anyway"');
+    await force.first().locator('.monaco-button', { hasText: /^Restore anyway$/ }).click();
     await until('the files to be back on disk', () =>
       existsSync(path.join(WS, b)) &&
       readFileSync(path.join(WS, a), 'utf8') === 'one\ntwo\n' &&
@@ -619,6 +637,8 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await notification(`undid "${line}"`).first().waitFor({ timeout: 30_000 });
     await rowShows('Changes (3)', 'undone');
     await screenshot('snapshot-undone');
+    writeFileSync(path.join(GATES, id), '');
+    await rowShows(busy, 'completed');
   });
 
   test('Run in Terminal runs sh: typed keys answer, stty size follows the panel, Open Terminal attaches, closing ends it', async () => {

@@ -731,7 +731,7 @@ class Toolhost implements vscode.Disposable {
       pending: (from) => client.sendRequest(DiffRequest, { from }),
       confirm: async (q) => (await vscode.window.showWarningMessage(q.message, { modal: true, detail: q.detail }, 'Undo')) === 'Undo',
       restore: (p) => client.sendRequest(RestoreRequest, p),
-      confirmForce: async (m) => (await vscode.window.showWarningMessage(m, { modal: true }, 'Restore anyway')) === 'Restore anyway',
+      confirmForce: async (q) => (await vscode.window.showWarningMessage(q.message, { modal: true, detail: q.detail }, 'Restore anyway')) === 'Restore anyway',
       info: (m) => void vscode.window.showInformationMessage(m),
       log: (line) => this.serverLog.info(line),
     });

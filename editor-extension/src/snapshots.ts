@@ -213,8 +213,8 @@ export interface UndoDeps {
   confirm(q: UndoQuestion): Promise<boolean>;
   /** The server's restore. */
   restore(params: RestoreParams): Promise<RestoreResult>;
-  /** Asked after SnapshotBusy: true to restore anyway (force). */
-  confirmForce(message: string): Promise<boolean>;
+  /** Asked after SnapshotBusy (a modal warning, detail: the server's reason): true to restore anyway (force). */
+  confirmForce(q: UndoQuestion): Promise<boolean>;
   /** Tells the user how it went. */
   info(message: string): void;
   /** A line for the server's log. */
@@ -258,9 +258,10 @@ export async function undoCommand(label: string, r: SnapshotResult, deps: UndoDe
     if (!isCode(e, CodeSnapshotBusy)) throw e;
     const why = reasonOf(e);
     deps.log(`restore of ${r.snapshotId}: busy (${why})`);
-    const ok = await deps.confirmForce(
-      `Toolhost: commands of this session are running (${why}). Restoring now changes files under them, and they may write again after. Restore anyway?`,
-    );
+    const ok = await deps.confirmForce({
+      message: 'Commands of this session are running: restoring now changes files under them, and they may write again after. Restore anyway?',
+      detail: `The server says: ${why}.`,
+    });
     if (!ok) return { declined: 'force' };
     forced = true;
     try {

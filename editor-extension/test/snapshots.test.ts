@@ -250,9 +250,9 @@ describe('undoCommand', () => {
         if (e) throw e;
         return { written: 2, removed: 1, ms: 7 };
       },
-      confirmForce: async (m) => {
+      confirmForce: async (q) => {
         calls.push('confirmForce');
-        questions.push(m);
+        questions.push(`${q.message}\n${q.detail}`);
         return over.force ?? true;
       },
       info: (m) => infos.push(m),
@@ -290,7 +290,7 @@ describe('undoCommand', () => {
     const out = await undoCommand('gen', r, x.d);
     assert.deepEqual(x.calls, ['pending s1', 'confirm', 'restore', 'confirmForce', 'restore force']);
     assert.deepEqual(x.restoreParams[1], { snapshotId: 's1', force: true });
-    assert.match(x.questions[1], /commands of this session are running \(1 commands of the session run.*\)\..*Restore anyway\?/s);
+    assert.match(x.questions[1], /^Commands of this session are running: .*Restore anyway\?\nThe server says: 1 commands of the session run; .*force: true\.$/s);
     assert.deepEqual(out, { restored: { written: 2, removed: 1, ms: 7 }, forced: true });
   });
 
@@ -397,12 +397,12 @@ describe('against the real binary', () => {
       pending: (from) => s.conn.sendRequest(DiffRequest, { from }),
       confirm: async (q) => (asked.push(q.message), true),
       restore: (p) => s.conn.sendRequest(RestoreRequest, p),
-      confirmForce: async (m) => (asked.push(m), true),
+      confirmForce: async (q) => (asked.push(q.message), true),
       info: (m) => asked.push(m),
       log: () => undefined,
     });
     assert.equal(asked[0], 'Undo "the script"? 8 files go back to how they were before it ran.');
-    assert.match(asked[1], /commands of this session are running/);
+    assert.match(asked[1], /^Commands of this session are running/);
     assert.ok('restored' in out && out.forced);
     assert.ok('restored' in out && out.restored.written >= 6 && out.restored.removed === 1, JSON.stringify(out));
     for (const [f, c] of Object.entries(files)) assert.deepEqual(readFileSync(path.join(root, f)), Buffer.from(c), `${f} is back`);
