@@ -55,7 +55,7 @@ import { RestartPolicy } from './restartPolicy';
 import { resolveServerPath } from './serverPath';
 import { resumeCapability, sessionIdOf, SessionStore, withResume } from './session';
 import { SnapshotDocs, snapshotUri } from './snapshotDocs';
-import { beforeText, hasSnapshot, isCode, type SnapshotRef, undoCommand } from './snapshots';
+import { beforeText, changesLabel, hasSnapshot, isCode, type SnapshotRef, undoCommand } from './snapshots';
 import { initializationOptions, initializeFailure, readServerArgs, refusedSetting, SettingError } from './settings';
 import { HandleTerminal, type TerminalServer, type TerminalTarget } from './terminal';
 import { Node, ToolsView } from './toolsView';
@@ -908,6 +908,10 @@ class Toolhost implements vscode.Disposable {
     }
     for (const a of r.network?.allowed ?? []) this.results.appendLine(`    allowed: ${describeAllowed(a)}`);
     for (const d of refusedHosts({ result: r })) this.results.appendLine(`    ${describeRefused(d)}`);
+    if (hasSnapshot(r)) {
+      const paths = (r.changes ?? []).slice(0, 20).map((c) => `${c.kind} ${c.path}`);
+      this.results.appendLine(`    ${changesLabel(r).toLowerCase()} since snapshot ${r.snapshotId}${paths.length > 0 ? `: ${paths.join(', ')}` : ''}${(r.changes?.length ?? 0) > paths.length ? ', …' : ''}`);
+    }
     this.results.appendLine(`    output: ${r.artifacts.outputPath}`);
     const byUser = r.status === 'cancelled' && this.cancelledByUser.has(r.handleId);
     if (!r.success && !byUser) {

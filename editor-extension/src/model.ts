@@ -561,6 +561,7 @@ export function toolTooltip(t: ToolView): string[] {
     ...t.ports.list().map((p) => `listening: ${describeListener(p)}`),
     ...confinementOf(t).lines,
     ...networkLines(t.result?.network),
+    t.result?.snapshotId && `snapshot before it: \`${t.result.snapshotId}\`${t.undone ? ' (undone)' : ''}`,
   ].filter((l): l is string => Boolean(l));
 }
 
