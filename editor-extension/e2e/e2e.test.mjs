@@ -11,7 +11,10 @@
 // toolhost> --root <another dir>`), so every Run… asks where: a command run
 // on `local` runs in that root and shows under its group. A command that
 // listens on a port raises "Port N opened by …", whose Open in Browser opens
-// the page it serves, and the port shows under its handle. Last, the
+// the page it serves, and the port shows under its handle. A command run
+// with a snapshot (the default) that edits, makes and deletes files shows
+// "Changes (3)" under its row; a click on a file opens the diff editor, and
+// "Undo this command" (after its modal) puts the files back. Last, the
 // workspace's settings get `toolhost.networkAllow` (a loopback origin the test
 // serves): the extension offers a restart, and a command that curls that
 // origin and a host outside the list shows the refused host under its row,
@@ -179,7 +182,11 @@ async function runPalette(title, timeoutMs = 90_000) {
   const input = page.locator('.quick-input-widget .quick-input-box input');
   await until(`the palette to list "${title}"`, async () => {
     await page.keyboard.press('Escape');
-    await page.locator('.monaco-workbench').click({ position: { x: 600, y: 300 }, timeout: 2000 }).catch(() => undefined);
+    // Right of the side bar (which the first test widens): a click there
+    // would land on a Tools view row, and a changed file's row opens a diff.
+    const side = await page.locator('.sidebar').boundingBox().catch(() => null);
+    const x = Math.max(600, side ? side.x + side.width + 40 : 0);
+    await page.locator('.monaco-workbench').click({ position: { x, y: 300 }, timeout: 2000 }).catch(() => undefined);
     await page.keyboard.press('F1');
     await input.waitFor({ state: 'visible', timeout: 3000 });
     await input.fill(`>${title}`);
@@ -231,10 +238,25 @@ async function pickWhere(label = 'This machine') {
   return offered.map((t) => t.replace(/\u00a0/g, ' '));
 }
 
-/** The Tools view's rows in order, with their tree level (1: top). */
+/** Folds (expanded false) or unfolds a top row of the Tools view (a group), by its label. */
+async function setExpanded(label, expanded) {
+  const row = page.locator('.pane-body .monaco-list-row[aria-level="1"]', { has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first();
+  await until(`the row "${label}" ${expanded ? 'unfolded' : 'folded'}`, async () => {
+    if ((await row.getAttribute('aria-expanded', { timeout: 2000 })) === String(expanded)) return true;
+    await row.locator('.monaco-tl-twistie').click({ timeout: 2000 });
+    return (await row.getAttribute('aria-expanded', { timeout: 2000 })) === String(expanded);
+  });
+}
+
+/** The Tools view's rows in order, with their tree level (1: top), label and description. */
 async function treeRows() {
   return page.locator('.pane-body .monaco-list-row').evaluateAll((rows) =>
-    rows.map((r) => ({ level: Number(r.getAttribute('aria-level')), text: r.innerText.replace(/\u00a0/g, ' ') })),
+    rows.map((r) => ({
+      level: Number(r.getAttribute('aria-level')),
+      text: r.innerText.replace(/\u00a0/g, ' '),
+      name: (r.querySelector('.label-name')?.textContent ?? '').replace(/\u00a0/g, ' '),
+      description: (r.querySelector('.label-description')?.textContent ?? '').replace(/\u00a0/g, ' '),
+    })),
   );
 }
 
@@ -305,6 +327,9 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
         'toolhost.trace.server': 'messages',
         // xterm's DOM renderer: the terminal's text is in the DOM to read.
         'terminal.integrated.gpuAcceleration': 'off',
+        // The diff editor side by side, its two sides' text to read, however narrow.
+        'diffEditor.renderSideBySide': true,
+        'diffEditor.useInlineViewWhenSpaceIsLimited': false,
         'toolhost.serverArgs': ['--destination', `${DESTINATION}=${farCommand}`],
       }),
     );
@@ -531,6 +556,101 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     await screenshot('failure-warning');
   });
 
+  test('a command run with a snapshot: "Changes (3)" under its row, a changed file in the diff editor, and Undo this command puts the files back', async () => {
+    const id = `snap${Math.floor(Math.random() * 1e9)}`;
+    const [a, b, c] = ['a', 'b', 'c'].map((x) => `${id}-${x}.txt`);
+    writeFileSync(path.join(WS, a), 'one\ntwo\n');
+    writeFileSync(path.join(WS, b), 'bee\n');
+    // It edits a, makes c and deletes b (toolhost.snapshotCommands is on by default).
+    const line = `sh -c "echo three >> ${a}; echo new > ${c}; rm ${b}"`;
+    await runPalette('Notifications: Clear All Notifications');
+    await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click(); // the Tools view
+    await runPalette('Toolhost: Run Command');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(line);
+    await input.press('Enter');
+    await pickWhere();
+    await rowShows(line, 'completed');
+
+    // "Changes (3)" is the command's child, and the three files are its children, with their kinds.
+    let rows = [];
+    let handleAt = -1;
+    await until('"Changes (3)" under the command, with its files', async () => {
+      rows = await treeRows();
+      handleAt = rows.findIndex((r) => r.text.includes(line));
+      const kids = rows.slice(handleAt + 2, handleAt + 5);
+      return (
+        handleAt >= 0 &&
+        rows[handleAt + 1]?.text.startsWith('Changes (3)') &&
+        rows[handleAt + 1].level === rows[handleAt].level + 1 &&
+        kids.length === 3 &&
+        kids.every((r) => r.level === rows[handleAt].level + 2)
+      );
+    });
+    const files = rows.slice(handleAt + 2, handleAt + 5).map((r) => `${r.name}: ${r.description}`);
+    assert.deepEqual(files, [`${a}: modified`, `${b}: deleted`, `${c}: added`], JSON.stringify(rows));
+    await screenshot('snapshot-changes');
+
+    // A click on the modified file: the diff editor, the snapshot (left) against the file now (right).
+    const diffEditor = page.locator('.editor-group-container .monaco-diff-editor');
+    const sideText = async (side) => editorText(await diffEditor.locator(`.editor.${side} .view-lines`).allInnerTexts());
+    // The file's own row (the command's row names the files too).
+    const fileRow = (name) => page.locator('.pane-body .monaco-list-row', { has: page.locator('.label-name', { hasText: new RegExp(`^${name}$`) }) }).first();
+    await fileRow(a).click();
+    await page.locator('.tabs-container .tab', { hasText: `${a} (before` }).first().waitFor({ timeout: 30_000 });
+    await until('the diff editor to show the file before and now', async () => {
+      const [before, now] = [await sideText('original'), await sideText('modified')];
+      return before.includes('two') && !before.includes('three') && now.includes('three');
+    });
+    assert.match(await page.locator('.tabs-container .tab.active').innerText(), new RegExp(`${a} \\(before sh -c .*↔ now`));
+    await screenshot('snapshot-diff-modified');
+    // The deleted file: as it was on the left, nothing on the right.
+    await fileRow(b).click();
+    await page.locator('.tabs-container .tab', { hasText: `${b} (before` }).first().waitFor({ timeout: 30_000 });
+    await until('the diff editor to show the deleted file before', async () => (await sideText('original')).includes('bee') && !(await sideText('modified')).includes('bee'));
+    assert.match(await page.locator('.tabs-container .tab.active').innerText(), /↔ now \(deleted\)/);
+    await screenshot('snapshot-diff-deleted');
+    await runPalette('View: Close All Editors');
+
+    // Undo this command, from the row's context menu, while another command
+    // runs: a modal names how many files, the server answers SnapshotBusy,
+    // "Restore anyway" sends it with force, and the files are back.
+    const busy = `sh -c "until [ -e .gates/${id} ]; do sleep 0.05; done"`;
+    await runPalette('Toolhost: Run Command');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(busy);
+    await input.press('Enter');
+    await pickWhere();
+    await rowShows(busy, 'running');
+    await treeRow(line).first().click({ button: 'right' });
+    const undo = page.locator('.monaco-menu .action-item', { hasText: 'Undo this command' });
+    await undo.first().waitFor({ timeout: 30_000 });
+    await screenshot('snapshot-undo-menu');
+    await undo.first().click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: '3 files go back to how they were before it ran' });
+    await dialog.first().waitFor({ timeout: 30_000 });
+    assert.match(await dialog.first().innerText(), new RegExp(`${a} \\(modified\\), ${b} \\(deleted\\), ${c} \\(added\\)`));
+    await screenshot('snapshot-undo-confirm');
+    await dialog.first().locator('.monaco-button', { hasText: /^Undo$/ }).click();
+    const force = page.locator('.monaco-dialog-box', { hasText: 'Commands of this session are running' });
+    await force.first().waitFor({ timeout: 30_000 });
+    await screenshot('snapshot-undo-busy');
+    assert.ok(existsSync(path.join(WS, c)), 'nothing restored before "Restore anyway"');
+    await force.first().locator('.monaco-button', { hasText: /^Restore anyway$/ }).click();
+    await until('the files to be back on disk', () =>
+      existsSync(path.join(WS, b)) &&
+      readFileSync(path.join(WS, a), 'utf8') === 'one\ntwo\n' &&
+      readFileSync(path.join(WS, b), 'utf8') === 'bee\n' &&
+      !existsSync(path.join(WS, c)),
+    );
+    await notification(`undid "${line}"`).first().waitFor({ timeout: 30_000 });
+    await rowShows('Changes (3)', 'undone');
+    await screenshot('snapshot-undone');
+    writeFileSync(path.join(GATES, id), '');
+    await rowShows(busy, 'completed');
+  });
+
   test('Run in Terminal runs sh: typed keys answer, stty size follows the panel, Open Terminal attaches, closing ends it', async () => {
     const line = 'env TOOLHOST_E2E_TERM=1 sh';
     await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click(); // the Tools view
@@ -732,6 +852,10 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
     // It ran at the destination's root, not in the workspace.
     await until('the command to run at the destination', () => existsSync(path.join(FAR, `ran-${id}`)));
     assert.ok(!existsSync(path.join(WS, `ran-${id}`)));
+    // The earlier tests' rows (their Changes too) fill This machine's group,
+    // and the list draws only the rows in view: fold it, so that the
+    // destination's group, below it, is in view.
+    await setExpanded('This machine', false);
     await rowShows(line, 'running');
     await rowShows(DESTINATION, 'ready');
     const rows = await treeRows();
@@ -757,20 +881,26 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts()).includes(`out-${id}`),
     );
     await screenshot('destination-output');
+    await setExpanded('This machine', true);
     await runPalette('View: Close All Editors');
   });
 
   test('a crashing server is restarted a bounded number of times, then the user is told', async () => {
     const serverPids = () => pidsWithArg(`bin/toolhost\0--root\0${WS}\0`);
     await runPalette('Notifications: Clear All Notifications');
+    // Each restarted server is killed once the client runs it (its log says
+    // so): one killed mid-start is a failed start to vscode-languageclient,
+    // whose restart then races its own stop, rather than a crash.
+    const started = () => (serverLog().match(/The server is running:/g) ?? []).length;
     let pid;
     await until('one server process', () => serverPids().length === 1);
     [pid] = serverPids();
     for (let i = 1; i <= 3; i++) {
+      const before = started();
       process.kill(pid, 'SIGKILL');
       await until(`restart ${i} after a crash`, () => {
         const p = serverPids();
-        return p.length === 1 && p[0] !== pid;
+        return p.length === 1 && p[0] !== pid && started() > before;
       });
       [pid] = serverPids();
     }
@@ -835,7 +965,8 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       // Its only child: the restarted server's h-1 is not the recipe that was h-1 before.
       const end = rows.findIndex((r, i) => i > handleAt && r.level <= rows[handleAt].level);
       const children = rows.slice(handleAt + 1, end < 0 ? rows.length : end);
-      assert.deepEqual(children.map((r) => r.text.trim()), [refused], `nothing of another handle under it: ${JSON.stringify(rows)}`);
+      // Besides its snapshot's "Changes (0)": it wrote nothing in the workspace.
+      assert.deepEqual(children.map((r) => `${r.name}${r.description ? `: ${r.description}` : ''}`), [refused, 'Changes (0): nothing changed'], `nothing of another handle under it: ${JSON.stringify(rows)}`);
       assert.ok(!rows.some((r) => r.text.includes(`Refused: 127.0.0.1:${port}`)), 'the allowed origin is not refused');
 
       // "confined" as text in the row's description, drawn by any font; no emoji lock.

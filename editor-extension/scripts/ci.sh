@@ -17,6 +17,7 @@
 #                                sh in a terminal (keys, resize, attach, close),
 #                                a port opened (notification, browser, view),
 #                                a destination (picker, group), crash restarts,
+#                                a command's snapshot (Changes, diff, undo),
 #                                toolhost.networkAllow (refused host, "confined"),
 #                                a window reload mid-command (toolhost.persist)
 set -uo pipefail

@@ -32,6 +32,15 @@ export function sandboxOf(init: unknown): SandboxCapability | undefined {
 }
 
 /**
+ * snapshotsOf says an initialize answer offers snapshots
+ * (`capabilities.snapshots`): `snapshot: true` on commands, restore and
+ * diff. A server from before them says nothing, and is asked none.
+ */
+export function snapshotsOf(init: unknown): boolean {
+  return isRecord(init) && isRecord(init.capabilities) && init.capabilities.snapshots === true;
+}
+
+/**
  * isSandbox checks a sandbox as the server says it: a filesystem mode, a
  * network that is true, false or an allow-list ({allow: [...]}), and the
  * protected and unreadable paths.

@@ -14,7 +14,7 @@ import {
   State,
   WorkDoneProgress,
 } from 'vscode-languageclient/node';
-import { progressHandles, sandboxOf, workspaceOf } from './answers';
+import { progressHandles, sandboxOf, snapshotsOf, workspaceOf } from './answers';
 import { splitArgv } from './argv';
 import { destinationOf, destinationPicks, destinationsOf, handleHead, isLocalPath, qualifiedPath, THIS_MACHINE } from './destinations';
 import type { ReadOutput } from './follow';
@@ -24,7 +24,10 @@ import {
   type CancelParams,
   type InitializationOptions,
   CancelRequest,
+  type Change,
+  CodeSnapshotTooLarge,
   DestinationsRequest,
+  DiffRequest,
   HeartbeatNotification,
   type LongRunningParams,
   LongRunningRequest,
@@ -37,6 +40,7 @@ import {
   ReadFileRequest,
   ReadOutputRequest,
   ResizeRequest,
+  RestoreRequest,
   StepTransitionNotification,
   type ToolResult,
   ToolResultNotification,
@@ -50,6 +54,8 @@ import { parseRecipe, Recipe, recipeParams, usesPty } from './recipes';
 import { RestartPolicy } from './restartPolicy';
 import { resolveServerPath } from './serverPath';
 import { resumeCapability, sessionIdOf, SessionStore, withResume } from './session';
+import { SnapshotDocs, snapshotUri } from './snapshotDocs';
+import { beforeText, changesLabel, hasSnapshot, isCode, type SnapshotRef, undoCommand } from './snapshots';
 import { initializationOptions, initializeFailure, readServerArgs, refusedSetting, SettingError } from './settings';
 import { HandleTerminal, type TerminalServer, type TerminalTarget } from './terminal';
 import { Node, ToolsView } from './toolsView';
@@ -99,6 +105,12 @@ class Toolhost implements vscode.Disposable {
    * initialize is reported then, under its label.
    */
   private resumed: Promise<void> = Promise.resolve();
+  /** The server offers snapshots (capabilities.snapshots): commands are run with one (toolhost.snapshotCommands). */
+  private snapshots = false;
+  /** A command could not get its snapshot, and the user was told, since the server started. */
+  private snapshotWarned = false;
+  /** The documents of a file as a command's snapshot holds it, for the diff editor. */
+  private readonly snapshotDocs: SnapshotDocs;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.session = new SessionStore(context.workspaceState);
@@ -106,6 +118,7 @@ class Toolhost implements vscode.Disposable {
     this.serverLog = vscode.window.createOutputChannel('Toolhost Server', { log: true });
     this.view = new ToolsView(this.model);
     this.live = new LiveOutput(errorText, (line) => this.serverLog.info(line));
+    this.snapshotDocs = new SnapshotDocs((ref) => this.loadSnapshotDoc(ref));
     this.status = vscode.window.createStatusBarItem('toolhost.running', vscode.StatusBarAlignment.Left, 10);
     this.status.name = 'Toolhost';
     this.status.command = 'toolhost.tools.focus';
@@ -122,6 +135,7 @@ class Toolhost implements vscode.Disposable {
       });
     this.disposables.push(
       this.live,
+      this.snapshotDocs,
       this.results,
       this.serverLog,
       this.status,
@@ -136,6 +150,8 @@ class Toolhost implements vscode.Disposable {
       cmd('toolhost.openOutput', (node?: Node) => this.openOutput(toolOf(node))),
       cmd('toolhost.openPort', (node?: Node) => node?.kind === 'port' && this.openPort(node.port)),
       cmd('toolhost.openProgressFile', (node?: Node) => node?.kind === 'progressFile' && this.openFile(node.tool.handleId, node.path, 'json')),
+      cmd('toolhost.openChange', (node?: Node) => this.openChange(node)),
+      cmd('toolhost.undoCommand', (node?: Node) => this.undo(toolOf(node))),
       cmd('toolhost.refresh', () => this.refresh()),
       cmd('toolhost.restartServer', () => this.restartServer()),
       cmd('toolhost.showResults', () => this.results.show(true)),
@@ -270,6 +286,8 @@ class Toolhost implements vscode.Disposable {
       }
       if (e.newState === State.Running) {
         this.artifactsDir = workspaceOf(client.initializeResult)?.artifactsDir ?? '';
+        this.snapshots = snapshotsOf(client.initializeResult);
+        this.snapshotWarned = false;
         const sandbox = sandboxOf(client.initializeResult);
         const sessionId = sessionIdOf(client.initializeResult);
         this.persisting = persist && resumeCapability(client.initializeResult) && sessionId !== undefined;
@@ -396,7 +414,7 @@ class Toolhost implements vscode.Disposable {
     if (line === undefined) return;
     const destination = await this.pickDestination(client, `Toolhost: Run Command: ${line.trim()}`);
     if (destination === undefined) return;
-    const params: LongRunningParams = { argv: splitArgv(line), label: line.trim(), ...(destination && { destination }) };
+    const params: LongRunningParams = { argv: splitArgv(line), label: line.trim(), ...(destination && { destination }), ...this.snapshotOption() };
     await this.launch(client, params);
   }
 
@@ -447,7 +465,7 @@ class Toolhost implements vscode.Disposable {
     if (!pick) return;
     const destination = await this.pickDestination(client, `Toolhost: Run Recipe: ${pick.recipe.label}`);
     if (destination === undefined) return;
-    await this.launch(client, { ...recipeParams(pick.recipe), ...(destination && { destination }) });
+    await this.launch(client, { ...recipeParams(pick.recipe), ...(destination && { destination }), ...this.snapshotOption() });
   }
 
   /**
@@ -470,8 +488,8 @@ class Toolhost implements vscode.Disposable {
       kind: 'start',
       start: async (size) => {
         const client = this.ready();
-        const params: LongRunningParams = { argv, label, pty: size, streamOutput: true, ...(destination && { destination }) };
-        const r = await client.sendRequest(LongRunningRequest, params);
+        const params: LongRunningParams = { argv, label, pty: size, streamOutput: true, ...(destination && { destination }), ...this.snapshotOption() };
+        const r = await this.startLongRunning(client, params);
         this.outputs.expect(r.handleId);
         this.model.started(r, label, undefined, params.pty);
         return r;
@@ -532,7 +550,7 @@ class Toolhost implements vscode.Disposable {
     const progressDone = client.onProgress(WorkDoneProgress.type, workDoneToken, () => undefined);
     let started: LongRunningResult;
     try {
-      started = await client.sendRequest(LongRunningRequest, { ...params, workDoneToken });
+      started = await this.startLongRunning(client, { ...params, workDoneToken });
     } catch (e) {
       progressDone.dispose();
       throw e;
@@ -574,6 +592,155 @@ class Toolhost implements vscode.Disposable {
           } else update(tool);
         }),
     );
+  }
+
+  /**
+   * snapshotOption is what a command the user starts asks for: a snapshot
+   * before it (its result then says what it changed, and Undo this command
+   * restores it), when the server offers snapshots and
+   * toolhost.snapshotCommands is on.
+   */
+  private snapshotOption(): { snapshot?: true } {
+    const on = vscode.workspace.getConfiguration('toolhost').get<boolean>('snapshotCommands', true) !== false;
+    return on && this.snapshots ? { snapshot: true } : {};
+  }
+
+  /**
+   * startLongRunning sends longRunning; when it asked for a snapshot and
+   * was refused, it sends it again without: the snapshot is taken before
+   * the command starts, so a refused request started nothing, and a
+   * workspace the server cannot snapshot (over --snapshot-max-bytes, an
+   * unusable state directory) must not keep commands from running. The
+   * user is told once per server. A request refused for the command
+   * itself is refused again, with its own error.
+   */
+  private async startLongRunning(client: LanguageClient, params: LongRunningParams): Promise<LongRunningResult> {
+    try {
+      return await client.sendRequest(LongRunningRequest, params);
+    } catch (e) {
+      if (!params.snapshot) throw e;
+      const { snapshot: _, ...plain } = params;
+      const started = await client.sendRequest(LongRunningRequest, plain);
+      this.snapshotFailed(params.label ?? '', e);
+      return started;
+    }
+  }
+
+  private snapshotFailed(label: string, e: unknown): void {
+    const largest = isCode(e, CodeSnapshotTooLarge) ? ((e as { data?: { largest?: { path: string; bytes: number }[] } }).data?.largest ?? []) : [];
+    const dirs = largest.slice(0, 3).map((d) => d.path || '.').join(', ');
+    this.serverLog.warn(`"${label}" runs without a snapshot: ${errorText(e)}`);
+    if (this.snapshotWarned) return;
+    this.snapshotWarned = true;
+    const hint = isCode(e, CodeSnapshotTooLarge)
+      ? ` Leave large directories out with "--snapshot-exclude" in toolhost.serverArgs${dirs ? ` (the largest: ${dirs})` : ''}, or turn off toolhost.snapshotCommands.`
+      : '';
+    void vscode.window
+      .showWarningMessage(`Toolhost: "${label}" runs without a snapshot, so it cannot be undone: ${errorText(e)}.${hint}`, 'Open Settings', 'Show Log')
+      .then((a) => {
+        if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'toolhost.snapshotCommands');
+        if (a === 'Show Log') this.serverLog.show();
+      });
+  }
+
+  /**
+   * fileNow is a path of a snapshot's root as it is now: on this machine
+   * the workspace file (uri, when there is one, and its text), on a
+   * destination (a snapshot id "NAME/…") its text read with readFile. No
+   * text: there is no file there now.
+   */
+  private async fileNow(snapshotId: string, rel: string): Promise<{ uri?: vscode.Uri; text?: string; directory?: boolean }> {
+    const head = handleHead(snapshotId);
+    if (!head) {
+      const folder = this.folder;
+      if (!folder) throw new Error('open a folder first');
+      const uri = vscode.Uri.joinPath(folder.uri, ...rel.split('/'));
+      let stat: vscode.FileStat;
+      try {
+        stat = await vscode.workspace.fs.stat(uri);
+      } catch {
+        return {};
+      }
+      if (stat.type & vscode.FileType.Directory) return { uri, directory: true };
+      return { uri, text: Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8') };
+    }
+    const root = this.model.destinations().find((d) => d.name === destinationOf(snapshotId))?.root;
+    if (!root) throw new Error(`the root of the destination ${destinationOf(snapshotId)} is not known (not connected)`);
+    try {
+      const r = await this.ready().sendRequest(ReadFileRequest, { path: qualifiedPath(snapshotId, `${root.replace(/\/$/, '')}/${rel}`) });
+      return { text: r.encoding === 'base64' ? Buffer.from(r.content, 'base64').toString('utf8') : r.content };
+    } catch (e) {
+      this.serverLog.info(`readFile of ${rel} on ${head}: ${errorText(e)}`);
+      return {};
+    }
+  }
+
+  /** before is a file as a snapshot holds it: the server's patch of it since, reversed on the file now. */
+  private async before(snapshotId: string, rel: string): Promise<{ before: ReturnType<typeof beforeText>; now: Awaited<ReturnType<Toolhost['fileNow']>> }> {
+    const diff = await this.ready().sendRequest(DiffRequest, { from: snapshotId, path: rel });
+    const now = await this.fileNow(snapshotId, rel);
+    if (now.directory) return { before: { none: 'it is a directory' }, now };
+    return { before: beforeText(rel, diff, now.text), now };
+  }
+
+  /** loadSnapshotDoc computes a snapshot document VS Code asks for again (reopened, restored after a reload). */
+  private async loadSnapshotDoc(ref: SnapshotRef): Promise<string> {
+    if (ref.side === 'now') return (await this.fileNow(ref.snapshotId, ref.path)).text ?? '';
+    const { before } = await this.before(ref.snapshotId, ref.path);
+    if ('none' in before) throw new Error(before.none);
+    return before.text;
+  }
+
+  /**
+   * openChange opens the diff editor on a changed file: on the left the
+   * file as the snapshot taken before the command holds it (a document of
+   * toolhost-snapshot:), on the right the file now (the workspace's own
+   * file, which can be edited; an empty document when it is gone). A file
+   * with no text to compare (binary, too large, a directory) is a message.
+   */
+  private async openChange(node: Node | undefined): Promise<void> {
+    if (node?.kind !== 'change' || !hasSnapshot(node.tool.result)) return;
+    const { tool, change } = node;
+    const snapshotId = node.tool.result.snapshotId;
+    const { before, now } = await this.before(snapshotId, change.path);
+    if ('none' in before) {
+      void vscode.window.showInformationMessage(`Toolhost: ${change.path}: ${before.none}.`);
+      return;
+    }
+    const ref: SnapshotRef = { snapshotId, path: change.path, session: sessionOfKey(tool.key), side: 'before' };
+    const left = snapshotUri(ref);
+    this.snapshotDocs.set(left, before.text);
+    let right = now.text !== undefined ? now.uri : undefined;
+    if (!right) {
+      right = snapshotUri({ ...ref, side: 'now' });
+      this.snapshotDocs.set(right, now.text ?? '');
+    }
+    await vscode.commands.executeCommand('vscode.diff', left, right, diffTitle(change, tool.label, now.text !== undefined), { preview: true });
+  }
+
+  /**
+   * undo undoes a command run with a snapshot, after a modal confirmation
+   * naming how many files go back: `restore {snapshotId}`, and with force
+   * after a second question when the session's commands run (SnapshotBusy).
+   */
+  private async undo(tool: ToolView | undefined): Promise<void> {
+    if (!tool || !hasSnapshot(tool.result)) return;
+    const client = this.ready();
+    const r = tool.result;
+    const outcome = await undoCommand(tool.label, r, {
+      pending: (from) => client.sendRequest(DiffRequest, { from }),
+      confirm: async (q) => (await vscode.window.showWarningMessage(q.message, { modal: true, detail: q.detail }, 'Undo')) === 'Undo',
+      restore: (p) => client.sendRequest(RestoreRequest, p),
+      confirmForce: async (q) => (await vscode.window.showWarningMessage(q.message, { modal: true, detail: q.detail }, 'Restore anyway')) === 'Restore anyway',
+      info: (m) => void vscode.window.showInformationMessage(m),
+      log: (line) => this.serverLog.info(line),
+    });
+    if ('restored' in outcome) {
+      const { written, removed, ms } = outcome.restored;
+      this.serverLog.info(`Undid "${tool.label}": restored ${r.snapshotId}${outcome.forced ? ' (force)' : ''}: ${written} written, ${removed} removed, ${ms} ms.`);
+      this.results.appendLine(`[${new Date().toLocaleTimeString()}] ${tool.label}: undone (snapshot ${r.snapshotId}: ${written} written, ${removed} removed)`);
+      this.model.undone(tool);
+    }
   }
 
   private async cancel(tool: ToolView | undefined): Promise<void> {
@@ -741,6 +908,10 @@ class Toolhost implements vscode.Disposable {
     }
     for (const a of r.network?.allowed ?? []) this.results.appendLine(`    allowed: ${describeAllowed(a)}`);
     for (const d of refusedHosts({ result: r })) this.results.appendLine(`    ${describeRefused(d)}`);
+    if (hasSnapshot(r)) {
+      const paths = (r.changes ?? []).slice(0, 20).map((c) => `${c.kind} ${c.path}`);
+      this.results.appendLine(`    ${changesLabel(r).toLowerCase()} since snapshot ${r.snapshotId}${paths.length > 0 ? `: ${paths.join(', ')}` : ''}${(r.changes?.length ?? 0) > paths.length ? ', …' : ''}`);
+    }
     this.results.appendLine(`    output: ${r.artifacts.outputPath}`);
     const byUser = r.status === 'cancelled' && this.cancelledByUser.has(r.handleId);
     if (!r.success && !byUser) {
@@ -790,6 +961,19 @@ function endProcess(child: ChildProcess | undefined, signal: NodeJS.Signals): vo
   } catch {
     // gone meanwhile
   }
+}
+
+/** sessionOfKey is the session part of a Tools view row's key ("<session>:<handle>"). */
+function sessionOfKey(key: string): string {
+  const colon = key.indexOf(':');
+  return colon < 0 ? '' : key.slice(0, colon);
+}
+
+/** diffTitle is the diff editor's title: "a.txt (before "go generate") ↔ now". */
+function diffTitle(change: Change, label: string, exists: boolean): string {
+  const name = change.path.slice(change.path.lastIndexOf('/') + 1);
+  const short = label.length > 40 ? `${label.slice(0, 39)}…` : label;
+  return `${name} (before ${short}) ↔ ${exists ? 'now' : 'now (deleted)'}`;
 }
 
 /** toolOf is the handle a Tools view node is about: its own, a step's, a port's; none for a group. */

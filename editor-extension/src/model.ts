@@ -75,6 +75,11 @@ export interface ToolView {
    */
   progressPath?: string;
   result?: ToolResult;
+  /**
+   * Undone says "Undo this command" restored the snapshot taken before it
+   * (its result's snapshotId), in this window.
+   */
+  undone?: boolean;
 }
 
 /**
@@ -275,6 +280,12 @@ export class ToolsModel {
     t.ports.snapshot(p.status === 'running' ? p.ports : undefined);
     if (p.progressPath) t.progressPath = p.progressPath;
     this.elapsed(t, p.elapsedMs);
+    this.fire(t);
+  }
+
+  /** undone records that a handle's command was undone (its snapshot restored). */
+  undone(t: ToolView): void {
+    t.undone = true;
     this.fire(t);
   }
 
@@ -550,6 +561,7 @@ export function toolTooltip(t: ToolView): string[] {
     ...t.ports.list().map((p) => `listening: ${describeListener(p)}`),
     ...confinementOf(t).lines,
     ...networkLines(t.result?.network),
+    t.result?.snapshotId && `snapshot before it: \`${t.result.snapshotId}\`${t.undone ? ' (undone)' : ''}`,
   ].filter((l): l is string => Boolean(l));
 }
 
@@ -565,9 +577,10 @@ export function describeStepView(s: StepView): string {
 /**
  * contextValue is what the menus of a handle's item match on:
  * "toolhost.running" (Cancel), "toolhost.running.pty" (Cancel and Open
- * Terminal) or "toolhost.done"; all offer Open Output.
+ * Terminal), "toolhost.done.snapshot" (ended, run with a snapshot: Undo
+ * this command) or "toolhost.done"; all offer Open Output.
  */
-export function contextValue(t: Pick<ToolView, 'status' | 'pty' | 'lost'>): string {
-  if (t.status !== 'running' || t.lost) return 'toolhost.done';
+export function contextValue(t: Pick<ToolView, 'status' | 'pty' | 'lost'> & { result?: Pick<ToolResult, 'snapshotId'> }): string {
+  if (t.status !== 'running' || t.lost) return t.result?.snapshotId ? 'toolhost.done.snapshot' : 'toolhost.done';
   return t.pty ? 'toolhost.running.pty' : 'toolhost.running';
 }

@@ -7,27 +7,17 @@ import {
   describeStepView,
   describeTool,
   hostPort,
-  refusedHosts,
   StepView,
   toolTooltip,
   ToolsModel,
   ToolView,
 } from './model';
 import { describePort, forwardedFrom, portUrl } from './ports';
-import type { NetworkDenied, Port } from './protocol';
+import type { Change, NetworkDenied, Port } from './protocol';
+import { changeRow, changesLabel, directories } from './snapshots';
+import { changeChildren, EXPAND_CHANGES, type Node, toolChildren } from './treeNodes';
 
-/**
- * A node of the Tools view: a destination's group (when the server has
- * destinations), a handle, one of its steps, one of the ports it listens
- * on, its progress file, or a host its network allow-list refused it.
- */
-export type Node =
-  | { kind: 'group'; group: Group<ToolView> }
-  | { kind: 'tool'; tool: ToolView }
-  | { kind: 'step'; tool: ToolView; step: StepView; index: number }
-  | { kind: 'port'; tool: ToolView; port: Port }
-  | { kind: 'progressFile'; tool: ToolView; path: string }
-  | { kind: 'refused'; tool: ToolView; denied: NetworkDenied };
+export type { Node } from './treeNodes';
 
 /**
  * ToolsView shows every handle of the session with its label, status,
@@ -84,6 +74,7 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
       return (now?.tools ?? []).map((tool) => ({ kind: 'tool', tool }));
     }
     if (node.kind === 'tool') return toolChildren(node.tool);
+    if (node.kind === 'changes') return changeChildren(node.tool);
     return [];
   }
 
@@ -108,6 +99,10 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
         return progressFileItem(node.tool, node.path);
       case 'refused':
         return refusedItem(node.tool, node.denied);
+      case 'changes':
+        return changesItem(node.tool);
+      case 'change':
+        return changeItem(node.tool, node.change);
       case 'tool':
         return this.toolItem(node.tool);
     }
@@ -160,6 +155,10 @@ function nodeKey(n: Node): string {
       return `progressFile:${n.tool.key}`;
     case 'refused':
       return `refused:${n.tool.key}:${hostPort(n.denied.host, n.denied.port)}`;
+    case 'changes':
+      return `changes:${n.tool.key}`;
+    case 'change':
+      return `change:${n.tool.key}:${n.change.path}`;
   }
 }
 
@@ -175,16 +174,45 @@ function leafAware(id: string, hasChildren: boolean): string {
 }
 
 /**
- * toolChildren are a handle's rows: its progress file, the ports it listens
- * on, the hosts its allow-list refused it (once it ended), then its steps.
+ * changesItem is the "Changes (n)" row of a command run with a snapshot:
+ * its children are the paths it changed. A short list shows expanded.
+ * Undo this command is in its context menu, as on the command's row.
  */
-function toolChildren(tool: ToolView): Node[] {
-  const nodes: Node[] = [];
-  if (tool.progressPath) nodes.push({ kind: 'progressFile', tool, path: tool.progressPath });
-  for (const port of tool.ports.list()) nodes.push({ kind: 'port', tool, port });
-  for (const denied of refusedHosts(tool)) nodes.push({ kind: 'refused', tool, denied });
-  tool.steps.forEach((step, index) => nodes.push({ kind: 'step', tool, step, index }));
-  return nodes;
+function changesItem(t: ToolView): vscode.TreeItem {
+  const r = t.result;
+  const n = r?.changes?.length ?? 0;
+  const state = n === 0 ? vscode.TreeItemCollapsibleState.None : n <= EXPAND_CHANGES ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
+  const item = new vscode.TreeItem(r ? changesLabel(r) : 'Changes', state);
+  item.id = leafAware(`${t.key}/changes`, n > 0);
+  item.description = [n === 0 ? 'nothing changed' : '', t.undone ? 'undone' : ''].filter(Boolean).join(' · ');
+  item.tooltip = new vscode.MarkdownString(
+    [
+      `**${changesLabel(r ?? {})}**: what the command added, modified and deleted in the workspace${r?.changesTruncated ? ' (the server lists the first 1,000)' : ''}`,
+      `snapshot before it: \`${r?.snapshotId ?? ''}\``,
+      'click a file to compare it with how it was; **Undo this command** (right-click) puts the workspace back as it was before it ran',
+      t.undone ? 'undone in this window' : '',
+    ]
+      .filter(Boolean)
+      .join('  \n'),
+  );
+  item.iconPath = new vscode.ThemeIcon('diff');
+  item.contextValue = 'toolhost.changes';
+  return item;
+}
+
+/** changeItem is one changed path under "Changes (n)": click it for the diff editor, snapshot against now. */
+function changeItem(t: ToolView, c: Change): vscode.TreeItem {
+  const row = changeRow(c, directories(t.result?.changes ?? []));
+  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
+  item.id = `${t.key}/change/${c.path}`;
+  item.description = row.description;
+  item.tooltip = row.tooltip;
+  item.iconPath = new vscode.ThemeIcon(row.icon, new vscode.ThemeColor(row.color));
+  item.contextValue = row.directory ? 'toolhost.changedDir' : 'toolhost.change';
+  if (!row.directory) {
+    item.command = { command: 'toolhost.openChange', title: 'Compare with Before', arguments: [{ kind: 'change', tool: t, change: c } satisfies Node] };
+  }
+  return item;
 }
 
 function groupItem(g: Group<ToolView>): vscode.TreeItem {
