@@ -159,18 +159,3 @@ func TestStop(t *testing.T) {
 	}
 	d.Stop() // again: nothing to do
 }
-
-// awaitReaped waits up to limit for pid to leave /proc (no zombie left)
-// and says whether it did.
-func awaitReaped(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
