@@ -332,6 +332,5 @@ func (h *Holder) resume(ctx context.Context, f *front, rs *rpc.Session, s *sessi
 	rs.MoveTo(ctx, s.rs, lastSeq)
 	h.log.Info("session resumed", "session", s.id)
 	res := *s.init
-	res.Capabilities.Sandbox = s.init.Capabilities.Sandbox
 	return &res, nil
 }

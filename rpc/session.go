@@ -28,10 +28,13 @@ type Session struct {
 	log  *slog.Logger
 	keep bool // persisted: the ledger keeps numbered notifications for a later connection
 
-	mu sync.Mutex
-	// srv is the connection serving the session, guarded by mu; nil
-	// while detached, and between a resume's initialize and its answer.
-	srv  *Server
+	// srv is the connection serving the session; nil while detached, and
+	// between a resume's initialize and its answer. It is read without mu
+	// (every notification reads it) and written under mu, so that the
+	// ledger's sends and a bind's replay keep their order.
+	srv atomic.Pointer[Server]
+
+	mu   sync.Mutex
 	caps protocol.ClientCapabilities // set by initialize; guarded by mu
 
 	// seq is the last number given to a numbered notification, guarded by
@@ -73,15 +76,13 @@ const ledgerKeepWritten = 10000
 
 // newSession returns a session served by srv.
 func newSession(srv *Server, keep bool) *Session {
-	return &Session{srv: srv, log: srv.log, keep: keep}
+	s := &Session{log: srv.log, keep: keep}
+	s.srv.Store(srv)
+	return s
 }
 
 // conn returns the connection serving the session, or nil.
-func (s *Session) conn() *Server {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.srv
-}
+func (s *Session) conn() *Server { return s.srv.Load() }
 
 // ClientCapabilities returns what the client said it supports.
 func (s *Session) ClientCapabilities() protocol.ClientCapabilities {
@@ -165,9 +166,10 @@ func (s *Session) NotifyNumbered(method string, params any) {
 		s.log.Error("cannot number notification", "method", method, "err", err)
 		return
 	}
+	srv := s.srv.Load()
 	if !s.keep {
-		if s.srv != nil {
-			s.srv.out.send(body, false)
+		if srv != nil {
+			srv.out.send(body, false)
 		}
 		return
 	}
@@ -176,8 +178,8 @@ func (s *Session) NotifyNumbered(method string, params any) {
 	if s.journal != nil {
 		s.journal.Numbered(n.seq, body)
 	}
-	if s.srv != nil {
-		s.srv.out.sendThen(body, func() { s.markWritten(n) })
+	if srv != nil {
+		srv.out.sendThen(body, func() { s.markWritten(n) })
 	}
 }
 
@@ -320,8 +322,7 @@ func (s *Session) MoveTo(ctx context.Context, target *Session, lastSeq *int64) {
 	caps := s.ClientCapabilities()
 	srv.session.Store(target)
 	target.mu.Lock()
-	prev := target.srv
-	target.srv = nil
+	prev := target.srv.Swap(nil)
 	target.caps = caps
 	target.mu.Unlock()
 	if prev != nil && prev != srv {
@@ -338,7 +339,7 @@ func (s *Session) bind(srv *Server, lastSeq *int64) {
 	if srv.isEnding() {
 		return
 	}
-	s.srv = srv
+	s.srv.Store(srv)
 	for _, n := range s.ledger {
 		if lastSeq != nil && n.seq <= *lastSeq {
 			continue
@@ -354,9 +355,7 @@ func (s *Session) bind(srv *Server, lastSeq *int64) {
 // unbind leaves s detached if srv serves it.
 func (s *Session) unbind(srv *Server) {
 	s.mu.Lock()
-	if s.srv == srv {
-		s.srv = nil
-	}
+	s.srv.CompareAndSwap(srv, nil)
 	s.mu.Unlock()
 }
 

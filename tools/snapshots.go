@@ -107,19 +107,32 @@ func (t *Tools) routeSnapshot(id, field string) (hub.Target, error) {
 	return tg, nil
 }
 
+// forwardSnapshot forwards a request about a destination's snapshot (the
+// id fields gives is "NAME/ID") with the snapshot's id there, to the
+// destination's current session: a snapshot outlives the far session that
+// took it. The forwarded params name no destination. handled is false for
+// a snapshot of this server.
+func forwardSnapshot[P, R any](ctx context.Context, s *rpc.Session, t *Tools, rt protocol.RequestType[P, R], p *P, fields func(*P) (id, dest *string)) (r *R, handled bool, err error) {
+	id, _ := fields(p)
+	tg, err := t.routeSnapshot(*id, "snapshotId")
+	if err != nil || tg.Dest == nil {
+		return nil, err != nil, err
+	}
+	q := *p
+	qid, qdest := fields(&q)
+	*qid, *qdest = tg.Far, ""
+	s.Detach(ctx)
+	r, err = forward(ctx, s, tg.Dest, 0, rt, &q)
+	return r, true, err
+}
+
 // restore makes the root what a snapshot holds.
 func (t *Tools) restore(ctx context.Context, s *rpc.Session, p *protocol.RestoreParams) (*protocol.RestoreResult, error) {
 	if p.SnapshotID == "" {
 		return nil, protocol.InvalidParams("snapshotId", "required")
 	}
-	if tg, err := t.routeSnapshot(p.SnapshotID, "snapshotId"); err != nil || tg.Dest != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		q := *p
-		q.SnapshotID, q.Destination = tg.Far, ""
-		return forward(ctx, s, tg.Dest, 0, protocol.RestoreRequest, &q)
+	if r, handled, err := forwardSnapshot(ctx, s, t, protocol.RestoreRequest, p, func(p *protocol.RestoreParams) (*string, *string) { return &p.SnapshotID, &p.Destination }); handled {
+		return r, err
 	}
 	if d, err := t.destination(p.Destination); d != nil || err != nil {
 		if err != nil {
@@ -246,12 +259,8 @@ func (t *Tools) dropSnapshot(ctx context.Context, s *rpc.Session, p *protocol.Dr
 	if p.SnapshotID == "" {
 		return nil, protocol.InvalidParams("snapshotId", "required")
 	}
-	if tg, err := t.routeSnapshot(p.SnapshotID, "snapshotId"); err != nil || tg.Dest != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		return forward(ctx, s, tg.Dest, 0, protocol.DropSnapshotRequest, &protocol.DropSnapshotParams{SnapshotID: tg.Far})
+	if r, handled, err := forwardSnapshot(ctx, s, t, protocol.DropSnapshotRequest, p, func(p *protocol.DropSnapshotParams) (*string, *string) { return &p.SnapshotID, &p.Destination }); handled {
+		return r, err
 	}
 	st, err := t.store()
 	if err != nil {
@@ -285,12 +294,8 @@ func (t *Tools) exportSnapshot(ctx context.Context, s *rpc.Session, p *protocol.
 	if p.SnapshotID == "" {
 		return nil, protocol.InvalidParams("snapshotId", "required")
 	}
-	if tg, err := t.routeSnapshot(p.SnapshotID, "snapshotId"); err != nil || tg.Dest != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		return forward(ctx, s, tg.Dest, 0, protocol.ExportSnapshotRequest, &protocol.ExportSnapshotParams{SnapshotID: tg.Far})
+	if r, handled, err := forwardSnapshot(ctx, s, t, protocol.ExportSnapshotRequest, p, func(p *protocol.ExportSnapshotParams) (*string, *string) { return &p.SnapshotID, &p.Destination }); handled {
+		return r, err
 	}
 	st, err := t.store()
 	if err != nil {
