@@ -104,6 +104,10 @@ const (
 	// tree is killed before it closes the pipes itself: a process nothing
 	// could attribute may still hold them.
 	finalDrain = 500 * time.Millisecond
+	// finalDrainMax bounds how long pipes that keep bringing output, but
+	// whose pumps do not wait on the client, are drained after the tree
+	// is killed.
+	finalDrainMax = 30 * time.Second
 )
 
 // Config configures a Manager. Zero fields take the documented defaults.

@@ -56,6 +56,11 @@ type proc struct {
 	// eof is closed when the last pump has stopped (EOF, or forced).
 	eof     chan struct{}
 	pending atomic.Int32
+	// pumped counts the reads that brought bytes, and writing the pumps
+	// handing bytes on (a write that waits for a slow client, say): the
+	// end of a command cuts only pipes that bring nothing (drained).
+	pumped  atomic.Int64
+	writing atomic.Int32
 	// readers are the parent's read ends; each pump closes its own. Under
 	// a terminal, the master is the first (and input, below, too).
 	readers []*os.File
@@ -343,9 +348,14 @@ func (p *proc) pump(r *os.File, w io.Writer, logger *slog.Logger) {
 	var broken bool
 	for {
 		n, err := r.Read(buf)
+		if n > 0 {
+			p.pumped.Add(1)
+		}
 		if n > 0 && !broken {
 			var c panics.Catcher
+			p.writing.Add(1)
 			c.Try(func() { _, _ = w.Write(buf[:n]) })
+			p.writing.Add(-1)
 			if rec := c.Recovered(); rec != nil {
 				logger.Error("output capture panicked; discarding the rest of this stream", "pid", p.pid, "panic", rec.String())
 				broken = true
@@ -362,6 +372,14 @@ func (p *proc) pump(r *os.File, w io.Writer, logger *slog.Logger) {
 			buf = *bp
 		}
 	}
+}
+
+// drainState says whether p's pumps brought bytes since the count last
+// (pumped's value then), and whether one is handing bytes on now; it
+// returns the count now.
+func (p *proc) drainState(last int64) (brought, handing bool, now int64) {
+	now = p.pumped.Load()
+	return now != last, p.writing.Load() > 0, now
 }
 
 // forceClose makes every pump still reading return, for pipes that a
