@@ -136,10 +136,22 @@ func hashReader(r io.Reader) (hash32, int64, error) {
 	return sum, n, err
 }
 
+// How writeAtomic makes a file durable.
+const (
+	// replaceOnly renames without an fsync: for a cache whose every reader
+	// checks it (a crash may leave the name empty or its old content).
+	replaceOnly = iota
+	// syncFile fsyncs the file before the rename.
+	syncFile
+	// syncFileDir fsyncs the file, and the directory after the rename.
+	syncFileDir
+)
+
 // writeAtomic writes data to dir/name whole: a temporary file beside it
-// (".name.tmp-*"), fsync, rename, and with syncParent an fsync of dir, so
-// that the name, once there, has all of data.
-func writeAtomic(dir, name string, data []byte, syncParent bool) (err error) {
+// (".name.tmp-*"), then a rename, with the fsyncs durability asks for; so
+// that the name, once there, has all of data or (replaceOnly, after a
+// crash) may not.
+func writeAtomic(dir, name string, data []byte, durability int) (err error) {
 	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return err
@@ -154,8 +166,10 @@ func writeAtomic(dir, name string, data []byte, syncParent bool) (err error) {
 	if _, err = wrapWriter(f).Write(data); err != nil {
 		return err
 	}
-	if err = f.Sync(); err != nil {
-		return err
+	if durability >= syncFile {
+		if err = f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err = f.Close(); err != nil {
 		return err
@@ -163,7 +177,7 @@ func writeAtomic(dir, name string, data []byte, syncParent bool) (err error) {
 	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return err
 	}
-	if syncParent {
+	if durability >= syncFileDir {
 		return syncDir(dir)
 	}
 	return nil

@@ -29,7 +29,9 @@
 //	roots/<key>/index     the index of one root (key: the first 16 bytes,
 //	                      in hex, of the sha256 of its real path)
 //	roots/<key>/lock      that root's flock
-//	tmp/                  blobs being written
+//	tmp/                  large blobs being written (the others are
+//	                      written beside their name, as blobs/ab/.tmp-*)
+//	trash/                what Restores replaced, until it is removed
 //
 // Every format says its version, and a reader refuses a version it does
 // not know:
@@ -78,20 +80,24 @@
 // Nothing is visible before it is whole, and nothing is referenced before
 // it is durable:
 //
-//   - A blob is written to tmp/, flushed, then renamed to its name, and the
-//     name made durable, before any manifest names it. With more than 8 new
+//   - A blob is written to a temporary file (beside its name, or in tmp/
+//     for a large one, whose hash is known only once it is copied),
+//     flushed, then renamed to its name, and the name made durable, before
+//     any manifest names it. With more than 8 new
 //     blobs the flushes are one syncfs(2) of the store's filesystem for the
 //     data (writeback is started as each file is written, with
 //     sync_file_range) and one for the names; with fewer (and off Linux),
 //     an fsync of each file and of each blob directory.
-//   - A manifest, store.json and an index are each written to a temporary
-//     file beside their name, fsynced and renamed (and the directory
-//     fsynced for manifests and store.json). So a crash or a full disk
+//   - A manifest and store.json are each written to a temporary file
+//     beside their name, fsynced and renamed, and the directory fsynced.
+//     An index is written and renamed likewise, but not flushed: it is a
+//     cache, checked against its checksum whenever it is read, so one that
+//     a crash tore is ignored. So a crash or a full disk
 //     mid-Take leaves no half snapshot: its manifest is not there, and the
 //     blobs it wrote are either removed by the failed Take (which holds the
 //     store's exclusive lock, so no other snapshot can have come to need
 //     them) or, after a crash, left for the next collection (Drop), which
-//     also empties tmp/. A failed Take leaves the store as it was, byte for
+//     also removes the temporary files. A failed Take leaves the store as it was, byte for
 //     byte, store.json included.
 //   - store.json's byte count follows a manifest: a crash between them
 //     undercounts until the next collection, which counts again.
@@ -112,15 +118,25 @@
 // damaged blob fails the restore with ErrDamaged before anything in the
 // root changes. Then it applies: removals, new directories (0700 until the
 // end), files (each written to ".snapshot-<random>.tmp" beside it, its mode
-// set, then renamed over whatever is there), symlinks (made beside and
-// renamed likewise), modes of files, and last the modes of directories,
+// set, then exchanged with whatever is there, renameat2 RENAME_EXCHANGE,
+// or renamed over it where there is nothing or the filesystem cannot
+// exchange), symlinks (made beside and renamed over), modes of files, and last the modes of directories,
 // deepest first. A directory without write permission that must change is
 // opened up and set back. Every path goes through an os.Root on the root
 // (files are written through an os.Root opened, through it, on their
 // directory), so a directory swapped for a symlink to outside during the
 // restore makes the operations through it fail: nothing outside the root
-// is ever written (TestRestoreSwapRace). Restored files get the time of the
-// restore as their mtime (so make and friends rebuild what depends on
+// is ever written (TestRestoreSwapRace). What a removal takes away, and
+// what an exchange took out of a name, is moved, by its directory's
+// handle, into the store's trash/ and
+// removed there after the Restore returns, by a goroutine Close waits for:
+// deleting a file frees its blocks, which on ext4 mounted with discard
+// waits for the disk, and was the larger part of rewriting a file (so was
+// ext4's flush of a file renamed over another, which an exchange does not
+// ask for); and a directory of many files goes in one rename. Where the
+// trash is on another filesystem, or a directory cannot move (one without
+// write permission, for a user other than root), it is deleted in place. Restored files get the time of the restore as their
+// mtime (so make and friends rebuild what depends on
 // them), and are not fsynced: a crash mid-restore leaves the root partly
 // restored, and a second Restore finishes the work.
 //

@@ -195,8 +195,12 @@ func (idx *index) lookup(n *node) (hash32, bool) {
 	return e.hash, true
 }
 
-// saveIndex writes the index whole: a temporary file beside it, fsync,
-// rename. The root's lock is held, so temporary files already there are
+// saveIndex writes the index whole: a temporary file beside it, renamed.
+// It is not flushed: the index is a cache whose checksum is checked on
+// every load, so one that a crash left empty or torn is ignored, and the
+// files are read again. (The entries a Restore writes, of files it has not
+// flushed either, are all racy: read again next time, whatever a crash did
+// to them.) The root's lock is held, so temporary files already there are
 // what an interrupted write left: they go first.
 func saveIndex(path string, idx *index) error {
 	dir, name := filepath.Split(path)
@@ -205,5 +209,5 @@ func saveIndex(path string, idx *index) error {
 			os.Remove(o)
 		}
 	}
-	return writeAtomic(filepath.Clean(dir), name, idx.encode(), false)
+	return writeAtomic(filepath.Clean(dir), name, idx.encode(), replaceOnly)
 }

@@ -94,21 +94,36 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	}
 	defer unlockStore()
 
-	target, err := s.loadTree(ctx, m, f)
-	if err != nil {
-		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
-	}
 	r, err := os.OpenRoot(clean)
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
 	}
 	defer r.Close()
+	// The snapshot's trees and the root's index are read (and checked)
+	// while the root is scanned; this goroutine is Restore's, which waits
+	// for it below.
+	idxPath := filepath.Join(s.dir, "roots", key, "index")
+	type loaded struct {
+		target *node
+		idx    *index
+		err    error
+	}
+	loadc := make(chan loaded, 1)
+	go func() {
+		var l loaded
+		l.idx, _ = loadIndex(idxPath)
+		l.target, l.err = s.loadTree(ctx, m, f)
+		loadc <- l
+	}()
 	cur, err := scanRoot(ctx, r, f, s.workers)
+	l := <-loadc
+	if l.err != nil {
+		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, l.err)
+	}
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
 	}
-	idxPath := filepath.Join(s.dir, "roots", key, "index")
-	idx, _ := loadIndex(idxPath)
+	target, idx := l.target, l.idx
 
 	// The current files that may hold the target's content: hash them.
 	want := map[string]*node{}
@@ -383,8 +398,10 @@ func (p *plan) apply(ctx context.Context, s *Store, r *os.Root) (RestoreResult, 
 			finalModes = append(finalModes, dirMode{rel, c.mode})
 		}
 	}
+	tr := s.openTrash()
+	defer s.emptyTrash(tr)
 	for _, c := range p.removes {
-		if err := removeAll(r, c.rel); err != nil {
+		if err := removeToTrash(r, c.rel, tr); err != nil {
 			return res, err
 		}
 	}
@@ -415,11 +432,16 @@ func (p *plan) apply(ctx context.Context, s *Store, r *os.Root) (RestoreResult, 
 			return err
 		}
 		defer dr.Close()
+		dd, err := dr.Open(".")
+		if err != nil {
+			return err
+		}
+		defer dd.Close()
 		for _, t := range groups[dirs[i]] {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := s.writeFile(dr, t, p.inMemory[t.hash], restoreClone); err != nil {
+			if err := s.writeFile(dr, dd, t, p.inMemory[t.hash], restoreClone, tr); err != nil {
 				return err
 			}
 			written.Add(1)
@@ -478,11 +500,11 @@ func btoi(b bool) int {
 	return 0
 }
 
-// writeFile writes one file of the target into its directory dr: a
-// temporary file beside it, the
-// blob cloned or copied in (checked again as it is read), its mode set,
-// then renamed over whatever is there.
-func (s *Store) writeFile(dr *os.Root, t *node, data []byte, tryClone *atomic.Bool) (err error) {
+// writeFile writes one file of the target into its directory dr (whose
+// own handle is dd): a temporary file beside it, the blob cloned or copied
+// in (checked again as it is read), its mode set, then put in place of
+// whatever is there (replaceFile), which goes to the trash tr.
+func (s *Store) writeFile(dr *os.Root, dd *os.File, t *node, data []byte, tryClone *atomic.Bool, tr *trash) (err error) {
 	var src *blobReader
 	if data == nil && t.size > 0 {
 		if src, err = s.openBlob(t.hash, t.size, t.rel); err != nil {
@@ -530,7 +552,7 @@ func (s *Store) writeFile(dr *os.Root, t *node, data []byte, tryClone *atomic.Bo
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return dr.Rename(tmp, t.name)
+	return replaceFile(dr, dd, tmp, t.name, tr)
 }
 
 // onlyWriter hides ReadFrom, so that io.CopyBuffer uses the buffer and the

@@ -361,3 +361,42 @@ func TestRestoreUpdatesIndex(t *testing.T) {
 		t.Errorf("take after the restores read %v", read)
 	}
 }
+
+// TestRestoreLeavesNothing: the files and directories a restore replaces
+// or removes leave the root at once (no temporary name of a restore is
+// left in it), go through the store's trash, and are gone from it once
+// the store is closed, read-only directories too; a file a process holds
+// open keeps the content it had.
+func TestRestoreLeavesNothing(t *testing.T) {
+	fx := newFixture(t, Options{})
+	writeTree(t, fx.root, manyFiles(30, 3000))
+	info := fx.take(TakeOptions{})
+	want := listing(t, fx.root)
+	held, err := os.Open(filepath.Join(fx.root, "d00/f000.txt"))
+	must(t, err)
+	defer held.Close()
+	for i := range 30 {
+		fx.write(fmt.Sprintf("d%02d/f%03d.txt", i%10, i), fmt.Sprintf("changed %d\n", i))
+	}
+	fx.write("d00/f000.txt", "held\n")
+	// A directory made since, read-only within: removed whole.
+	fx.write("made/ro/x.txt", "made after the snapshot\n")
+	must(t, os.Chmod(filepath.Join(fx.root, "made/ro"), 0o555))
+	if res := fx.restore(info.ID, RestoreOptions{}); res.Written != 30 || res.Removed != 3 {
+		t.Errorf("restore: %+v, want 30 written and 3 removed", res)
+	}
+	if diff := cmp.Diff(want, listing(t, fx.root)); diff != "" {
+		t.Errorf("root after the restore: mismatch (-want +got):\n%s", diff)
+	}
+	got := make([]byte, 16)
+	n, _ := held.ReadAt(got, 0)
+	if string(got[:n]) != "held\n" {
+		t.Errorf("a file held open across the restore reads %q, want its content before, %q", got[:n], "held\n")
+	}
+	must(t, fx.store.Close())
+	ents, err := os.ReadDir(filepath.Join(fx.dir, "trash"))
+	must(t, err)
+	if len(ents) != 0 {
+		t.Errorf("the trash holds %d entries after Close, want none", len(ents))
+	}
+}

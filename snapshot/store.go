@@ -47,6 +47,7 @@ type Store struct {
 	rootLocks map[string]chan struct{} // the in-process half of a root's lock
 	storeLock sync.RWMutex             // the in-process half of the store's lock
 	closed    atomic.Bool
+	bg        sync.WaitGroup // the goroutines emptying the trash; Close waits
 }
 
 // Info describes one snapshot.
@@ -118,7 +119,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("snapshot store: %w", err)
 	}
-	for _, sub := range []string{"blobs", "snapshots", "roots", "tmp"} {
+	for _, sub := range []string{"blobs", "snapshots", "roots", "tmp", "trash"} {
 		if err := os.Mkdir(filepath.Join(abs, sub), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("snapshot store: %w", err)
 		}
@@ -159,13 +160,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	s.clearTrash() // what crashed Restores left
 	return s, nil
 }
 
-// Close marks the store closed; later calls fail with ErrClosed. The store
-// holds nothing open between calls.
+// Close marks the store closed, and waits until what Restores replaced
+// has left the trash; later calls fail with ErrClosed. The store holds
+// nothing open between calls.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.bg.Wait()
 	return nil
 }
 
@@ -193,7 +197,7 @@ func (s *Store) readState() (storeState, error) {
 
 func (s *Store) writeState(st storeState) error {
 	data, _ := json.Marshal(st)
-	return writeAtomic(s.dir, "store.json", append(data, '\n'), true)
+	return writeAtomic(s.dir, "store.json", append(data, '\n'), syncFileDir)
 }
 
 // scanUsage adds up the sizes of the blobs.
@@ -206,7 +210,9 @@ func (s *Store) scanUsage() (int64, error) {
 	return total, err
 }
 
-// eachBlob calls f for every blob file.
+// eachBlob calls f for every blob file, and removes the temporary files
+// of blobs a crashed Take was writing: its callers hold the store's lock
+// exclusively, so no Take is writing now.
 func (s *Store) eachBlob(f func(h hash32, path string, size int64) error) error {
 	blobs := filepath.Join(s.dir, "blobs")
 	shards, err := os.ReadDir(blobs)
@@ -223,6 +229,10 @@ func (s *Store) eachBlob(f func(h hash32, path string, size int64) error) error 
 			return err
 		}
 		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), tempBlobPrefix) {
+				os.Remove(filepath.Join(dir, e.Name()))
+				continue
+			}
 			var h hash32
 			b, err := hex.DecodeString(sh.Name() + e.Name())
 			if err != nil || len(b) != len(h) {
@@ -551,6 +561,7 @@ func (s *Store) collectLocked() error {
 			}
 		}
 	}
+	s.clearTrash()
 	var kept, removed int64
 	var n int
 	err = s.eachBlob(func(h hash32, path string, size int64) error {

@@ -65,11 +65,18 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	}
 	defer r.Close()
 	idxPath := filepath.Join(s.dir, "roots", key, "index")
-	idx, err := loadIndex(idxPath)
-	if err != nil {
-		s.log.Warn("snapshot index ignored", "root", clean, "err", err)
-	}
+	// The index is read (and checked) while the tree is scanned; this
+	// goroutine is Take's, which waits for it below.
+	idxc := make(chan *index, 1)
+	go func() {
+		idx, err := loadIndex(idxPath)
+		if err != nil {
+			s.log.Warn("snapshot index ignored", "root", clean, "err", err)
+		}
+		idxc <- idx
+	}()
 	top, err := scanRoot(ctx, r, f, s.workers)
+	idx := <-idxc
 	if err != nil {
 		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
 	}
@@ -99,7 +106,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	if err != nil {
 		return Info{}, err
 	}
-	tx := &takeTx{s: s, used: st.Bytes, claims: map[hash32]struct{}{}}
+	tx := &takeTx{s: s, used: st.Bytes, claims: map[hash32]struct{}{}, shards: map[string]bool{}}
 	tx.tryClone.Store(true)
 	defer tx.abort() // a no-op once committed
 	if idx.gen != st.Generation {
@@ -170,7 +177,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	}
 	m.DurationNS = int64(time.Since(start))
 	data, _ := json.MarshalIndent(&m, "", "  ")
-	if err := writeAtomic(filepath.Join(s.dir, "snapshots"), m.ID, append(data, '\n'), true); err != nil {
+	if err := writeAtomic(filepath.Join(s.dir, "snapshots"), m.ID, append(data, '\n'), syncFileDir); err != nil {
 		return Info{}, fmt.Errorf("snapshot %s: manifest: %w", clean, err)
 	}
 	tx.done = true // the manifest holds the blobs now
@@ -299,12 +306,18 @@ type takeTx struct {
 	added    atomic.Int64
 	tryClone atomic.Bool
 
-	mu      sync.Mutex
-	claims  map[hash32]struct{} // blobs there or being written
-	pending []pendingBlob
-	created []string
-	done    bool
+	mu       sync.Mutex
+	claims   map[hash32]struct{} // blobs there or being written
+	pending  []pendingBlob
+	created  []string
+	shards   map[string]bool // blob directories known to exist
+	newShard bool            // one was made: blobs/ must be synced
+	done     bool
 }
+
+// tempBlobPrefix starts the names of blobs being written, in tmp/ or in
+// their shard directory; a collection removes what a crash left.
+const tempBlobPrefix = ".tmp-"
 
 type pendingBlob struct {
 	tmp  string
@@ -345,9 +358,33 @@ func (tx *takeTx) addPending(tmp string, h hash32) {
 
 func (tx *takeTx) tmpDir() string { return filepath.Join(tx.s.dir, "tmp") }
 
-// writeTemp writes data to a new temporary blob file.
+// shard returns the directory blob h goes in, made if missing.
+func (tx *takeTx) shard(h hash32) (string, error) {
+	dir := filepath.Dir(tx.s.blobPath(h))
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.shards[dir] {
+		return dir, nil
+	}
+	if err := os.Mkdir(dir, 0o700); err == nil {
+		tx.newShard = true
+	} else if !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	tx.shards[dir] = true
+	return dir, nil
+}
+
+// writeTemp writes data to a new temporary blob file: in the blob's own
+// shard directory (named with a leading dot, which no blob has), so that
+// workers writing blobs of different shards do not queue on one
+// directory's lock, and the rename into its name stays in the directory.
 func (tx *takeTx) writeTemp(data []byte, h hash32) error {
-	f, err := os.CreateTemp(tx.tmpDir(), "blob-*")
+	dir, err := tx.shard(h)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, tempBlobPrefix+"*")
 	if err != nil {
 		return err
 	}
@@ -399,7 +436,7 @@ func (tx *takeTx) ingest(dr *os.Root, n *node) error {
 			return fmt.Errorf("read %s: %w", n.rel, err)
 		}
 	}
-	tmp, err := os.CreateTemp(tx.tmpDir(), "blob-*")
+	tmp, err := os.CreateTemp(tx.tmpDir(), tempBlobPrefix+"*")
 	if err != nil {
 		return err
 	}
@@ -495,19 +532,14 @@ func (tx *takeTx) commit() error {
 			}
 		}
 	}
-	shards := map[string]bool{}
-	newShard := false
+	touched := map[string]bool{}
 	for i, p := range tx.pending {
 		final := tx.s.blobPath(p.hash)
-		dir := filepath.Dir(final)
-		if !shards[dir] {
-			shards[dir] = true
-			if err := os.Mkdir(dir, 0o700); err == nil {
-				newShard = true
-			} else if !errors.Is(err, fs.ErrExist) {
-				return err
-			}
+		dir, err := tx.shard(p.hash)
+		if err != nil {
+			return err
 		}
+		touched[dir] = true
 		if err := os.Rename(p.tmp, final); err != nil {
 			return err
 		}
@@ -517,12 +549,12 @@ func (tx *takeTx) commit() error {
 	if batch {
 		return syncPath(tx.s.dir, true)
 	}
-	for dir := range shards {
+	for dir := range touched {
 		if err := syncDir(dir); err != nil {
 			return err
 		}
 	}
-	if newShard {
+	if tx.newShard {
 		return syncDir(filepath.Join(tx.s.dir, "blobs"))
 	}
 	return nil

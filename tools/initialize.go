@@ -322,5 +322,6 @@ func (t *Tools) Shutdown(ctx context.Context) {
 		// itself is ours.
 		artifacts.remove(t.cfg.KeepArtifacts)
 		conf.remove()
+		t.closeStore()
 	}
 }

@@ -46,6 +46,16 @@ func (t *Tools) store() (*snapshot.Store, error) {
 	return t.snaps.store, nil
 }
 
+// closeStore closes the session's snapshot store, if it was opened, and
+// waits for what its restores left to remove; later snapshot requests are
+// told the session has ended.
+func (t *Tools) closeStore() {
+	t.snaps.once.Do(func() { t.snaps.err = errors.New("the session has ended") })
+	if t.snaps.store != nil {
+		t.snaps.store.Close()
+	}
+}
+
 // skips returns the paths, relative to the root, a snapshot leaves out
 // and a restore never writes: the read roots and the artifacts directory
 // that lie inside the root.
