@@ -13,7 +13,8 @@
 // matches directories, ! re-includes, the last match wins, and nothing
 // under an excluded directory comes back) and the Skip paths (read roots
 // inside the root) are left out, and Restore neither writes nor removes
-// them.
+// them, nor the directories above them: a directory made since the
+// snapshot that holds one stays, and only the rest of what it holds goes.
 //
 // # On disk
 //

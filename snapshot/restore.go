@@ -311,8 +311,9 @@ func (p *plan) entry(c, t *node) {
 	case c == nil:
 		p.create(t)
 	case c.kind != t.kind:
-		p.remove(c)
-		p.create(t)
+		if p.remove(c) {
+			p.create(t)
+		}
 	case t.kind == kindDir:
 		if c.mode != t.mode {
 			p.dirModes = append(p.dirModes, t)
@@ -333,10 +334,33 @@ func (p *plan) entry(c, t *node) {
 	}
 }
 
-func (p *plan) remove(c *node) {
+// remove plans the removal of c, whole. A directory that holds, at any
+// depth, what the scan left out (a .git, an excluded entry, a read root)
+// stays, and only what it holds besides goes: a restore neither writes nor
+// removes what it does not see. It reports whether c itself goes.
+func (p *plan) remove(c *node) bool {
+	if c.kind == kindDir && hidesBeneath(c) {
+		p.dir(c, nil)
+		return false
+	}
 	p.removes = append(p.removes, c)
 	p.removed += subtreeCount(c)
 	p.touched[parentRel(c.rel)] = true
+	return true
+}
+
+// hidesBeneath reports whether the scan left out an entry of n or of a
+// directory beneath it.
+func hidesBeneath(n *node) bool {
+	if n.hides {
+		return true
+	}
+	for _, k := range n.kids {
+		if k.kind == kindDir && hidesBeneath(k) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *plan) mkdir(t *node) {

@@ -400,3 +400,39 @@ func TestRestoreLeavesNothing(t *testing.T) {
 		t.Errorf("the trash holds %d entries after Close, want none", len(ents))
 	}
 }
+
+// TestRestoreKeepsWhatItDoesNotSee: a directory made since the snapshot
+// is removed, except what a snapshot leaves out (a read root, a .git, an
+// excluded path) and the directories above it; where the snapshot had a
+// file, a directory holding a read root stays, and the file does not
+// come back.
+func TestRestoreKeepsWhatItDoesNotSee(t *testing.T) {
+	fx := newFixture(t, Options{})
+	fx.write("src/a.go", "package a\n")
+	fx.write("was-a-file", "file\n")
+	info := fx.take(TakeOptions{Skip: []string{"new/ro", "was-a-file/ro"}, Exclude: []string{"*.cache"}})
+	must(t, os.Remove(filepath.Join(fx.root, "was-a-file")))
+	for _, p := range []string{"new/ro/lib.txt", "new/y", "new/deep/z", "clone/.git/HEAD", "clone/main.go", "gen/sub/x.cache", "gen/sub/x.go", "was-a-file/ro/r", "was-a-file/other"} {
+		fx.write(p, p+"\n")
+	}
+	res := fx.restore(info.ID, RestoreOptions{})
+	want := map[string]entry{
+		"src":             {Type: "dir", Mode: 0o755},
+		"src/a.go":        file("package a\n", 0o644),
+		"new":             {Type: "dir", Mode: 0o755},
+		"new/ro":          {Type: "dir", Mode: 0o755},
+		"new/ro/lib.txt":  file("new/ro/lib.txt\n", 0o644),
+		"clone":           {Type: "dir", Mode: 0o755},
+		"clone/.git":      {Type: "dir", Mode: 0o755},
+		"clone/.git/HEAD": file("clone/.git/HEAD\n", 0o644),
+		"gen":             {Type: "dir", Mode: 0o755},
+		"gen/sub":         {Type: "dir", Mode: 0o755},
+		"gen/sub/x.cache": file("gen/sub/x.cache\n", 0o644),
+		"was-a-file":      {Type: "dir", Mode: 0o755},
+		"was-a-file/ro":   {Type: "dir", Mode: 0o755},
+		"was-a-file/ro/r": file("was-a-file/ro/r\n", 0o644),
+	}
+	if diff := cmp.Diff(want, listing(t, fx.root)); diff != "" {
+		t.Errorf("root after the restore (%+v): mismatch (-want +got):\n%s", res, diff)
+	}
+}

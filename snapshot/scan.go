@@ -210,6 +210,7 @@ func (q *scanQueue) scan(t scanTask) error {
 	for _, name := range names {
 		rel := joinRel(n.rel, name)
 		if name == ".git" || f.place(rel) == outOfScope {
+			n.hides = true
 			continue
 		}
 		k, bits, st, err := lstatIn(dr, d, name)
@@ -224,6 +225,7 @@ func (q *scanQueue) scan(t scanTask) error {
 		}
 		c := &node{name: name, rel: rel, kind: k, mode: bits, st: st, parent: n}
 		if !f.keep(c, true) {
+			n.hides = true
 			continue
 		}
 		switch {

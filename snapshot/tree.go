@@ -46,6 +46,7 @@ type node struct {
 	st        fileStat
 	fromIndex bool // hash taken from the index, unread
 	gone      bool // vanished while the snapshot was taken
+	hides     bool // dir: the scan left an entry of it out (.git, excluded, skipped)
 	files     int  // dir: regular files beneath
 }
 
