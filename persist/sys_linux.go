@@ -17,9 +17,18 @@ import (
 // read before it (at most frontPeek).
 const maxHello = 8 << 20
 
+// frameConn is what sendFrame writes on: a *net.UnixConn.
+type frameConn interface {
+	WriteMsgUnix(b, oob []byte, addr *net.UnixAddr) (n, oobn int, err error)
+	Write(b []byte) (int, error)
+}
+
 // sendFrame writes a length-prefixed frame on c, with fds attached to its
-// first byte when given.
-func sendFrame(c *net.UnixConn, b []byte, fds []int) error {
+// first byte when given. Only a short first write is followed by another:
+// once the whole frame is written, its reader may already have served it
+// and closed (a front's hello, whose connection can end before the front
+// runs again), and any write on c then fails with EPIPE, even an empty one.
+func sendFrame(c frameConn, b []byte, fds []int) error {
 	buf := make([]byte, 4+len(b))
 	binary.BigEndian.PutUint32(buf, uint32(len(b)))
 	copy(buf[4:], b)
@@ -28,7 +37,7 @@ func sendFrame(c *net.UnixConn, b []byte, fds []int) error {
 		oob = unix.UnixRights(fds...)
 	}
 	n, _, err := c.WriteMsgUnix(buf, oob, nil)
-	if err != nil {
+	if err != nil || n == len(buf) {
 		return err
 	}
 	_, err = c.Write(buf[n:])
