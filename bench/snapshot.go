@@ -127,20 +127,26 @@ func (b *bench) snapshots() error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(100, 100))
-	for i := range 100 {
-		n := rng.IntN(files)
-		p := filepath.Join(s.root, fmt.Sprintf("d%03d", n/100), fmt.Sprintf("f%05d.dat", n))
-		if err := os.WriteFile(p, []byte(fmt.Sprintf("changed %d\n", i)), 0o644); err != nil {
+	var restores durations
+	var res protocol.RestoreResult
+	for round := range 5 {
+		for _, n := range rng.Perm(files)[:100] {
+			p := filepath.Join(s.root, fmt.Sprintf("d%03d", n/100), fmt.Sprintf("f%05d.dat", n))
+			if err := os.WriteFile(p, []byte(fmt.Sprintf("changed %d\n", round)), 0o644); err != nil {
+				return err
+			}
+		}
+		t0 := time.Now()
+		if err := s.Call(ctx, protocol.MethodRestore, protocol.RestoreParams{SnapshotID: before.SnapshotID}, &res); err != nil {
 			return err
 		}
+		restores = append(restores, time.Since(t0))
+		if res.Written != 100 {
+			return fmt.Errorf("restore of 100 changed files wrote %d", res.Written)
+		}
 	}
-	var res protocol.RestoreResult
-	t0 := time.Now()
-	if err := s.Call(ctx, protocol.MethodRestore, protocol.RestoreParams{SnapshotID: before.SnapshotID}, &res); err != nil {
-		return err
-	}
-	restoreD := time.Since(t0)
-	b.add(row{Figure: fmt.Sprintf("`restore` of 100 changed files (%d written)", res.Written), Value: fmtDur(restoreD), Target: "≤ 50 ms", Met: met(restoreD <= 50*time.Millisecond),
+	restoreD := restores.pct(50)
+	b.add(row{Figure: "`restore` of 100 changed files, p50 of 5", Value: fmtDur(restoreD), Target: "≤ 50 ms", Met: met(restoreD <= 50*time.Millisecond),
 		Why: "the restore scans the whole tree to plan (half the time at 10,000 files), then writes each file beside itself and renames it, which ext4 flushes"})
 
 	// Growth after a one-file change.

@@ -133,7 +133,7 @@ func (s *Store) Diff(ctx context.Context, from, to string, root string, o DiffOp
 			return Diff{}, fmt.Errorf("diff: %w", err)
 		}
 		d.root = r
-		d.idx, _ = loadIndex(filepath.Join(s.dir, "roots", rootKey(real), "index"))
+		d.idx, _ = s.loadIndex(filepath.Join(s.dir, "roots", rootKey(real), "index"))
 	}
 	if err := d.dir(ctx, a, b); err != nil {
 		return Diff{}, fmt.Errorf("diff: %w", err)

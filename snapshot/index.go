@@ -195,6 +195,56 @@ func (idx *index) lookup(n *node) (hash32, bool) {
 	return e.hash, true
 }
 
+// cachedIndex is the last index a Store read or wrote of one root, with
+// the stat of its file then.
+type cachedIndex struct {
+	st  fileStat
+	idx *index
+}
+
+// loadIndex returns the index at path: from memory when its file has the
+// stat it had when this Store last read or wrote it, else read (and
+// checked) again. An index is never changed once made (a Take or Restore
+// makes a new one), so the cached one is shared. One that another process
+// replaced with a file of the very same stat would be stale, which costs
+// nothing but reads: every entry is trusted only for a file whose stat is
+// still the one it records.
+func (s *Store) loadIndex(path string) (*index, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return loadIndex(path)
+	}
+	st := statOf(fi)
+	s.mu.Lock()
+	c := s.indexes[path]
+	s.mu.Unlock()
+	if c != nil && c.st == st {
+		return c.idx, nil
+	}
+	idx, err := loadIndex(path)
+	if err == nil {
+		s.cacheIndex(path, st, idx)
+	}
+	return idx, err
+}
+
+// saveIndex writes idx to path and keeps it in memory.
+func (s *Store) saveIndex(path string, idx *index) error {
+	if err := saveIndex(path, idx); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(path); err == nil {
+		s.cacheIndex(path, statOf(fi), idx)
+	}
+	return nil
+}
+
+func (s *Store) cacheIndex(path string, st fileStat, idx *index) {
+	s.mu.Lock()
+	s.indexes[path] = &cachedIndex{st: st, idx: idx}
+	s.mu.Unlock()
+}
+
 // saveIndex writes the index whole: a temporary file beside it, renamed.
 // It is not flushed: the index is a cache whose checksum is checked on
 // every load, so one that a crash left empty or torn is ignored, and the

@@ -111,12 +111,14 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	loadc := make(chan loaded, 1)
 	go func() {
 		var l loaded
-		l.idx, _ = loadIndex(idxPath)
+		l.idx, _ = s.loadIndex(idxPath)
 		l.target, l.err = s.loadTree(ctx, m, f)
 		loadc <- l
 	}()
 	cur, err := scanRoot(ctx, r, f, s.workers)
+	scanD := time.Since(start)
 	l := <-loadc
+	loadD := time.Since(start)
 	if l.err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, l.err)
 	}
@@ -146,6 +148,7 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
 	}
 
+	hashD := time.Since(start)
 	p := &plan{touched: map[string]bool{}, curDirs: map[string]*node{}}
 	p.dir(cur, target)
 	if scope == nil && cur.mode != target.mode && target.mode != 0 {
@@ -197,7 +200,8 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	s.updateIndex(idxPath, idx, r, start, p, toHash, want)
 	res.Duration = time.Since(start)
 	s.log.Info("snapshot restored", "id", id, "root", clean, "written", res.Written, "removed", res.Removed,
-		"hashed", len(toHash), "blobs", len(need), "planMs", planned.Milliseconds(),
+		"hashed", len(toHash), "blobs", len(need), "scanMs", scanD.Milliseconds(), "loadMs", loadD.Milliseconds(),
+		"hashMs", hashD.Milliseconds(), "planMs", planned.Milliseconds(),
 		"applyMs", time.Since(applyStart).Milliseconds(), "ms", res.Duration.Milliseconds())
 	return res, nil
 }
@@ -242,7 +246,7 @@ func (s *Store) updateIndex(path string, idx *index, r *os.Root, start time.Time
 	for _, n := range seen {
 		next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
 	}
-	if err := saveIndex(path, next); err != nil {
+	if err := s.saveIndex(path, next); err != nil {
 		s.log.Warn("snapshot index not saved", "path", path, "err", err)
 	}
 }

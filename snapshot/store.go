@@ -45,6 +45,7 @@ type Store struct {
 
 	mu        sync.Mutex
 	rootLocks map[string]chan struct{} // the in-process half of a root's lock
+	indexes   map[string]*cachedIndex  // by index path: the last read or written
 	storeLock sync.RWMutex             // the in-process half of the store's lock
 	closed    atomic.Bool
 	bg        sync.WaitGroup // the goroutines emptying the trash; Close waits
@@ -134,6 +135,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		workers:   opts.Workers,
 		log:       opts.Logger,
 		rootLocks: map[string]chan struct{}{},
+		indexes:   map[string]*cachedIndex{},
 	}
 	if s.maxBytes <= 0 {
 		s.maxBytes = DefaultMaxBytes

@@ -69,7 +69,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	// goroutine is Take's, which waits for it below.
 	idxc := make(chan *index, 1)
 	go func() {
-		idx, err := loadIndex(idxPath)
+		idx, err := s.loadIndex(idxPath)
 		if err != nil {
 			s.log.Warn("snapshot index ignored", "root", clean, "err", err)
 		}
@@ -202,7 +202,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 			}
 		}
 		if !next.equal(idx) {
-			if err := saveIndex(idxPath, next); err != nil {
+			if err := s.saveIndex(idxPath, next); err != nil {
 				s.log.Warn("snapshot index not saved", "root", clean, "err", err)
 			}
 		}
