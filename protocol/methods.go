@@ -278,7 +278,7 @@ var (
 	SnapshotRequest = RequestType[SnapshotParams, SnapshotInfo](MethodSnapshot)
 	// RestoreRequest makes the root (or Paths) exactly what a snapshot
 	// holds. Every content is checked against its hash before anything is
-	// written; each file is written beside itself and renamed; nothing
+	// written; each file is written beside itself and swapped in; nothing
 	// outside the root or under a read root is written.
 	//
 	// Errors:

@@ -188,18 +188,23 @@
 //
 // # Cost
 //
-// On these machines (2 shared cores, ext4 on a virtual disk, with other
-// work running), on a generated tree of 10,000 files and 195 MB (go test
-// -bench . ./snapshot -args -snapshot.files=10000; each figure beside a
-// baseline run in between):
+// On these machines (2 shared cores, ext4 without a journal on a virtual
+// disk), on a generated tree of 10,000 files and 200 MB (go test -bench .
+// ./snapshot -args -snapshot.files=10000; each figure beside a baseline
+// run in between; toolhost's own bench measures the same through the
+// binary):
 //
-//   - a first Take: 1.3 times cp -a of the tree (which is not durable; 1.4
-//     times cp -a followed by sync -f);
-//   - an unchanged Take: 1.05 to 1.8 times git status of the tree (the scan
-//     costs what git's lstats do; the manifest's two fsyncs are the rest,
-//     and vary most with the load);
-//   - a restore after 100 files changed: 85 to 130 ms, the scan of the
-//     10,000 files about half of it (issue 27's target is 50 ms);
+//   - a first Take: 0.9 to 1.5 times cp -a of the tree. Both create 10,000
+//     files, and on ext4 without a journal creating a file scans past the
+//     inodes of its block group freed in the last minute (a benchmark that
+//     has just removed a tree makes cp -a take 0.5 s or 4 s alike);
+//   - an unchanged Take: 1.2 to 1.6 times git status of the tree. The scan
+//     is an fstatat of every entry, the lstat git does too; what git does
+//     not pay is the tree objects and the manifest's two fsyncs;
+//   - a restore after 100 files changed: 52 to 56 ms on a quiet machine
+//     (97 before files were exchanged rather than renamed over: see
+//     Restore), 36 of them to plan, the scan of the 10,000 files the most
+//     of that (issue 27's target is 50 ms);
 //   - the store's growth after a one-file change: 1.34 times the file (the
 //     tree objects of its directory of 100 and those above);
 //   - peak RSS of a process taking the first snapshot: 23 MiB (7 MiB idle).

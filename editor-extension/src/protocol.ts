@@ -2065,7 +2065,7 @@ export const SnapshotRequest = new RequestType<SnapshotParams, SnapshotInfo, voi
 /**
  * RestoreRequest makes the root (or Paths) exactly what a snapshot
  * holds. Every content is checked against its hash before anything is
- * written; each file is written beside itself and renamed; nothing
+ * written; each file is written beside itself and swapped in; nothing
  * outside the root or under a read root is written.
  *
  * Errors:
