@@ -106,6 +106,17 @@ func (in *input) setStep(f *os.File, pty bool) {
 	}
 }
 
+// isStep reports whether f is still the running step's input.
+func (in *input) isStep(f *os.File) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.f == f
+}
+
+// testHookInputWritten runs in WriteInput between a write with eof and the
+// eof.
+var testHookInputWritten func()
+
 // endStep forgets f once its step's main process has exited, closing a
 // stdin pipe; a terminal master is its pump's to close.
 func (in *input) endStep(f *os.File) {
@@ -252,19 +263,31 @@ func (c *Command) WriteInput(ctx context.Context, t Turn, data []byte, eof bool)
 	defer stop()
 	n, err := f.Write(data)
 	if err == nil && eof {
+		if testHookInputWritten != nil {
+			testHookInputWritten()
+		}
+		// The step may end between the write and the eof (a child that
+		// exits once it has read): its end closes the input, which is what
+		// the eof asked for, so that is no error.
 		if pty {
 			var ch byte
 			if ch, err = eofChar(f); err == nil {
 				_, err = f.Write([]byte{ch})
 			}
+			if err != nil && !c.input.isStep(f) {
+				err = nil
+			}
 		} else {
 			c.input.mu.Lock()
-			if c.input.f == f {
+			mine := c.input.f == f
+			if mine {
 				c.input.closed = true
 				c.input.f = nil
 			}
 			c.input.mu.Unlock()
-			err = f.Close()
+			if mine {
+				err = f.Close()
+			}
 		}
 	}
 	switch {

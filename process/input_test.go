@@ -3,6 +3,8 @@ package process
 import (
 	"context"
 	"errors"
+	"io"
+	"os"
 	"sync"
 	"testing"
 
@@ -75,5 +77,29 @@ func TestLookupSignal(t *testing.T) {
 		if _, err := LookupSignal(name); !errors.Is(err, ErrUnknownSignal) {
 			t.Errorf("LookupSignal(%q) = %v, want ErrUnknownSignal", name, err)
 		}
+	}
+}
+
+// TestWriteInputEOFAfterStepEnd: a step that ends between a writeInput's
+// bytes and its eof (a child that exits once it has read) has its input
+// closed by its end, which is what the eof asked for: the write succeeds
+// with every byte, rather than answering that the input closed.
+func TestWriteInputEOFAfterStepEnd(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := &Command{}
+	c.input.setStep(w, false)
+	testHookInputWritten = func() { c.input.endStep(w) }
+	t.Cleanup(func() { testHookInputWritten = nil })
+	n, err := c.WriteInput(context.Background(), c.input.turns.reserve(), []byte("last line\n"), true)
+	if n != 10 || err != nil {
+		t.Errorf("WriteInput with eof across the step's end: %d, %v; want 10, nil", n, err)
+	}
+	got, err := io.ReadAll(r)
+	if string(got) != "last line\n" || err != nil {
+		t.Errorf("the child read %q, %v; want %q and EOF", got, err, "last line\n")
 	}
 }
