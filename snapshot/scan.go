@@ -138,6 +138,7 @@ func (q *scanQueue) push(t scanTask) {
 }
 
 func (q *scanQueue) work() {
+	buf := make([]byte, direntBufSize) // this worker's, for readNames
 	for {
 		q.mu.Lock()
 		for len(q.tasks) == 0 && q.pending > 0 {
@@ -154,7 +155,7 @@ func (q *scanQueue) work() {
 		q.mu.Unlock()
 		var err error
 		if !failed {
-			err = q.scan(t)
+			err = q.scan(t, buf)
 		}
 		q.mu.Lock()
 		if err != nil && q.err == nil {
@@ -170,7 +171,7 @@ func (q *scanQueue) work() {
 }
 
 // scan lists one directory and queues its subdirectories.
-func (q *scanQueue) scan(t scanTask) error {
+func (q *scanQueue) scan(t scanTask, buf []byte) error {
 	if err := q.ctx.Err(); err != nil {
 		return err
 	}
@@ -199,7 +200,7 @@ func (q *scanQueue) scan(t scanTask) error {
 		return fmt.Errorf("scan %s: %w", relName(n.rel), err)
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	names, err := readNames(d, buf)
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", relName(n.rel), err)
 	}

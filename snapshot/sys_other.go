@@ -29,3 +29,11 @@ func startWriteback(f *os.File) {}
 func syncFS(f *os.File) error { return errors.ErrUnsupported }
 
 const haveSyncFS = false
+
+// direntBufSize: readNames uses no buffer of its own here.
+const direntBufSize = 0
+
+// readNames lists the open directory d (without . and ..).
+func readNames(d *os.File, buf []byte) ([]string, error) {
+	return d.Readdirnames(-1)
+}
