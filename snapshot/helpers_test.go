@@ -186,8 +186,13 @@ func (fx *fixture) take(o TakeOptions) Info {
 	if err != nil {
 		fx.t.Fatal(err)
 	}
+	fx.settle()
 	return info
 }
+
+// settle waits for what the store does after its answers (the index
+// written, the trash emptied), so that a test looks at a quiet store.
+func (fx *fixture) settle() { fx.store.bg.Wait() }
 
 func (fx *fixture) restore(id string, o RestoreOptions) RestoreResult {
 	fx.t.Helper()
@@ -195,6 +200,7 @@ func (fx *fixture) restore(id string, o RestoreOptions) RestoreResult {
 	if err != nil {
 		fx.t.Fatal(err)
 	}
+	fx.settle()
 	return res
 }
 

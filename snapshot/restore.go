@@ -87,18 +87,19 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	defer unlockRoot()
+	r, err := os.OpenRoot(clean)
+	if err != nil {
+		unlockRoot()
+		return RestoreResult{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
+	}
+	hold := &rootHold{unlock: unlockRoot, r: r}
+	defer hold.release()
 	unlockStore, err := s.lockStore(ctx, false)
 	if err != nil {
 		return RestoreResult{}, err
 	}
 	defer unlockStore()
 
-	r, err := os.OpenRoot(clean)
-	if err != nil {
-		return RestoreResult{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
-	}
-	defer r.Close()
 	// The snapshot's trees and the root's index are read (and checked)
 	// while the root is scanned; this goroutine is Restore's, which waits
 	// for it below.
@@ -197,16 +198,18 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 		res.Duration = time.Since(start)
 		return res, fmt.Errorf("restore %s: %w", id, err)
 	}
-	s.updateIndex(idxPath, idx, r, start, p, toHash, want)
+	applyD := time.Since(applyStart)
+	s.later(hold, func(r *os.Root) { s.updateIndex(idxPath, idx, r, start, p, toHash, want) })
 	res.Duration = time.Since(start)
 	s.log.Info("snapshot restored", "id", id, "root", clean, "written", res.Written, "removed", res.Removed,
 		"hashed", len(toHash), "blobs", len(need), "scanMs", scanD.Milliseconds(), "loadMs", loadD.Milliseconds(),
 		"hashMs", hashD.Milliseconds(), "planMs", planned.Milliseconds(),
-		"applyMs", time.Since(applyStart).Milliseconds(), "ms", res.Duration.Milliseconds())
+		"applyMs", applyD.Milliseconds(), "ms", res.Duration.Milliseconds())
 	return res, nil
 }
 
-// updateIndex records in the root's index what the restore learnt: the
+// updateIndex records in the root's index, after the answer, what the
+// restore learnt: the
 // stat and hash of the files it wrote and of those it read and found
 // right, so that the next Take or Restore reads neither again; removed
 // paths leave it. Its generation stays: an index older than the last

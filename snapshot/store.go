@@ -48,7 +48,7 @@ type Store struct {
 	indexes   map[string]*cachedIndex  // by index path: the last read or written
 	storeLock sync.RWMutex             // the in-process half of the store's lock
 	closed    atomic.Bool
-	bg        sync.WaitGroup // the goroutines emptying the trash; Close waits
+	bg        sync.WaitGroup // trash emptying and index writing after answers; Close waits
 }
 
 // Info describes one snapshot.
@@ -166,8 +166,41 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// rootHold is a Take's or Restore's hold on its root: the root's lock and
+// a handle on it. Release ends both, unless later handed them to work
+// that goes on after the answer.
+type rootHold struct {
+	unlock func()
+	r      *os.Root
+}
+
+// release ends the hold, unless it was handed on.
+func (h *rootHold) release() {
+	if h.unlock != nil {
+		h.r.Close()
+		h.unlock()
+	}
+}
+
+// later runs f after the answer, in the background, with the root's lock
+// and handle handed over from h: the next Take or Restore of the root
+// waits until f is done, and so does Close. A Take or Restore writes the
+// root's index this way, a cache its answer does not depend on.
+func (s *Store) later(h *rootHold, f func(r *os.Root)) {
+	unlock, r := h.unlock, h.r
+	h.unlock = nil
+	s.bg.Add(1)
+	go func() { // owned by the Store: Close waits on s.bg
+		defer s.bg.Done()
+		defer unlock()
+		defer r.Close()
+		f(r)
+	}()
+}
+
 // Close marks the store closed, and waits until what Restores replaced
-// has left the trash; later calls fail with ErrClosed. The store holds
+// has left the trash and the roots' indexes are written; later calls fail
+// with ErrClosed. The store holds
 // nothing open between calls.
 func (s *Store) Close() error {
 	s.closed.Store(true)

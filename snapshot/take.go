@@ -57,13 +57,13 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	if err != nil {
 		return Info{}, err
 	}
-	defer unlockRoot()
-
 	r, err := os.OpenRoot(clean)
 	if err != nil {
+		unlockRoot()
 		return Info{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
 	}
-	defer r.Close()
+	hold := &rootHold{unlock: unlockRoot, r: r}
+	defer hold.release()
 	idxPath := filepath.Join(s.dir, "roots", key, "index")
 	// The index is read (and checked) while the tree is scanned; this
 	// goroutine is Take's, which waits for it below.
@@ -192,20 +192,24 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	storeLocked = false
 
 	// Nothing read, nothing gone, same generation: the index is as it was
-	// (its entries were all unchanged and not racy).
+	// (its entries were all unchanged and not racy). Else it is written
+	// after the answer, the root still locked.
 	if len(jobs) > 0 || len(files) != len(idx.entries) || idx.gen != st.Generation {
-		next := &index{gen: st.Generation, entries: make(map[string]indexEntry, len(files))}
-		racy := racyBefore(start, files)
-		for _, n := range files {
-			if !n.gone {
-				next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
+		gen := st.Generation
+		s.later(hold, func(*os.Root) {
+			next := &index{gen: gen, entries: make(map[string]indexEntry, len(files))}
+			racy := racyBefore(start, files)
+			for _, n := range files {
+				if !n.gone {
+					next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
+				}
 			}
-		}
-		if !next.equal(idx) {
-			if err := s.saveIndex(idxPath, next); err != nil {
-				s.log.Warn("snapshot index not saved", "root", clean, "err", err)
+			if !next.equal(idx) {
+				if err := s.saveIndex(idxPath, next); err != nil {
+					s.log.Warn("snapshot index not saved", "root", clean, "err", err)
+				}
 			}
-		}
+		})
 	}
 	info := m.info()
 	s.log.Info("snapshot taken", "id", m.ID, "root", clean, "files", nFiles, "bytes", nBytes,
