@@ -76,6 +76,11 @@
 // the file again where it is not. A Restore records what it wrote and what
 // it read and found right.
 //
+// The store keeps each root's last index in memory, taken again while the
+// file's stat is what it was. A Take or Restore writes the index after
+// its answer, still holding the root's lock (so the next Take or Restore
+// of the root waits for it), in a goroutine Close waits for.
+//
 // # Crash safety
 //
 // Nothing is visible before it is whole, and nothing is referenced before
@@ -198,13 +203,17 @@
 //     files, and on ext4 without a journal creating a file scans past the
 //     inodes of its block group freed in the last minute (a benchmark that
 //     has just removed a tree makes cp -a take 0.5 s or 4 s alike);
-//   - an unchanged Take: 1.2 to 1.6 times git status of the tree. The scan
+//   - an unchanged Take: 1.1 to 1.5 times git status of the tree, each run
+//     right after the other (back to back, an unchanged Take takes 25 ms,
+//     git status 25 to 30). The scan
 //     is an fstatat of every entry, the lstat git does too; what git does
 //     not pay is the tree objects and the manifest's two fsyncs;
-//   - a restore after 100 files changed: 52 to 56 ms on a quiet machine
-//     (97 before files were exchanged rather than renamed over: see
-//     Restore), 36 of them to plan, the scan of the 10,000 files the most
-//     of that (issue 27's target is 50 ms);
+//   - a restore after 100 files changed: 36 to 43 ms on a quiet machine
+//     (97 before files were exchanged rather than renamed over, see
+//     Restore, and before the index was written after the answer), 32 to
+//     36 of them to plan, the scan of the 10,000 files the most of that;
+//     through the binary, where the scan takes longer (toolhost's bench),
+//     57 to 99 ms (issue 27's target is 50 ms);
 //   - the store's growth after a one-file change: 1.34 times the file (the
 //     tree objects of its directory of 100 and those above);
 //   - peak RSS of a process taking the first snapshot: 23 MiB (7 MiB idle).
