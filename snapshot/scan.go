@@ -207,6 +207,11 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 	sort.Strings(names)
 	f := q.f
 	kids := make([]*node, 0, len(names))
+	// The kids' nodes are allocated together: one allocation a directory,
+	// not one an entry (the scan allocated 10,000 nodes for as many files).
+	// The slice is never appended past its capacity, so the pointers into
+	// it stay put.
+	store := make([]node, 0, len(names))
 	var subdirs []scanTask
 	for _, name := range names {
 		rel := joinRel(n.rel, name)
@@ -224,7 +229,8 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 		if k == 0 {
 			continue // sockets, fifos, devices are not taken
 		}
-		c := &node{name: name, rel: rel, kind: k, mode: bits, st: st, parent: n}
+		store = append(store, node{name: name, rel: rel, kind: k, mode: bits, st: st, parent: n})
+		c := &store[len(store)-1]
 		if !f.keep(c, true) {
 			n.hides = true
 			continue
