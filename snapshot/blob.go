@@ -41,6 +41,11 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b 
 func getBuf() *[]byte  { return bufPool.Get().(*[]byte) }
 func putBuf(b *[]byte) { bufPool.Put(b) }
 
+// shardPath is the directory blob h is in.
+func (s *Store) shardPath(h hash32) string {
+	return filepath.Join(s.dir, "blobs", hex.EncodeToString(h[:1]))
+}
+
 func (s *Store) blobPath(h hash32) string {
 	x := hex.EncodeToString(h[:])
 	return filepath.Join(s.dir, "blobs", x[:2], x[2:])

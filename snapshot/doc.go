@@ -91,8 +91,7 @@
 //     flushed, then renamed to its name, and the name made durable, before
 //     any manifest names it. With more than 8 new
 //     blobs the flushes are one syncfs(2) of the store's filesystem for the
-//     data (writeback is started as each file is written, with
-//     sync_file_range) and one for the names; with fewer (and off Linux),
+//     data and one for the names; with fewer (and off Linux),
 //     an fsync of each file and of each blob directory.
 //   - A manifest and store.json are each written to a temporary file
 //     beside their name, fsynced and renamed, and the directory fsynced.

@@ -125,6 +125,7 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("snapshot store: %w", err)
 		}
 	}
+	spreadSubdirs(filepath.Join(abs, "blobs"))
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store: %w", err)

@@ -24,8 +24,6 @@ func lstatIn(dr *os.Root, d *os.File, name string) (kind byte, bits uint32, st f
 
 func platformClone(dst, src *os.File) error { return errors.ErrUnsupported }
 
-func startWriteback(f *os.File) {}
-
 func syncFS(f *os.File) error { return errors.ErrUnsupported }
 
 const haveSyncFS = false
@@ -37,3 +35,6 @@ const direntBufSize = 0
 func readNames(d *os.File, buf []byte) ([]string, error) {
 	return d.Readdirnames(-1)
 }
+
+// spreadSubdirs does nothing here.
+func spreadSubdirs(dir string) {}

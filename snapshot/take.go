@@ -106,8 +106,11 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	if err != nil {
 		return Info{}, err
 	}
-	tx := &takeTx{s: s, used: st.Bytes, claims: map[hash32]struct{}{}, shards: map[string]bool{}}
+	tx := &takeTx{s: s, used: st.Bytes, claims: map[hash32]struct{}{}, shards: map[string]int{}}
 	tx.tryClone.Store(true)
+	if err := tx.listShards(); err != nil {
+		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
+	}
 	defer tx.abort() // a no-op once committed
 	if idx.gen != st.Generation {
 		// A collection ran since the index was written: its blobs may be
@@ -314,8 +317,8 @@ type takeTx struct {
 	claims   map[hash32]struct{} // blobs there or being written
 	pending  []pendingBlob
 	created  []string
-	shards   map[string]bool // blob directories known to exist
-	newShard bool            // one was made: blobs/ must be synced
+	shards   map[string]int // blob directories: shardOld, shardNew, or absent
+	newShard bool           // one was made: blobs/ must be synced
 	done     bool
 }
 
@@ -339,13 +342,15 @@ func (tx *takeTx) exists(h hash32, size int64) bool {
 // store nor being written by another worker. It counts the bytes against
 // the cap.
 func (tx *takeTx) claim(h hash32, size int64) (bool, error) {
+	dir := tx.s.shardPath(h)
 	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	if _, ok := tx.claims[h]; ok {
-		return false, nil
-	}
+	_, claimed := tx.claims[h]
 	tx.claims[h] = struct{}{}
-	if tx.exists(h, size) {
+	// A blob can be there only in a shard that was there when the Take
+	// began (no other Take writes while this one holds the store's lock).
+	old := tx.shards[dir] == shardOld
+	tx.mu.Unlock()
+	if claimed || old && tx.exists(h, size) {
 		return false, nil
 	}
 	if tx.used+tx.added.Add(size) > tx.s.maxBytes {
@@ -364,19 +369,43 @@ func (tx *takeTx) tmpDir() string { return filepath.Join(tx.s.dir, "tmp") }
 
 // shard returns the directory blob h goes in, made if missing.
 func (tx *takeTx) shard(h hash32) (string, error) {
-	dir := filepath.Dir(tx.s.blobPath(h))
+	dir := tx.s.shardPath(h)
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	if tx.shards[dir] {
+	if tx.shards[dir] != shardAbsent {
 		return dir, nil
 	}
+	state := shardNew
 	if err := os.Mkdir(dir, 0o700); err == nil {
 		tx.newShard = true
-	} else if !errors.Is(err, fs.ErrExist) {
+	} else if errors.Is(err, fs.ErrExist) {
+		state = shardOld
+	} else {
 		return "", err
 	}
-	tx.shards[dir] = true
+	tx.shards[dir] = state
 	return dir, nil
+}
+
+// The states of a blob directory in a Take.
+const (
+	shardAbsent = iota // not there when the Take began
+	shardOld           // there when the Take began
+	shardNew           // made by the Take
+)
+
+// listShards records the blob directories there when the Take begins.
+func (tx *takeTx) listShards() error {
+	ents, err := os.ReadDir(filepath.Join(tx.s.dir, "blobs"))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.IsDir() && len(e.Name()) == 2 {
+			tx.shards[filepath.Join(tx.s.dir, "blobs", e.Name())] = shardOld
+		}
+	}
+	return nil
 }
 
 // writeTemp writes data to a new temporary blob file: in the blob's own
@@ -394,9 +423,6 @@ func (tx *takeTx) writeTemp(data []byte, h hash32) error {
 	}
 	tx.addPending(f.Name(), h)
 	_, err = wrapWriter(f).Write(data)
-	if err == nil {
-		startWriteback(f)
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -478,7 +504,6 @@ func (tx *takeTx) ingest(dr *os.Root, n *node) error {
 			return fmt.Errorf("copy %s: %w", n.rel, err)
 		}
 		hw.Sum(h[:0])
-		startWriteback(tmp)
 	}
 	n.hash, n.hashed, n.size = h, true, size
 	if err := tmp.Close(); err != nil {
