@@ -126,6 +126,8 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	// handle on the directory (opened through r, checked to be the one the
 	// scan saw), so that opening a file is one openat.
 	groups := groupByDir(jobs, 64)
+	stopFlusher := tx.startFlusher()
+	defer stopFlusher()
 	err = parallel(ctx, s.workers, len(groups), func(ctx context.Context, i int) error {
 		g := groups[i]
 		dr, err := openScannedDir(r, g.dir)
@@ -154,6 +156,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	if err == nil {
 		err = tx.trees(top)
 	}
+	stopFlusher()
 	if errors.Is(err, errOverCap) {
 		return Info{}, &TooLargeError{Root: clean, Max: s.maxBytes, Used: st.Bytes, Need: tx.added.Load(), Largest: largestDirs(top)}
 	}
@@ -318,6 +321,7 @@ type takeTx struct {
 	pending  []pendingBlob
 	created  []string
 	shards   map[string]int // blob directories: shardOld, shardNew, or absent
+	flushc   chan struct{}  // to the flusher; set and cleared while no blob is claimed
 	newShard bool           // one was made: blobs/ must be synced
 	done     bool
 }
@@ -353,10 +357,49 @@ func (tx *takeTx) claim(h hash32, size int64) (bool, error) {
 	if claimed || old && tx.exists(h, size) {
 		return false, nil
 	}
-	if tx.used+tx.added.Add(size) > tx.s.maxBytes {
+	added := tx.added.Add(size)
+	if tx.used+added > tx.s.maxBytes {
 		return false, errOverCap
 	}
+	if tx.flushc != nil && added/flushChunk != (added-size)/flushChunk {
+		select {
+		case tx.flushc <- struct{}{}:
+		default: // a flush is due already
+		}
+	}
 	return true, nil
+}
+
+// flushChunk is how many bytes of new blobs a Take writes between the
+// flushes of its flusher.
+const flushChunk = 32 << 20
+
+// startFlusher starts, where the system can sync one filesystem, a
+// goroutine that flushes the store's each time another flushChunk of new
+// blobs is claimed, so that the disk writes while files are still read
+// and the flush before the manifest finds little left. The returned stop,
+// which the Take calls once no more blobs are claimed (and again, to no
+// effect, when it returns), ends it and waits for it.
+func (tx *takeTx) startFlusher() (stop func()) {
+	if !haveSyncFS {
+		return func() {}
+	}
+	tx.flushc = make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() { // owned by the Take, through stop
+		defer close(done)
+		for range tx.flushc {
+			// An error here is the final flush's to report.
+			_ = syncPath(tx.tmpDir(), true)
+		}
+	}()
+	return func() {
+		if tx.flushc != nil {
+			close(tx.flushc)
+			<-done
+			tx.flushc = nil
+		}
+	}
 }
 
 func (tx *takeTx) addPending(tmp string, h hash32) {
