@@ -67,3 +67,6 @@ func readNames(d *os.File, buf []byte) ([]string, error) {
 
 // spreadSubdirs does nothing here.
 func spreadSubdirs(dir string) {}
+
+// renameBlob renames a written blob to its name.
+func renameBlob(from, to string) error { return os.Rename(from, to) }

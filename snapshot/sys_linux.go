@@ -118,3 +118,13 @@ func spreadSubdirs(dir string) {
 	}
 	_ = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags|fsTopDir)
 }
+
+// renameBlob renames a written blob to its name: rename(2) itself, without
+// the Lstat of the new name os.Rename makes first (to refuse a directory
+// there, which a blob's name never is), 5% of a first snapshot's CPU.
+func renameBlob(from, to string) error {
+	if err := unix.Rename(from, to); err != nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
+	return nil
+}

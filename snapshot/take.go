@@ -612,7 +612,7 @@ func (tx *takeTx) commit() error {
 			return err
 		}
 		touched[dir] = true
-		if err := os.Rename(p.tmp, final); err != nil {
+		if err := renameBlob(p.tmp, final); err != nil {
 			return err
 		}
 		tx.created = append(tx.created, final)
