@@ -71,13 +71,11 @@
 package dockertest
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +86,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/daemontest"
 )
 
 const (
@@ -124,11 +124,9 @@ type Daemon struct {
 	// Client is the docker client's path.
 	Client string
 
-	dir    string // the temporary directory of its data, state and socket
-	cmd    *exec.Cmd
-	log    *tailLog
-	exited chan struct{} // closed by own once dockerd is reaped and its log read
-	stop   sync.Once
+	dir  string             // the temporary directory of its data, state and socket
+	d    *daemontest.Daemon // dockerd, its log, and when it has exited; nil for a system one
+	stop sync.Once
 }
 
 // Start returns a dockerd for the test: the system's if one answers on
@@ -238,8 +236,8 @@ func start(client, dockerd string) (*Daemon, error) {
 		return nil, err
 	}
 	sock := filepath.Join(dir, "docker.sock")
-	d := &Daemon{Host: "unix://" + sock, Own: true, Client: client, dir: dir, log: &tailLog{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(dockerd,
+	d := &Daemon{Host: "unix://" + sock, Own: true, Client: client, dir: dir}
+	cmd := exec.Command(dockerd,
 		"--host", d.Host,
 		"--data-root", filepath.Join(dir, "data"),
 		"--exec-root", filepath.Join(dir, "exec"),
@@ -252,25 +250,18 @@ func start(client, dockerd string) (*Daemon, error) {
 		// A container Stop ends is stopped with SIGKILL (Run), at once.
 		"--shutdown-timeout", "2",
 	)
-	r, w, err := os.Pipe()
+	cmd.SysProcAttr = procAttr()
+	dd, listening, err := daemontest.Start(cmd, "API listen on "+sock, logKeep, stopLimit)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	d.cmd.Stdout, d.cmd.Stderr = w, w
-	d.cmd.SysProcAttr = procAttr()
-	listening := make(chan struct{})
-	started := make(chan error, 1)
-	go d.own(r, w, "API listen on "+sock, listening, started)
-	if err := <-started; err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting dockerd: %w", err)
 	}
+	d.d = dd
 	timer := time.NewTimer(startLimit)
 	defer timer.Stop()
 	select {
 	case <-listening:
-	case <-d.exited:
+	case <-dd.Exited:
 		d.Stop()
 		return nil, fmt.Errorf("dockerd exited: %s", d.LogTail())
 	case <-timer.C:
@@ -285,60 +276,12 @@ func start(client, dockerd string) (*Daemon, error) {
 	return d, nil
 }
 
-// own is dockerd's owner, as sshdtest's is sshd's: it starts dockerd from
-// a thread it keeps locked (so Pdeathsig lasts as long as dockerd), says
-// on started whether it started, reaps it, and waits for the reader of
-// its log before closing exited.
-func (d *Daemon) own(r, w *os.File, listening string, heard chan<- struct{}, started chan<- error) {
-	runtime.LockOSThread()
-	err := d.cmd.Start()
-	w.Close() // dockerd and its children hold the pipe's write end now
-	started <- err
-	if err != nil {
-		r.Close()
-		close(d.exited)
-		return
-	}
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		d.readLog(r, listening, heard)
-	}()
-	_ = d.cmd.Wait()
-	// containerd, or a shim, may hold the pipe a while longer.
-	timer := time.NewTimer(stopLimit)
-	select {
-	case <-logDone:
-	case <-timer.C:
-	}
-	timer.Stop()
-	r.Close()
-	<-logDone
-	close(d.exited)
-}
-
-// readLog keeps dockerd's log from r and closes heard at the first line
-// with listening in it.
-func (d *Daemon) readLog(r io.Reader, listening string, heard chan<- struct{}) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	said := false
-	for sc.Scan() {
-		d.log.add(sc.Text())
-		if !said && strings.Contains(sc.Text(), listening) {
-			said = true
-			close(heard)
-		}
-	}
-	_, _ = io.Copy(io.Discard, r)
-}
-
 // LogTail returns the last part of the log of a dockerd Start started.
 func (d *Daemon) LogTail() string {
-	if d.log == nil {
+	if d.d == nil {
 		return "(a system dockerd: its log is not the fixture's)"
 	}
-	return d.log.tail()
+	return d.d.LogTail()
 }
 
 // Stop ends a dockerd Start started, with SIGTERM and after stopLimit
@@ -350,16 +293,8 @@ func (d *Daemon) Stop() {
 		return
 	}
 	d.stop.Do(func() {
-		children := childPIDs(d.cmd.Process.Pid)
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-		timer := time.NewTimer(stopLimit)
-		select {
-		case <-d.exited:
-		case <-timer.C:
-			_ = d.cmd.Process.Kill()
-			<-d.exited
-		}
-		timer.Stop()
+		children := childPIDs(d.d.Cmd.Process.Pid)
+		d.d.Stop(stopLimit)
 		for _, pid := range children {
 			if !awaitGone(pid, stopLimit) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -376,7 +311,7 @@ func (d *Daemon) stopped() bool {
 		return false
 	}
 	select {
-	case <-d.exited:
+	case <-d.d.Exited:
 		return true
 	default:
 		return false
@@ -492,30 +427,4 @@ func awaitGone(pid int, limit time.Duration) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return true
-}
-
-// tailLog keeps the last logKeep bytes of a log.
-type tailLog struct {
-	mu  sync.Mutex
-	buf []byte // guarded by mu
-}
-
-// add appends a line, dropping what tail will not show any more.
-func (t *tailLog) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(append(t.buf, line...), '\n')
-	if len(t.buf) > 2*logKeep {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-logKeep-1:]...)
-	}
-}
-
-// tail returns the last logKeep bytes, marked "…" when there were more.
-func (t *tailLog) tail() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.buf) > logKeep {
-		return "…" + string(t.buf[len(t.buf)-logKeep:])
-	}
-	return string(t.buf)
 }

@@ -144,7 +144,7 @@ func TestStop(t *testing.T) {
 		Unavailable(t, "%v", err)
 	}
 	c := d.Run(t, d.Image(t, bb))
-	daemon, children := d.cmd.Process.Pid, childPIDs(d.cmd.Process.Pid)
+	daemon, children := d.d.Cmd.Process.Pid, childPIDs(d.d.Cmd.Process.Pid)
 	if len(children) == 0 {
 		t.Fatalf("dockerd (pid %d) has no child: where is its containerd?", daemon)
 	}

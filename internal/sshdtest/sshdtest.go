@@ -1,25 +1,23 @@
 // Package sshdtest starts a throwaway OpenSSH server on loopback for the
 // tests and benchmarks that need a real ssh destination: keys made for it,
 // no password, no PAM, a free port on 127.0.0.1, and root let in with the
-// key it made. It imports only the standard library, so that tests and
+// key it made. It imports only the standard library and
+// internal/daemontest (which owns the running sshd), so that tests and
 // programs (the bench is one) can both use it.
 package sshdtest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/daemontest"
 )
 
 // Path is where Debian's openssh-server puts the daemon.
@@ -57,11 +55,7 @@ type Server struct {
 	// Key is the private key of a user it lets in as root.
 	Key string
 
-	cmd *exec.Cmd
-	log *tailLog
-	// exited is closed by own, sshd's owner, once sshd is reaped and its
-	// log read to the end.
-	exited chan struct{}
+	d *daemontest.Daemon // sshd, its log, and when it has exited
 }
 
 // Start makes keys and a configuration in dir (created if need be) and
@@ -165,25 +159,18 @@ func run(dir string, port int) (*Server, error) {
 	if err := os.WriteFile(conf, []byte(config(dir, port)), 0o600); err != nil {
 		return nil, err
 	}
-	r, w, err := os.Pipe()
+	cmd := exec.Command(Path, "-D", "-e", "-f", conf)
+	cmd.SysProcAttr = procAttr()
+	d, listening, err := daemontest.Start(cmd, "Server listening on 127.0.0.1 port "+strconv.Itoa(port)+".", logKeep, stopLimit)
 	if err != nil {
-		return nil, err
-	}
-	s := &Server{Port: port, Key: filepath.Join(dir, "userkey"), log: &tailLog{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(Path, "-D", "-e", "-f", conf)
-	s.cmd.Stdout, s.cmd.Stderr = w, w
-	s.cmd.SysProcAttr = procAttr()
-	listening := make(chan struct{})
-	started := make(chan error, 1)
-	go s.own(r, w, "Server listening on 127.0.0.1 port "+strconv.Itoa(port)+".", listening, started)
-	if err := <-started; err != nil {
 		return nil, fmt.Errorf("starting sshd: %w", err)
 	}
+	s := &Server{Port: port, Key: filepath.Join(dir, "userkey"), d: d}
 	timer := time.NewTimer(startLimit)
 	defer timer.Stop()
 	select {
 	case <-listening:
-	case <-s.exited:
+	case <-d.Exited:
 		if strings.Contains(s.LogTail(), "Address already in use") {
 			return nil, errPortTaken
 		}
@@ -199,58 +186,6 @@ func run(dir string, port int) (*Server, error) {
 		return nil, fmt.Errorf("ssh to the new sshd: %w: %s\nsshd log:\n%s", err, out, s.LogTail())
 	}
 	return s, nil
-}
-
-// own is sshd's owner. It starts sshd from a thread it keeps locked (never
-// unlocked, so the thread, and with it Pdeathsig, lasts as long as this
-// goroutine, which lasts as long as sshd), says on started whether sshd
-// started, reaps it, and waits for the reader of its log (which closes
-// heard at the first line with listening in it) before closing exited.
-func (s *Server) own(r, w *os.File, listening string, heard chan<- struct{}, started chan<- error) {
-	runtime.LockOSThread()
-	err := s.cmd.Start()
-	w.Close() // sshd and its children hold the pipe's write end now
-	started <- err
-	if err != nil {
-		r.Close()
-		close(s.exited)
-		return
-	}
-	// logDone is closed by the log's reader, owned by this goroutine,
-	// which waits for it below.
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		s.readLog(r, listening, heard)
-	}()
-	_ = s.cmd.Wait()
-	// The sessions sshd forked may hold the pipe a while; after stopLimit
-	// closing the read end ends the reader.
-	timer := time.NewTimer(stopLimit)
-	select {
-	case <-logDone:
-	case <-timer.C:
-	}
-	timer.Stop()
-	r.Close()
-	<-logDone
-	close(s.exited)
-}
-
-// readLog keeps sshd's log from r, and closes heard once a line has
-// listening in it. It returns at the pipe's end, or when r is closed.
-func (s *Server) readLog(r io.Reader, listening string, heard chan<- struct{}) {
-	sc := bufio.NewScanner(r)
-	said := false
-	for sc.Scan() {
-		s.log.add(sc.Text())
-		if !said && strings.Contains(sc.Text(), listening) {
-			said = true
-			close(heard)
-		}
-	}
-	// A line too long to scan: keep the pipe drained so sshd never blocks.
-	_, _ = io.Copy(io.Discard, r)
 }
 
 // SSHArgs are the arguments of ssh(1) to this server up to the remote
@@ -278,45 +213,11 @@ func (s *Server) Argv(remote ...string) []string {
 
 // LogTail returns the last part of sshd's log (its stderr), for failures.
 func (s *Server) LogTail() string {
-	return s.log.tail()
+	return s.d.LogTail()
 }
 
 // Stop ends sshd, with SIGTERM and after stopLimit SIGKILL, and waits for
 // it and for the reading of its log. Calling it again does nothing.
 func (s *Server) Stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	timer := time.NewTimer(stopLimit)
-	defer timer.Stop()
-	select {
-	case <-s.exited:
-	case <-timer.C:
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
-// tailLog keeps the last logKeep bytes of sshd's log.
-type tailLog struct {
-	mu  sync.Mutex
-	buf []byte // guarded by mu
-}
-
-// add appends a line, dropping what LogTail will not show any more.
-func (t *tailLog) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(append(t.buf, line...), '\n')
-	if len(t.buf) > 2*logKeep {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-logKeep-1:]...)
-	}
-}
-
-// tail returns the last logKeep bytes, marked "…" when there were more.
-func (t *tailLog) tail() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.buf) > logKeep {
-		return "…" + string(t.buf[len(t.buf)-logKeep:])
-	}
-	return string(t.buf)
+	s.d.Stop(stopLimit)
 }

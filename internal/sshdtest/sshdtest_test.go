@@ -58,7 +58,7 @@ func TestStop(t *testing.T) {
 		c.Close()
 		t.Errorf("port %d still accepts connections after Stop", s.Port)
 	}
-	if s.cmd.ProcessState == nil {
+	if s.d.Cmd.ProcessState == nil {
 		t.Errorf("Stop returned before sshd was reaped")
 	}
 	s.Stop()
@@ -106,22 +106,5 @@ func TestSSHArgs(t *testing.T) {
 	s := &Server{Port: 2222, Key: "/k"}
 	if got := s.Argv("echo", "hello"); !slices.Equal(got, slices.Concat([]string{"ssh"}, want, []string{"echo", "hello"})) {
 		t.Errorf("Argv: %q", got)
-	}
-}
-
-// TestLogTail keeps the last logKeep bytes and marks what it dropped.
-func TestLogTail(t *testing.T) {
-	var l tailLog
-	for i := range 1000 {
-		l.add("line " + strconv.Itoa(i))
-	}
-	got := l.tail()
-	if !strings.HasPrefix(got, "…") || !strings.HasSuffix(got, "line 999\n") || len(got) != len("…")+logKeep {
-		t.Errorf("tail of 1000 lines: %d bytes, %q…%q", len(got), got[:20], got[len(got)-20:])
-	}
-	var short tailLog
-	short.add("one")
-	if got := short.tail(); got != "one\n" {
-		t.Errorf("tail of one line: %q", got)
 	}
 }
