@@ -211,7 +211,7 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 	// not one an entry (the scan allocated 10,000 nodes for as many files).
 	// The slice is never appended past its capacity, so the pointers into
 	// it stay put.
-	store := make([]node, 0, len(names))
+	nodes := make([]node, 0, len(names))
 	var subdirs []scanTask
 	for _, name := range names {
 		rel := joinRel(n.rel, name)
@@ -229,8 +229,8 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 		if k == 0 {
 			continue // sockets, fifos, devices are not taken
 		}
-		store = append(store, node{name: name, rel: rel, kind: k, mode: bits, st: st, parent: n})
-		c := &store[len(store)-1]
+		nodes = append(nodes, node{name: name, rel: rel, kind: k, mode: bits, st: st, parent: n})
+		c := &nodes[len(nodes)-1]
 		if !f.keep(c, true) {
 			n.hides = true
 			continue

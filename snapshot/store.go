@@ -190,12 +190,19 @@ func (h *rootHold) release() {
 func (s *Store) later(h *rootHold, f func(r *os.Root)) {
 	unlock, r := h.unlock, h.r
 	h.unlock = nil
-	s.bg.Add(1)
-	go func() { // owned by the Store: Close waits on s.bg
-		defer s.bg.Done()
+	s.background(func() {
 		defer unlock()
 		defer r.Close()
 		f(r)
+	})
+}
+
+// background runs f on a goroutine of the Store's, which Close waits for.
+func (s *Store) background(f func()) {
+	s.bg.Add(1)
+	go func() { // owned by the Store: Close waits on s.bg
+		defer s.bg.Done()
+		f()
 	}()
 }
 

@@ -62,11 +62,7 @@ func (s *Store) emptyTrash(t *trash) {
 	if len(names) == 0 {
 		return
 	}
-	s.bg.Add(1)
-	go func() { // owned by the Store: Close waits on s.bg
-		defer s.bg.Done()
-		s.removeFromTrash(names)
-	}()
+	s.background(func() { s.removeFromTrash(names) })
 }
 
 // removeFromTrash removes names from the trash; a directory without write
