@@ -129,7 +129,7 @@ func (s *Store) Diff(ctx context.Context, from, to string, root string, o DiffOp
 			return Diff{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
 		}
 		defer r.Close()
-		if b, err = scanRoot(ctx, r, f, s.workers); err != nil {
+		if b, err = s.scan(ctx, r, rootKey(real), f); err != nil {
 			return Diff{}, fmt.Errorf("diff: %w", err)
 		}
 		d.root = r

@@ -116,7 +116,7 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 		l.target, l.err = s.loadTree(ctx, m, f)
 		loadc <- l
 	}()
-	cur, err := scanRoot(ctx, r, f, s.workers)
+	cur, err := s.scan(ctx, r, key, f)
 	scanD := time.Since(start)
 	l := <-loadc
 	loadD := time.Since(start)

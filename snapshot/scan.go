@@ -8,10 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Where a path lies with respect to a filter's scope.
@@ -86,13 +86,16 @@ func errChanged(rel string) error {
 // through the root handle and checked to be the directory its parent's
 // Lstat saw (not a symlink swapped in since), and every entry in it is
 // looked at with one fstatat on that directory, never following a symlink.
-func scanRoot(ctx context.Context, r *os.Root, f *filter, workers int) (*node, error) {
+// A directory whose stat is unchanged since prev listed it is not listed
+// again (see dirListing.go); next holds the dirListings to keep from this scan.
+func scanRoot(ctx context.Context, r *os.Root, f *filter, workers int, prev dirListings) (top *node, next dirListings, err error) {
+	start := time.Now()
 	fi, err := r.Stat(".")
 	if err != nil {
-		return nil, fmt.Errorf("scan root: %w", err)
+		return nil, nil, fmt.Errorf("scan root: %w", err)
 	}
-	top := &node{kind: kindDir, mode: modeBits(fi.Mode()), st: statOf(fi)}
-	q := &scanQueue{ctx: ctx, r: r, f: f}
+	top = &node{kind: kindDir, mode: modeBits(fi.Mode()), st: statOf(fi)}
+	q := &scanQueue{ctx: ctx, r: r, f: f, start: start, prev: prev, next: dirListings{}}
 	q.cond = sync.NewCond(&q.mu)
 	q.push(scanTask{n: top})
 	var wg sync.WaitGroup
@@ -105,10 +108,10 @@ func scanRoot(ctx context.Context, r *os.Root, f *filter, workers int) (*node, e
 	}
 	wg.Wait()
 	if q.err != nil {
-		return nil, q.err
+		return nil, nil, q.err
 	}
 	dropGone(top)
-	return top, nil
+	return top, q.next, nil
 }
 
 type scanTask struct {
@@ -118,15 +121,18 @@ type scanTask struct {
 // scanQueue holds the directories left to scan: a stack, so that the
 // tree is walked about depth first and few are pending at once.
 type scanQueue struct {
-	ctx context.Context
-	r   *os.Root
-	f   *filter
+	ctx   context.Context
+	r     *os.Root
+	f     *filter
+	start time.Time
+	prev  dirListings // read only
 
 	mu      sync.Mutex
 	cond    *sync.Cond
 	tasks   []scanTask
 	pending int // tasks queued or being scanned
 	err     error
+	next    dirListings
 }
 
 func (q *scanQueue) push(t scanTask) {
@@ -177,6 +183,7 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 	}
 	n := t.n
 	dr := q.r
+	dirSt := n.st
 	if n.rel != "" {
 		var err error
 		if dr, err = q.r.OpenRoot(n.rel); err != nil {
@@ -191,7 +198,7 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 		if err != nil {
 			return fmt.Errorf("scan %s: %w", n.rel, err)
 		}
-		if s := statOf(sfi); s.ino != n.st.ino || s.dev != n.st.dev {
+		if dirSt = statOf(sfi); dirSt.ino != n.st.ino || dirSt.dev != n.st.dev {
 			return errChanged(n.rel) // swapped since the parent's look
 		}
 	}
@@ -200,11 +207,10 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 		return fmt.Errorf("scan %s: %w", relName(n.rel), err)
 	}
 	defer d.Close()
-	names, err := readNames(d, buf)
+	names, rels, err := q.list(n.rel, dirSt, d, buf)
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", relName(n.rel), err)
 	}
-	sort.Strings(names)
 	f := q.f
 	kids := make([]*node, 0, len(names))
 	// The kids' nodes are allocated together: one allocation a directory,
@@ -213,8 +219,8 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 	// it stay put.
 	nodes := make([]node, 0, len(names))
 	var subdirs []scanTask
-	for _, name := range names {
-		rel := joinRel(n.rel, name)
+	for i, name := range names {
+		rel := rels[i]
 		if name == ".git" || f.place(rel) == outOfScope {
 			n.hides = true
 			continue

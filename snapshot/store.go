@@ -46,6 +46,7 @@ type Store struct {
 	mu        sync.Mutex
 	rootLocks map[string]chan struct{} // the in-process half of a root's lock
 	indexes   map[string]*cachedIndex  // by index path: the last read or written
+	listings  map[string]dirListings   // by root key: the last whole scan's
 	storeLock sync.RWMutex             // the in-process half of the store's lock
 	closed    atomic.Bool
 	bg        sync.WaitGroup // trash emptying and index writing after answers; Close waits
@@ -137,6 +138,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		log:       opts.Logger,
 		rootLocks: map[string]chan struct{}{},
 		indexes:   map[string]*cachedIndex{},
+		listings:  map[string]dirListings{},
 	}
 	if s.maxBytes <= 0 {
 		s.maxBytes = DefaultMaxBytes

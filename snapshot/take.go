@@ -75,7 +75,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 		}
 		idxc <- idx
 	}()
-	top, err := scanRoot(ctx, r, f, s.workers)
+	top, err := s.scan(ctx, r, key, f)
 	idx := <-idxc
 	if err != nil {
 		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)

@@ -109,29 +109,30 @@ const treeMagic = "toolhost-snapshot-tree 1\n"
 // encodeTree writes a directory's tree object. Entries that vanished during
 // the scan are left out.
 func encodeTree(kids []*node) []byte {
-	var b bytes.Buffer
-	b.Grow(len(treeMagic) + len(kids)*64)
-	b.WriteString(treeMagic)
-	var tmp [binary.MaxVarintLen64]byte
-	uv := func(v uint64) { b.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
+	size := len(treeMagic)
+	for _, k := range kids {
+		size += 1 + 4*binary.MaxVarintLen64 + len(k.name) + sha256.Size + len(k.target)
+	}
+	b := make([]byte, 0, size) // one allocation: appends never grow it
+	b = append(b, treeMagic...)
 	for _, k := range kids {
 		if k.gone {
 			continue
 		}
-		b.WriteByte(k.kind)
-		uv(uint64(k.mode))
-		uv(uint64(k.size))
-		uv(uint64(len(k.name)))
-		b.WriteString(k.name)
+		b = append(b, k.kind)
+		b = binary.AppendUvarint(b, uint64(k.mode))
+		b = binary.AppendUvarint(b, uint64(k.size))
+		b = binary.AppendUvarint(b, uint64(len(k.name)))
+		b = append(b, k.name...)
 		switch k.kind {
 		case kindFile, kindDir:
-			b.Write(k.hash[:])
+			b = append(b, k.hash[:]...)
 		case kindLink:
-			uv(uint64(len(k.target)))
-			b.WriteString(k.target)
+			b = binary.AppendUvarint(b, uint64(len(k.target)))
+			b = append(b, k.target...)
 		}
 	}
-	return b.Bytes()
+	return b
 }
 
 var errBadTree = errors.New("malformed tree object")

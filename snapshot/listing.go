@@ -1,0 +1,86 @@
+package snapshot
+
+import (
+	"context"
+	"os"
+	"sort"
+	"time"
+)
+
+// A dirListing is the names of one directory as a scan read them, kept in
+// memory for the next scan of the same root: a directory whose stat is
+// still the one recorded is not listed again (the untracked cache's idea in
+// git). Creating, removing or renaming an entry changes its directory's
+// mtime and ctime; a chmod or chown of the directory changes its ctime; and
+// no process can set a ctime. So an unchanged stat (inode, device, size,
+// mtime, ctime) means unchanged names, given one guard: a change made in
+// the same timestamp tick as the stat was taken would leave the stat as it
+// was. A listing is therefore kept only when the directory's ctime lies
+// outside the racy window of the scan's start, as the index's entries (see
+// index.go): then any later change carries a later ctime.
+//
+// The cache saves a directory's getdents, the sort of its names and their
+// paths; every entry is still looked at with its own fstatat.
+type dirListing struct {
+	st    fileStat // the directory's, taken before it was listed
+	names []string // sorted
+	rels  []string // rels[i] = joinRel(dir, names[i])
+}
+
+// dirListings are a root's listings, by directory path (slash, from the root; "" for
+// the root). A dirListings map is never changed once published.
+type dirListings map[string]*dirListing
+
+// listable reports whether a directory listed from start on, whose stat
+// (taken before it was listed) is st, may be kept.
+func listable(st fileStat, start time.Time) bool {
+	w := racyWindow
+	if st.ctime%int64(time.Second) != 0 {
+		w = racyWindowFine
+	}
+	return st.ctime < start.Add(-w).UnixNano()
+}
+
+// list returns the sorted names of the directory d at rel, whose stat is
+// st, and their paths: from the previous scan's dirListing when st is
+// unchanged, else read with buf. It records the dirListing for the next scan.
+func (q *scanQueue) list(rel string, st fileStat, d *os.File, buf []byte) (names, rels []string, err error) {
+	if l := q.prev[rel]; l != nil && l.st == st {
+		q.record(rel, l)
+		return l.names, l.rels, nil
+	}
+	if names, err = readNames(d, buf); err != nil {
+		return nil, nil, err
+	}
+	sort.Strings(names)
+	rels = make([]string, len(names))
+	for i, name := range names {
+		rels[i] = joinRel(rel, name)
+	}
+	if listable(st, q.start) {
+		q.record(rel, &dirListing{st: st, names: names, rels: rels})
+	}
+	return names, rels, nil
+}
+
+func (q *scanQueue) record(rel string, l *dirListing) {
+	q.mu.Lock()
+	q.next[rel] = l
+	q.mu.Unlock()
+}
+
+// scan scans the root r (whose key is key) with scanRoot, using the
+// dirListings the last whole scan of it kept. A whole scan (no scope) keeps
+// its own in their place; directories it did not list are dropped.
+func (s *Store) scan(ctx context.Context, r *os.Root, key string, f *filter) (*node, error) {
+	s.mu.Lock()
+	prev := s.listings[key]
+	s.mu.Unlock()
+	top, next, err := scanRoot(ctx, r, f, s.workers, prev)
+	if err == nil && f.scope == nil {
+		s.mu.Lock()
+		s.listings[key] = next
+		s.mu.Unlock()
+	}
+	return top, err
+}

@@ -1,0 +1,33 @@
+package snapshot
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+)
+
+// TestEncodeTreeFormat pins a tree object's bytes: a tree's hash names it
+// in every store, so an encoding that changed would orphan every tree
+// written before (and every snapshot would read as changed).
+func TestEncodeTreeFormat(t *testing.T) {
+	kids := []*node{
+		{name: "a.txt", kind: kindFile, mode: 0o644, size: 5, hash: sha256.Sum256([]byte("hello"))},
+		{name: "big", kind: kindFile, mode: 0o4755, size: 1 << 40, hash: sha256.Sum256([]byte("big"))},
+		{name: "gone", kind: kindFile, mode: 0o644, gone: true},
+		{name: "link", kind: kindLink, mode: 0o777, size: 8, target: "../a.txt"},
+		{name: "sub dir", kind: kindDir, mode: 0o1777, size: 300, hash: sha256.Sum256([]byte("tree"))},
+		{name: "ünï", kind: kindFile, mode: 0o600, hash: sha256.Sum256(nil)},
+	}
+	got := sha256.Sum256(encodeTree(kids))
+	const want = "b23168d50cc26851036b3dc2e4616468b8fe679922320d7c0e8b648eca9b5b41"
+	if hex.EncodeToString(got[:]) != want {
+		t.Errorf("tree object's hash = %x, want %s: the tree format changed", got, want)
+	}
+	back, err := decodeTree(encodeTree(kids), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 5 || back[3].rel != "d/sub dir" || back[2].target != "../a.txt" {
+		t.Errorf("decoded %d kids: %+v", len(back), back)
+	}
+}
