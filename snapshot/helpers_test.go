@@ -191,7 +191,8 @@ func (fx *fixture) take(o TakeOptions) Info {
 }
 
 // settle waits for what the store does after its answers (the index
-// written, the trash emptied), so that a test looks at a quiet store.
+// made, the trash emptied), so that a test looks at a quiet store. The
+// index is written later (see indexDelay).
 func (fx *fixture) settle() { fx.store.bg.Wait() }
 
 func (fx *fixture) restore(id string, o RestoreOptions) RestoreResult {

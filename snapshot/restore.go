@@ -249,9 +249,7 @@ func (s *Store) updateIndex(path string, idx *index, r *os.Root, start time.Time
 	for _, n := range seen {
 		next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
 	}
-	if err := s.saveIndex(path, next); err != nil {
-		s.log.Warn("snapshot index not saved", "path", path, "err", err)
-	}
+	s.putIndex(path, next)
 }
 
 // plan is what a Restore will do, all decided before the first write.

@@ -48,8 +48,12 @@ type Store struct {
 	indexes   map[string]*cachedIndex  // by index path: the last read or written
 	listings  map[string]dirListings   // by root key: the last whole scan's
 	storeLock sync.RWMutex             // the in-process half of the store's lock
+	flushing  bool                     // a flushIndexes is due
 	closed    atomic.Bool
-	bg        sync.WaitGroup // trash emptying and index writing after answers; Close waits
+	closing   chan struct{} // closed by Close: flushIndexes writes at once
+	closeOnce sync.Once
+	bg        sync.WaitGroup // trash emptying and indexes made after answers; Close waits
+	flusher   sync.WaitGroup // flushIndexes; Close waits, after bg
 }
 
 // Info describes one snapshot.
@@ -139,6 +143,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		rootLocks: map[string]chan struct{}{},
 		indexes:   map[string]*cachedIndex{},
 		listings:  map[string]dirListings{},
+		closing:   make(chan struct{}),
 	}
 	if s.maxBytes <= 0 {
 		s.maxBytes = DefaultMaxBytes
@@ -214,7 +219,9 @@ func (s *Store) background(f func()) {
 // nothing open between calls.
 func (s *Store) Close() error {
 	s.closed.Store(true)
-	s.bg.Wait()
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.bg.Wait() // its last indexes may start a flusher: waited for next
+	s.flusher.Wait()
 	return nil
 }
 

@@ -211,9 +211,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 				}
 			}
 			if !next.equal(idx) {
-				if err := s.saveIndex(idxPath, next); err != nil {
-					s.log.Warn("snapshot index not saved", "root", clean, "err", err)
-				}
+				s.putIndex(idxPath, next)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -249,6 +250,7 @@ func TestConcurrentTakesSerialized(t *testing.T) {
 
 	// Another process: its flock on the root's lock file holds a Take back.
 	setHook(t, &testHookRead, nil)
+	fx.settle() // the second's index is made, under the root's lock
 	f, err := os.OpenFile(filepath.Join(fx.dir, "roots", rootKey(fx.root), "lock"), os.O_RDWR, 0)
 	must(t, err)
 	defer f.Close()
@@ -585,9 +587,11 @@ func TestListGet(t *testing.T) {
 // TestFormatsVersioned: every file the store writes says its format's
 // version, and one of another version is refused.
 func TestFormatsVersioned(t *testing.T) {
+	setHook(t, &indexDelay, 0)
 	fx := newFixture(t, Options{})
 	writeTree(t, fx.root, map[string]entry{"a/b.txt": file("b\n", 0o644)})
 	info := fx.take(TakeOptions{})
+	fx.store.flusher.Wait() // the index is written
 	m, err := os.ReadFile(fx.store.manifestPath(info.ID))
 	must(t, err)
 	if !bytes.Contains(m, []byte(`"version": 1`)) {
@@ -621,5 +625,63 @@ func TestFormatsVersioned(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(fx.dir, "store.json"), []byte(`{"version":2}`), 0o600))
 	if _, err := Open(fx.dir, Options{}); err == nil || !strings.Contains(err.Error(), "version 2") {
 		t.Errorf("open of a store of version 2: %v", err)
+	}
+}
+
+// TestIndexWrittenLater: the index a Take makes is used from memory at
+// once, and written to its file within indexDelay or when the Store closes,
+// where a new Store of the directory finds it; unless another process
+// wrote the file meanwhile: then its index wins.
+func TestIndexWrittenLater(t *testing.T) {
+	setHook(t, &indexDelay, time.Hour)
+	fx := newFixture(t, Options{})
+	writeTree(t, fx.root, manyFiles(20, 100))
+	ageTree(t, fx.root)
+	path := filepath.Join(fx.dir, "roots", rootKey(fx.root), "index")
+	reads := countReads(t)
+	fx.take(TakeOptions{})
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the index file is there before its delay or Close: %v", err)
+	}
+	reads.Swap(0)
+	fx.take(TakeOptions{})
+	if got := reads.Swap(0); got != 0 {
+		t.Errorf("a re-take read %d files, want 0 (the index in memory)", got)
+	}
+	must(t, fx.store.Close())
+	if idx, err := loadIndex(path); err != nil || len(idx.entries) != 20 {
+		t.Fatalf("the index file after Close: %v, %v", idx, err)
+	}
+
+	s2, err := Open(fx.dir, Options{})
+	must(t, err)
+	defer s2.Close()
+	if _, err := s2.Take(fx.ctx, fx.root, TakeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := reads.Swap(0); got != 0 {
+		t.Errorf("a new Store's take read %d files, want 0 (the index written)", got)
+	}
+	// Another process writes the file while s2's newer index waits in
+	// memory: s2 does not write over it.
+	fx.write("d00/f000.txt", "changed\n")
+	if _, err := s2.Take(fx.ctx, fx.root, TakeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s2.bg.Wait()
+	must(t, saveIndex(path, &index{entries: map[string]indexEntry{}}))
+	must(t, s2.Close())
+	if idx, err := loadIndex(path); err != nil || len(idx.entries) != 0 {
+		t.Errorf("the other process's index was written over: %d entries, %v", len(idx.entries), err)
+	}
+	reads.Swap(0)
+	s3, err := Open(fx.dir, Options{})
+	must(t, err)
+	defer s3.Close()
+	if _, err := s3.Take(fx.ctx, fx.root, TakeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := reads.Swap(0); got != 20 {
+		t.Errorf("a take after another process's (empty) index read %d files, want 20", got)
 	}
 }
