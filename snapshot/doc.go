@@ -76,10 +76,28 @@
 // the file again where it is not. A Restore records what it wrote and what
 // it read and found right.
 //
-// The store keeps each root's last index in memory, taken again while the
-// file's stat is what it was. A Take or Restore writes the index after
-// its answer, still holding the root's lock (so the next Take or Restore
-// of the root waits for it), in a goroutine Close waits for.
+// The store keeps each root's newest index in memory. A Take or Restore
+// makes its index after the answer, still holding the root's lock (so the
+// next Take or Restore of the root waits for it), and the index is written
+// to its file within a second, or when the store closes, holding the
+// root's lock again. The one in memory is used while its file's stat is
+// what it was when this store last read or wrote it. Any index is a valid
+// cache, however old: each entry is trusted only for a file whose stat is
+// still the one it records. So a crash before the write costs reads, and
+// another process's index that replaced the file is read and kept, never
+// written over.
+//
+// # Directory listings
+//
+// The store also keeps in memory the names of each directory of a root as
+// its last whole scan read them, with the directory's stat; the next scan
+// does not list again a directory whose stat (inode, device, size, mtime,
+// ctime) is unchanged: git's untracked cache, kept in memory only. Adding,
+// removing or renaming an entry changes its directory's mtime and ctime,
+// and no process can set a ctime; the one guard needed is the index's, a
+// change within the same timestamp tick: a listing is kept only when its
+// directory's ctime lies outside the racy window of the scan's start. Every
+// entry is still looked at with its own fstatat.
 //
 // # Crash safety
 //
@@ -202,17 +220,18 @@
 //     files, and on ext4 without a journal creating a file scans past the
 //     inodes of its block group freed in the last minute (a benchmark that
 //     has just removed a tree makes cp -a take 0.5 s or 4 s alike);
-//   - an unchanged Take: 1.1 to 1.5 times git status of the tree, each run
-//     right after the other (back to back, an unchanged Take takes 25 ms,
-//     git status 25 to 30). The scan
-//     is an fstatat of every entry, the lstat git does too; what git does
-//     not pay is the tree objects and the manifest's two fsyncs;
-//   - a restore after 100 files changed: 36 to 43 ms on a quiet machine
+//   - an unchanged Take: 0.94 to 0.96 times git status of the tree, each
+//     run right after the other (28 ms against 29; 1.2 to 1.3 times before
+//     directory listings were kept). The scan is an fstatat of every entry,
+//     the lstat git does too (11.7 ms for the tree on two workers, 15.7 when
+//     every directory is listed); what git does not pay is the tree objects
+//     and the manifest's two fsyncs;
+//   - a restore after 100 files changed: 44 to 47 ms on a quiet machine
 //     (97 before files were exchanged rather than renamed over, see
-//     Restore, and before the index was written after the answer), 32 to
-//     36 of them to plan, the scan of the 10,000 files the most of that;
-//     through the binary, where the scan takes longer (toolhost's bench),
-//     57 to 99 ms (issue 27's target is 50 ms);
+//     Restore), the scan of the 10,000 files the most of it; through the
+//     binary, back to back, 37 to 47 ms (p50 of 8) on a tree without a .git,
+//     64 to 72 with one (why is not found: nothing of the restore reads it)
+//     and 62 in toolhost's bench (issue 27's target is 50 ms);
 //   - the store's growth after a one-file change: 1.34 times the file (the
 //     tree objects of its directory of 100 and those above);
 //   - peak RSS of a process taking the first snapshot: 23 MiB (7 MiB idle).
