@@ -436,3 +436,46 @@ func TestRestoreKeepsWhatItDoesNotSee(t *testing.T) {
 		t.Errorf("root after the restore (%+v): mismatch (-want +got):\n%s", res, diff)
 	}
 }
+
+// TestTreesCached: a tree object read and checked once is served from
+// memory: a restore after it was damaged on disk restores what was checked;
+// a Store without it in memory notices the damage, and writes nothing.
+func TestTreesCached(t *testing.T) {
+	fx := newFixture(t, Options{})
+	writeTree(t, fx.root, map[string]entry{"a.txt": file("hello\n", 0o644), "c/d.txt": file("in c\n", 0o644)})
+	info := fx.take(TakeOptions{})
+	fx.write("c/d.txt", "changed in c\n")
+	want := map[string]entry{"a.txt": file("hello\n", 0o644), "c": dir(0o755), "c/d.txt": file("in c\n", 0o644)}
+	fx.restore(info.ID, RestoreOptions{})
+	if diff := cmp.Diff(want, listing(t, fx.root)); diff != "" {
+		t.Fatalf("first restore: mismatch (-want +got):\n%s", diff)
+	}
+	damaged := false
+	for _, p := range blobFiles(t, fx.dir) {
+		b, _ := os.ReadFile(filepath.Join(fx.dir, p))
+		if kids, err := decodeTree(b, ""); err == nil && len(kids) == 1 && kids[0].name == "d.txt" {
+			b[len(b)-1] ^= 0xff
+			must(t, os.WriteFile(filepath.Join(fx.dir, p), b, 0o600))
+			damaged = true
+		}
+	}
+	if !damaged {
+		t.Fatal("no tree object for c")
+	}
+	fx.write("c/d.txt", "changed again\n")
+	fx.restore(info.ID, RestoreOptions{})
+	if diff := cmp.Diff(want, listing(t, fx.root)); diff != "" {
+		t.Fatalf("restore with the tree in memory: mismatch (-want +got):\n%s", diff)
+	}
+
+	fx.write("c/d.txt", "changed once more\n")
+	before := listing(t, fx.root)
+	s2, err := Open(fx.dir, Options{})
+	must(t, err)
+	defer s2.Close()
+	_, err = s2.Restore(fx.ctx, info.ID, fx.root, RestoreOptions{})
+	wantErr(t, err, ErrDamaged)
+	if diff := cmp.Diff(before, listing(t, fx.root)); diff != "" {
+		t.Fatalf("root changed by a refused restore: mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -47,6 +47,7 @@ type Store struct {
 	rootLocks map[string]chan struct{} // the in-process half of a root's lock
 	indexes   map[string]*cachedIndex  // by index path: the last read or written
 	listings  map[string]dirListings   // by root key: the last whole scan's
+	trees     treeCache                // tree objects read and checked
 	storeLock sync.RWMutex             // the in-process half of the store's lock
 	flushing  bool                     // a flushIndexes is due
 	closed    atomic.Bool

@@ -31,3 +31,23 @@ func TestEncodeTreeFormat(t *testing.T) {
 		t.Errorf("decoded %d kids: %+v", len(back), back)
 	}
 }
+
+// TestTreeCacheBounded: the cache holds at most treeCacheMax bytes; full,
+// it is emptied before the next tree goes in.
+func TestTreeCacheBounded(t *testing.T) {
+	var c treeCache
+	big := make([]byte, treeCacheMax/2+1)
+	a, b := sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b"))
+	c.put(a, big)
+	if c.get(a) == nil {
+		t.Fatal("a tree put is not there")
+	}
+	c.put(b, big)
+	if c.get(a) != nil || c.get(b) == nil || c.bytes != len(big) {
+		t.Errorf("after a put past the bound: a %v, b %v, %d bytes", c.get(a) != nil, c.get(b) != nil, c.bytes)
+	}
+	c.put(a, make([]byte, treeCacheMax+1))
+	if c.get(a) != nil {
+		t.Error("a tree larger than the bound was kept")
+	}
+}
