@@ -27,8 +27,9 @@ type dirListing struct {
 	rels  []string // rels[i] = joinRel(dir, names[i])
 }
 
-// dirListings are a root's listings, by directory path (slash, from the root; "" for
-// the root). A dirListings map is never changed once published.
+// dirListings are a root's listings, by directory path (slash, from the
+// root; "" for the root). A dirListings map is never changed once
+// published.
 type dirListings map[string]*dirListing
 
 // listable reports whether a directory listed from start on, whose stat
@@ -42,8 +43,8 @@ func listable(st fileStat, start time.Time) bool {
 }
 
 // list returns the sorted names of the directory d at rel, whose stat is
-// st, and their paths: from the previous scan's dirListing when st is
-// unchanged, else read with buf. It records the dirListing for the next scan.
+// st, and their paths: from the previous scan's listing when st is
+// unchanged, else read with buf. It records the listing for the next scan.
 func (q *scanQueue) list(rel string, st fileStat, d *os.File, buf []byte) (names, rels []string, err error) {
 	if l := q.prev[rel]; l != nil && l.st == st {
 		q.record(rel, l)
@@ -70,7 +71,7 @@ func (q *scanQueue) record(rel string, l *dirListing) {
 }
 
 // scan scans the root r (whose key is key) with scanRoot, using the
-// dirListings the last whole scan of it kept. A whole scan (no scope) keeps
+// listings the last whole scan of it kept. A whole scan (no scope) keeps
 // its own in their place; directories it did not list are dropped.
 func (s *Store) scan(ctx context.Context, r *os.Root, key string, f *filter) (*node, error) {
 	s.mu.Lock()

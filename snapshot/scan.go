@@ -87,7 +87,7 @@ func errChanged(rel string) error {
 // Lstat saw (not a symlink swapped in since), and every entry in it is
 // looked at with one fstatat on that directory, never following a symlink.
 // A directory whose stat is unchanged since prev listed it is not listed
-// again (see dirListing.go); next holds the dirListings to keep from this scan.
+// again (see listing.go); next holds the listings to keep from this scan.
 func scanRoot(ctx context.Context, r *os.Root, f *filter, workers int, prev dirListings) (top *node, next dirListings, err error) {
 	start := time.Now()
 	fi, err := r.Stat(".")
