@@ -229,9 +229,10 @@
 //   - a restore after 100 files changed: 44 to 47 ms on a quiet machine
 //     (97 before files were exchanged rather than renamed over, see
 //     Restore), the scan of the 10,000 files the most of it; through the
-//     binary, back to back, 37 to 47 ms (p50 of 8) on a tree without a .git,
-//     64 to 72 with one (why is not found: nothing of the restore reads it)
-//     and 62 in toolhost's bench (issue 27's target is 50 ms);
+//     binary, back to back, 37 to 47 ms (p50 of 8), and 40 in toolhost's
+//     bench (issue 27's target is 50 ms). Measured beside a `git gc --auto`
+//     (which a commit of 10,000 loose objects starts in the background) the
+//     same took 64 to 72: the bench commits with gc.auto=0;
 //   - the store's growth after a one-file change: 1.34 times the file (the
 //     tree objects of its directory of 100 and those above);
 //   - peak RSS of a process taking the first snapshot: 23 MiB (7 MiB idle).
