@@ -54,7 +54,8 @@ func (s *Store) blobPath(h hash32) string {
 // blobReader reads a blob and checks, at its end, that it has the size and
 // hash its name says.
 type blobReader struct {
-	f       *os.File
+	rc      io.ReadCloser
+	f       *os.File // a loose blob's file, for a clone; nil for a packed one
 	h       hash.Hash
 	want    hash32
 	size, n int64 // size -1: unknown
@@ -66,16 +67,24 @@ type blobReader struct {
 func (s *Store) openBlob(h hash32, size int64, forPath string) (*blobReader, error) {
 	f, err := os.Open(s.blobPath(h))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, damaged(h, forPath, "missing")
+		loc, ok := s.packed(h, -1)
+		if !ok {
+			return nil, damaged(h, forPath, "missing")
+		}
+		rc, err := s.openPacked(h, loc, forPath)
+		if err != nil {
+			return nil, err
+		}
+		return &blobReader{rc: rc, h: sha256.New(), want: h, size: size, forPath: forPath}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store: %w", err)
 	}
-	return &blobReader{f: f, h: sha256.New(), want: h, size: size, forPath: forPath}, nil
+	return &blobReader{rc: f, f: f, h: sha256.New(), want: h, size: size, forPath: forPath}, nil
 }
 
 func (r *blobReader) Read(p []byte) (int, error) {
-	n, err := r.f.Read(p)
+	n, err := r.rc.Read(p)
 	r.h.Write(p[:n])
 	r.n += int64(n)
 	if r.size >= 0 && r.n > r.size {
@@ -94,7 +103,7 @@ func (r *blobReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (r *blobReader) Close() error { return r.f.Close() }
+func (r *blobReader) Close() error { return r.rc.Close() }
 
 // readBlob reads a whole blob (a tree object), checked.
 func (s *Store) readBlob(h hash32, size int64, forPath string) ([]byte, error) {

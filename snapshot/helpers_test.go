@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -243,17 +244,85 @@ func storeFiles(t testing.TB, dir string) map[string]string {
 	return out
 }
 
-// blobFiles lists the blob files of a store.
-func blobFiles(t testing.TB, dir string) []string {
+// storedBlob is one blob of a store as it lies on disk: a loose file, or
+// a range of a pack.
+type storedBlob struct {
+	h         hash32
+	path      string // the blob's file, or its pack's
+	off, size int64
+}
+
+// storedBlobs lists a store's blobs from its files: the loose ones, and
+// those its packs' indexes name.
+func storedBlobs(t testing.TB, dir string) []storedBlob {
 	t.Helper()
-	var out []string
+	var out []storedBlob
 	for p := range storeFiles(t, dir) {
-		if strings.HasPrefix(p, "blobs/") {
-			out = append(out, p)
+		if rest, ok := strings.CutPrefix(p, "blobs/"); ok {
+			b, err := hex.DecodeString(strings.Replace(rest, "/", "", 1))
+			if err != nil || len(b) != sha256.Size {
+				t.Fatalf("blob file %s", p)
+			}
+			fi, err := os.Stat(filepath.Join(dir, p))
+			must(t, err)
+			out = append(out, storedBlob{h: hash32(b), path: filepath.Join(dir, p), size: fi.Size()})
 		}
 	}
-	sort.Strings(out)
+	ents, err := os.ReadDir(filepath.Join(dir, "packs"))
+	must(t, err)
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".idx")
+		if !ok || strings.HasPrefix(id, ".") {
+			continue
+		}
+		entries, err := readPackIdx(filepath.Join(dir, "packs", e.Name()))
+		must(t, err)
+		for _, en := range entries {
+			out = append(out, storedBlob{h: en.h, path: filepath.Join(dir, "packs", id+".pack"), off: en.off, size: en.size})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].h[:], out[j].h[:]) < 0 })
 	return out
+}
+
+// storedBlobOf finds blob h in the store's files.
+func storedBlobOf(t testing.TB, dir string, h hash32) storedBlob {
+	t.Helper()
+	for _, b := range storedBlobs(t, dir) {
+		if b.h == h {
+			return b
+		}
+	}
+	t.Fatalf("no blob %x in %s", h, dir)
+	return storedBlob{}
+}
+
+func (b storedBlob) read(t testing.TB) []byte {
+	t.Helper()
+	f, err := os.Open(b.path)
+	must(t, err)
+	defer f.Close()
+	data := make([]byte, b.size)
+	_, err = f.ReadAt(data, b.off)
+	must(t, err)
+	return data
+}
+
+// write puts data in the blob's place, as damage would.
+func (b storedBlob) write(t testing.TB, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(b.path, os.O_WRONLY, 0)
+	must(t, err)
+	defer f.Close()
+	_, err = f.WriteAt(data, b.off)
+	must(t, err)
+}
+
+// cut leaves only the blob's first n bytes in its file: a truncated loose
+// blob, or a pack cut short.
+func (b storedBlob) cut(t testing.TB, n int64) {
+	t.Helper()
+	must(t, os.Truncate(b.path, b.off+n))
 }
 
 func blobOf(content string) hash32 { return sha256.Sum256([]byte(content)) }

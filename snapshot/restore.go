@@ -559,7 +559,7 @@ func (s *Store) writeFile(dr *os.Root, dd *os.File, t *node, data []byte, tryClo
 		}
 	case src != nil:
 		cloned := false
-		if tryClone.Load() && t.size >= bufSize {
+		if tryClone.Load() && t.size >= bufSize && src.f != nil {
 			if cerr := cloneFile(f, src.f); cerr == nil {
 				cloned = true
 			} else {

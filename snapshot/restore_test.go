@@ -121,13 +121,32 @@ func TestRestoreSwapRace(t *testing.T) {
 	}
 }
 
-// flipByte damages a blob file in place.
-func flipByte(t *testing.T, s *Store, h hash32) {
-	p := s.blobPath(h)
-	b, err := os.ReadFile(p)
+// editPackIdx rewrites the index of the pack holding h, with edit applied
+// to h's entry (false: left out), and has the store read it again.
+func editPackIdx(t *testing.T, s *Store, h hash32, edit func(*packEntry) bool) {
+	t.Helper()
+	loc, ok := s.packed(h, -1)
+	if !ok {
+		t.Fatalf("blob %x is not packed", h)
+	}
+	entries, err := readPackIdx(s.idxPath(loc.pack))
 	must(t, err)
-	b[len(b)/2] ^= 0xff
-	must(t, os.WriteFile(p, b, 0o600))
+	var out []packEntry
+	for _, e := range entries {
+		if e.h != h || edit(&e) {
+			out = append(out, e)
+		}
+	}
+	must(t, os.WriteFile(s.idxPath(loc.pack), encodePackIdx(out), 0o600))
+	must(t, s.reloadPacks())
+}
+
+// flipByte damages a blob in place.
+func flipByte(t *testing.T, s *Store, h hash32) {
+	b := storedBlobOf(t, s.dir, h)
+	data := b.read(t)
+	data[len(data)/2] ^= 0xff
+	b.write(t, data)
 }
 
 func TestRestoreDamagedBlob(t *testing.T) {
@@ -138,19 +157,27 @@ func TestRestoreDamagedBlob(t *testing.T) {
 	}{
 		{"flipped byte", func(t *testing.T, fx *fixture) { flipByte(t, fx.store, blobOf("world, deleted later\n")) }, "b.txt"},
 		{"missing blob", func(t *testing.T, fx *fixture) {
-			must(t, os.Remove(fx.store.blobPath(blobOf("world, deleted later\n"))))
+			// A small blob is packed: its pack's index loses it.
+			editPackIdx(t, fx.store, blobOf("world, deleted later\n"), func(*packEntry) bool { return false })
 		}, "b.txt"},
 		{"truncated blob", func(t *testing.T, fx *fixture) {
-			must(t, os.Truncate(fx.store.blobPath(blobOf("world, deleted later\n")), 3))
+			editPackIdx(t, fx.store, blobOf("world, deleted later\n"), func(e *packEntry) bool { e.size = 3; return true })
 		}, "b.txt"},
+		{"pack gone", func(t *testing.T, fx *fixture) {
+			must(t, os.Remove(storedBlobOf(t, fx.dir, blobOf("world, deleted later\n")).path))
+		}, "its pack is gone"},
+		{"pack cut short", func(t *testing.T, fx *fixture) {
+			// Whichever blob of it is read first is found damaged.
+			storedBlobOf(t, fx.dir, blobOf("world, deleted later\n")).cut(t, 3)
+		}, "snapshot store damaged"},
 		{"damaged tree", func(t *testing.T, fx *fixture) {
 			// The tree object of directory c: the one blob that decodes to
 			// c's entries.
-			for _, p := range blobFiles(t, fx.dir) {
-				b, _ := os.ReadFile(filepath.Join(fx.dir, p))
+			for _, sb := range storedBlobs(t, fx.dir) {
+				b := sb.read(t)
 				if kids, err := decodeTree(b, ""); err == nil && len(kids) == 1 && kids[0].name == "d.txt" {
 					b[len(b)-1] ^= 0xff
-					must(t, os.WriteFile(filepath.Join(fx.dir, p), b, 0o600))
+					sb.write(t, b)
 					return
 				}
 			}
@@ -451,11 +478,11 @@ func TestTreesCached(t *testing.T) {
 		t.Fatalf("first restore: mismatch (-want +got):\n%s", diff)
 	}
 	damaged := false
-	for _, p := range blobFiles(t, fx.dir) {
-		b, _ := os.ReadFile(filepath.Join(fx.dir, p))
+	for _, sb := range storedBlobs(t, fx.dir) {
+		b := sb.read(t)
 		if kids, err := decodeTree(b, ""); err == nil && len(kids) == 1 && kids[0].name == "d.txt" {
 			b[len(b)-1] ^= 0xff
-			must(t, os.WriteFile(filepath.Join(fx.dir, p), b, 0o600))
+			sb.write(t, b)
 			damaged = true
 		}
 	}

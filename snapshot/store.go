@@ -54,7 +54,11 @@ type Store struct {
 	closing   chan struct{} // closed by Close: flushIndexes writes at once
 	closeOnce sync.Once
 	bg        sync.WaitGroup // trash emptying and indexes made after answers; Close waits
-	flusher   sync.WaitGroup // flushIndexes; Close waits, after bg
+
+	packMu  sync.Mutex
+	packs   map[hash32]packLoc     // every packed blob known; see pack.go
+	packIDs map[string][]packEntry // the packs known, by id
+	flusher sync.WaitGroup         // flushIndexes; Close waits, after bg
 }
 
 // Info describes one snapshot.
@@ -77,7 +81,10 @@ type storeState struct {
 	Bytes      int64  `json:"bytes"`
 }
 
-const storeVersion = 1
+// storeVersion 2 added packs; a store of version 1 (loose blobs only) is
+// upgraded when opened, so that older builds refuse it rather than miss
+// its packed blobs.
+const storeVersion = 2
 
 // manifest is snapshots/<id>: one snapshot, written whole.
 type manifest struct {
@@ -126,7 +133,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("snapshot store: %w", err)
 	}
-	for _, sub := range []string{"blobs", "snapshots", "roots", "tmp", "trash"} {
+	for _, sub := range []string{"blobs", "packs", "snapshots", "roots", "tmp", "trash"} {
 		if err := os.Mkdir(filepath.Join(abs, sub), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("snapshot store: %w", err)
 		}
@@ -145,6 +152,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		indexes:   map[string]*cachedIndex{},
 		listings:  map[string]dirListings{},
 		closing:   make(chan struct{}),
+		packs:     map[hash32]packLoc{},
+		packIDs:   map[string][]packEntry{},
 	}
 	if s.maxBytes <= 0 {
 		s.maxBytes = DefaultMaxBytes
@@ -160,7 +169,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := s.readState(); errors.Is(err, fs.ErrNotExist) {
+	if st, err := s.readState(); errors.Is(err, fs.ErrNotExist) {
 		used, err := s.scanUsage()
 		if err != nil {
 			return nil, err
@@ -170,6 +179,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	} else if err != nil {
 		return nil, err
+	} else if st.Version < storeVersion {
+		st.Version = storeVersion
+		if err := s.writeState(st); err != nil {
+			return nil, err
+		}
 	}
 	s.clearTrash() // what crashed Restores left
 	return s, nil
@@ -242,7 +256,7 @@ func (s *Store) readState() (storeState, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return st, fmt.Errorf("%w: store.json: %v", ErrDamaged, err)
 	}
-	if st.Version != storeVersion {
+	if st.Version != storeVersion && st.Version != 1 {
 		return st, fmt.Errorf("snapshot store %s has format version %d; this build knows %d", s.dir, st.Version, storeVersion)
 	}
 	return st, nil
@@ -253,14 +267,27 @@ func (s *Store) writeState(st storeState) error {
 	return writeAtomic(s.dir, "store.json", append(data, '\n'), syncFileDir)
 }
 
-// scanUsage adds up the sizes of the blobs.
+// scanUsage adds up the sizes of the blobs, loose and packed.
 func (s *Store) scanUsage() (int64, error) {
 	var total int64
 	err := s.eachBlob(func(h hash32, path string, size int64) error {
 		total += size
 		return nil
 	})
-	return total, err
+	if err != nil {
+		return 0, err
+	}
+	if err := s.loadPacks(); err != nil {
+		return 0, err
+	}
+	s.packMu.Lock()
+	defer s.packMu.Unlock()
+	for _, entries := range s.packIDs {
+		for _, en := range entries {
+			total += en.size
+		}
+	}
+	return total, nil
 }
 
 // eachBlob calls f for every blob file, and removes the temporary files
@@ -360,6 +387,12 @@ func (s *Store) lockStore(ctx context.Context, exclusive bool) (func(), error) {
 	}
 	unlock, err := lockFile(ctx, filepath.Join(s.dir, "lock"), exclusive)
 	if err != nil {
+		release()
+		return nil, err
+	}
+	// Other processes add and remove packs under this lock, exclusively.
+	if err := s.loadPacks(); err != nil {
+		unlock()
 		release()
 		return nil, err
 	}
@@ -632,6 +665,11 @@ func (s *Store) collectLocked() error {
 	if err != nil {
 		return fmt.Errorf("collect: %w", err)
 	}
+	pk, pn, premoved, err := s.collectPacks(marked)
+	if err != nil {
+		return fmt.Errorf("collect: %w", err)
+	}
+	kept, n, removed = kept+pk, n+pn, removed+premoved
 	st.Generation++
 	st.Bytes = kept
 	if err := s.writeState(st); err != nil {

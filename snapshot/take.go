@@ -187,6 +187,9 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 		return Info{}, fmt.Errorf("snapshot %s: manifest: %w", clean, err)
 	}
 	tx.done = true // the manifest holds the blobs now
+	for _, w := range tx.packsAll {
+		s.addPack(w.id, w.entries)
+	}
 	if n := tx.added.Load(); n > 0 {
 		st.Bytes += n
 		if err := s.writeState(st); err != nil {
@@ -322,6 +325,9 @@ type takeTx struct {
 	flushc   chan struct{}  // to the flusher; set and cleared while no blob is claimed
 	newShard bool           // one was made: blobs/ must be synced
 	done     bool
+	// packsFree are the packs no worker is appending to and that have
+	// room; packsAll every pack the Take began.
+	packsFree, packsAll []*packWriter
 }
 
 // tempBlobPrefix starts the names of blobs being written, in tmp/ or in
@@ -336,6 +342,9 @@ type pendingBlob struct {
 // exists reports whether a blob of that size is in the store. A blob of
 // another size is damaged and gets written again.
 func (tx *takeTx) exists(h hash32, size int64) bool {
+	if _, ok := tx.s.packed(h, size); ok {
+		return true
+	}
 	fi, err := os.Lstat(tx.s.blobPath(h))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
 }
@@ -352,7 +361,13 @@ func (tx *takeTx) claim(h hash32, size int64) (bool, error) {
 	// began (no other Take writes while this one holds the store's lock).
 	old := tx.shards[dir] == shardOld
 	tx.mu.Unlock()
-	if claimed || old && tx.exists(h, size) {
+	if claimed {
+		return false, nil
+	}
+	if _, ok := tx.s.packed(h, size); ok {
+		return false, nil
+	}
+	if old && tx.exists(h, size) {
 		return false, nil
 	}
 	added := tx.added.Add(size)
@@ -498,7 +513,7 @@ func (tx *takeTx) ingest(dr *os.Root, n *node) error {
 			if err != nil || !write {
 				return err
 			}
-			return tx.writeTemp(data, h)
+			return tx.pack(data, h)
 		case err != nil:
 			return fmt.Errorf("read %s: %w", n.rel, err)
 		}
@@ -580,17 +595,50 @@ func (tx *takeTx) trees(n *node) error {
 	if err != nil || !write {
 		return err
 	}
-	return tx.writeTemp(data, n.hash)
+	return tx.pack(data, n.hash)
+}
+
+// pack appends a small blob (the Take has claimed it) to one of the
+// Take's packs, a free one or a new one: each is appended to by one worker
+// at a time.
+func (tx *takeTx) pack(data []byte, h hash32) error {
+	tx.mu.Lock()
+	var w *packWriter
+	if k := len(tx.packsFree); k > 0 {
+		w, tx.packsFree = tx.packsFree[k-1], tx.packsFree[:k-1]
+	}
+	tx.mu.Unlock()
+	if w == nil {
+		var err error
+		if w, err = newPackWriter(tx.s.packsDir()); err != nil {
+			return err
+		}
+		tx.mu.Lock()
+		tx.packsAll = append(tx.packsAll, w)
+		tx.mu.Unlock()
+	}
+	err := w.add(h, data)
+	if err == nil && w.off < packMax {
+		tx.mu.Lock()
+		tx.packsFree = append(tx.packsFree, w)
+		tx.mu.Unlock()
+	}
+	return err
 }
 
 // commit makes the new blobs durable and visible: their data first (one
-// syncfs, or an fsync each when few), then their names (renamed from tmp/
-// into blobs/xx/), then those names. Only then may a manifest name them.
+// syncfs, or an fsync each when few), then their names (loose blobs
+// renamed from their temporary names, packs to theirs and their indexes
+// written), then those names. Only then may a manifest name them.
 func (tx *takeTx) commit() error {
-	if len(tx.pending) == 0 {
+	if len(tx.pending) == 0 && len(tx.packsAll) == 0 {
 		return nil
 	}
-	batch := haveSyncFS && len(tx.pending) > syncBatch
+	var packed int64
+	for _, w := range tx.packsAll {
+		packed += w.off
+	}
+	batch := haveSyncFS && (len(tx.pending)+len(tx.packsAll) > syncBatch || packed > flushChunk)
 	if batch {
 		if err := syncPath(tx.tmpDir(), true); err != nil {
 			return err
@@ -600,6 +648,16 @@ func (tx *takeTx) commit() error {
 			if err := syncPath(p.tmp, false); err != nil {
 				return err
 			}
+		}
+		for _, w := range tx.packsAll {
+			if err := w.f.Sync(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, w := range tx.packsAll {
+		if err := w.publish(tx.s, !batch); err != nil {
+			return err
 		}
 	}
 	touched := map[string]bool{}
@@ -618,6 +676,11 @@ func (tx *takeTx) commit() error {
 	}
 	if batch {
 		return syncPath(tx.s.dir, true)
+	}
+	if len(tx.packsAll) > 0 {
+		if err := syncDir(tx.s.packsDir()); err != nil {
+			return err
+		}
 	}
 	for dir := range touched {
 		if err := syncDir(dir); err != nil {
@@ -656,6 +719,9 @@ func (tx *takeTx) abort() {
 	}
 	for _, c := range tx.created {
 		os.Remove(c)
+	}
+	for _, w := range tx.packsAll {
+		w.discard(tx.s)
 	}
 	// Temporary files of the large-file path are removed by ingest itself.
 }

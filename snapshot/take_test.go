@@ -106,14 +106,23 @@ func TestGrowthOneFile(t *testing.T) {
 	t.Logf("a %d-byte change grew the store by %d bytes", len(changed), growth)
 }
 
+// storeUsage adds up the bytes of a store's blobs, loose and packed.
 func storeUsage(t *testing.T, dir string) int64 {
 	var n int64
-	for _, p := range blobFiles(t, dir) {
-		fi, err := os.Stat(filepath.Join(dir, p))
-		must(t, err)
-		n += fi.Size()
+	for _, b := range storedBlobs(t, dir) {
+		n += b.size
 	}
 	return n
+}
+
+// hasBlob reports whether the store's files hold blob h.
+func hasBlob(t *testing.T, dir string, h hash32) bool {
+	for _, b := range storedBlobs(t, dir) {
+		if b.h == h {
+			return true
+		}
+	}
+	return false
 }
 
 func readState(t *testing.T, dir string) storeState {
@@ -138,16 +147,26 @@ func TestDropCollects(t *testing.T) {
 	orphan := blobOf("orphan\n")
 	must(t, os.MkdirAll(filepath.Dir(fx.store.blobPath(orphan)), 0o700))
 	must(t, os.WriteFile(fx.store.blobPath(orphan), []byte("orphan\n"), 0o600))
+	// And of packs: a temporary one, one renamed but without its index (a
+	// crash between the two), an index whose pack is gone.
+	packs := filepath.Join(fx.dir, "packs")
+	must(t, os.WriteFile(filepath.Join(packs, ".tmp-123.pack"), []byte(packMagic+"half"), 0o600))
+	must(t, os.WriteFile(filepath.Join(packs, "0badc0de.pack"), []byte(packMagic+"orphan\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(packs, "0dead.idx"), encodePackIdx([]packEntry{{h: orphan, off: int64(len(packMagic)), size: 7}}), 0o600))
 
 	must(t, fx.store.Drop(a.ID))
 	for content, want := range map[string]bool{"first version\n": false, "second version\n": true, "kept by both\n": true, "orphan\n": false} {
-		_, err := os.Stat(fx.store.blobPath(blobOf(content)))
-		if (err == nil) != want {
-			t.Errorf("blob of %q there: %v, want %v", content, err == nil, want)
+		if got := hasBlob(t, fx.dir, blobOf(content)); got != want {
+			t.Errorf("blob of %q there: %v, want %v", content, got, want)
 		}
 	}
 	if ents, _ := os.ReadDir(filepath.Join(fx.dir, "tmp")); len(ents) != 0 {
 		t.Errorf("tmp/ not emptied: %v", ents)
+	}
+	for _, name := range []string{".tmp-123.pack", "0badc0de.pack", "0dead.idx"} {
+		if _, err := os.Stat(filepath.Join(packs, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("packs/%s left by the collection: %v", name, err)
+		}
 	}
 	if st := readState(t, fx.dir); st.Bytes != storeUsage(t, fx.dir) || st.Generation != 1 {
 		t.Errorf("store.json %+v, blobs hold %d bytes", st, storeUsage(t, fx.dir))
@@ -156,8 +175,11 @@ func TestDropCollects(t *testing.T) {
 		t.Errorf("dropped snapshot: %v", err)
 	}
 	must(t, fx.store.Drop(b.ID))
-	if files := blobFiles(t, fx.dir); len(files) != 0 {
-		t.Errorf("blobs left with no snapshot: %v", files)
+	if left := storedBlobs(t, fx.dir); len(left) != 0 {
+		t.Errorf("blobs left with no snapshot: %v", left)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(fx.dir, "packs")); len(ents) != 0 {
+		t.Errorf("packs/ not emptied: %v", ents)
 	}
 	if st := readState(t, fx.dir); st.Bytes != 0 {
 		t.Errorf("store.json %+v after dropping everything", st)
@@ -597,7 +619,7 @@ func TestFormatsVersioned(t *testing.T) {
 	if !bytes.Contains(m, []byte(`"version": 1`)) {
 		t.Errorf("manifest without a version:\n%s", m)
 	}
-	if st := readState(t, fx.dir); st.Version != 1 {
+	if st := readState(t, fx.dir); st.Version != 2 {
 		t.Errorf("store.json %+v", st)
 	}
 	idx, err := os.ReadFile(filepath.Join(fx.dir, "roots", rootKey(fx.root), "index"))
@@ -606,9 +628,8 @@ func TestFormatsVersioned(t *testing.T) {
 		t.Errorf("index starts %q", idx[:30])
 	}
 	trees := 0
-	for _, p := range blobFiles(t, fx.dir) {
-		b, _ := os.ReadFile(filepath.Join(fx.dir, p))
-		if bytes.HasPrefix(b, []byte("toolhost-snapshot-tree 1\n")) {
+	for _, sb := range storedBlobs(t, fx.dir) {
+		if bytes.HasPrefix(sb.read(t), []byte("toolhost-snapshot-tree 1\n")) {
 			trees++
 		}
 	}
@@ -622,9 +643,9 @@ func TestFormatsVersioned(t *testing.T) {
 	if !strings.Contains(err.Error(), "version 2") {
 		t.Errorf("error %q does not say the version", err)
 	}
-	must(t, os.WriteFile(filepath.Join(fx.dir, "store.json"), []byte(`{"version":2}`), 0o600))
-	if _, err := Open(fx.dir, Options{}); err == nil || !strings.Contains(err.Error(), "version 2") {
-		t.Errorf("open of a store of version 2: %v", err)
+	must(t, os.WriteFile(filepath.Join(fx.dir, "store.json"), []byte(`{"version":3}`), 0o600))
+	if _, err := Open(fx.dir, Options{}); err == nil || !strings.Contains(err.Error(), "version 3") {
+		t.Errorf("open of a store of version 3: %v", err)
 	}
 }
 
