@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -704,5 +705,42 @@ func TestIndexWrittenLater(t *testing.T) {
 	}
 	if got := reads.Swap(0); got != 20 {
 		t.Errorf("a take after another process's (empty) index read %d files, want 20", got)
+	}
+}
+
+// TestVersion1StoreOpens: a store of version 1 (every blob a file of its
+// own, as before packs) is upgraded to version 2 when opened, and its
+// snapshots restore from its loose blobs.
+func TestVersion1StoreOpens(t *testing.T) {
+	fx := newFixture(t, Options{})
+	want := map[string]entry{"a.txt": file("hello\n", 0o644), "d": dir(0o755), "d/b.txt": file("in d\n", 0o600)}
+	writeTree(t, fx.root, want)
+	info := fx.take(TakeOptions{})
+	must(t, fx.store.Close())
+	// Make it what version 1 wrote: loose blobs, no packs.
+	for _, b := range storedBlobs(t, fx.dir) {
+		x := hex.EncodeToString(b.h[:])
+		must(t, os.MkdirAll(filepath.Join(fx.dir, "blobs", x[:2]), 0o700))
+		must(t, os.WriteFile(filepath.Join(fx.dir, "blobs", x[:2], x[2:]), b.read(t), 0o600))
+	}
+	must(t, os.RemoveAll(filepath.Join(fx.dir, "packs")))
+	st := readState(t, fx.dir)
+	st.Version = 1
+	b, _ := json.Marshal(st)
+	must(t, os.WriteFile(filepath.Join(fx.dir, "store.json"), b, 0o600))
+
+	s, err := Open(fx.dir, Options{})
+	must(t, err)
+	defer s.Close()
+	if st := readState(t, fx.dir); st.Version != 2 {
+		t.Errorf("store.json after Open: %+v, want version 2", st)
+	}
+	fx.write("a.txt", "changed\n")
+	must(t, os.Remove(filepath.Join(fx.root, "d", "b.txt")))
+	if _, err := s.Restore(fx.ctx, info.ID, fx.root, RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, listing(t, fx.root)); diff != "" {
+		t.Errorf("restore from a version-1 store: mismatch (-want +got):\n%s", diff)
 	}
 }
