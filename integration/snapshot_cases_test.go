@@ -1,8 +1,9 @@
 package integration
 
 import (
+	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
+	varint "encoding/binary"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -98,11 +99,80 @@ func TestSnapshotHandleCommands(t *testing.T) {
 	s.shutdown()
 }
 
-// blobPath is where the store of state keeps content.
-func blobPath(state, content string) string {
-	h := sha256.Sum256([]byte(content))
-	x := hex.EncodeToString(h[:])
-	return filepath.Join(state, "snapshots", "blobs", x[:2], x[2:])
+// damageStored flips a byte of content where the store of state keeps it:
+// a blob file of its own, or a range of a pack (both hold the bytes as
+// they are).
+func damageStored(t *testing.T, state, content string) {
+	t.Helper()
+	for _, sub := range []string{"blobs", "packs"} {
+		var found string
+		filepath.WalkDir(filepath.Join(state, "snapshots", sub), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".") || found != "" {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			if i := bytes.Index(b, []byte(content)); i >= 0 {
+				b[i+len(content)/2] ^= 0xff
+				mustDo(t, os.Chmod(p, 0o600))
+				mustDo(t, os.WriteFile(p, b, 0o600))
+				found = p
+			}
+			return nil
+		})
+		if found != "" {
+			return
+		}
+	}
+	t.Fatalf("the store under %s does not hold %q", state, content)
+}
+
+// storeBlobs returns the count and bytes of the blobs the store of state
+// holds: its blob files, and the blobs its packs' indexes name (see
+// snapshot/doc.go: after the magic line, a uvarint count, then for each
+// blob its 32-byte sha256, offset and length as uvarints). Files made but
+// not yet in the store (temporary names, starting with a dot) count too,
+// as blobs of one byte each, so that leftovers show.
+func storeBlobs(t *testing.T, state string) (n int, size int64) {
+	t.Helper()
+	filepath.WalkDir(filepath.Join(state, "snapshots", "blobs"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n, size = n+1, size+fi.Size()
+			}
+		}
+		return nil
+	})
+	ents, _ := os.ReadDir(filepath.Join(state, "snapshots", "packs"))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			n, size = n+1, size+1
+			continue
+		}
+		if !strings.HasSuffix(e.Name(), ".idx") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(state, "snapshots", "packs", e.Name()))
+		mustDo(t, err)
+		const magic = "toolhost-snapshot-packidx 1\n"
+		if !bytes.HasPrefix(b, []byte(magic)) || len(b) < len(magic)+sha256.Size {
+			t.Fatalf("pack index %s: %q...", e.Name(), b[:min(len(b), 40)])
+		}
+		p := b[len(magic) : len(b)-sha256.Size]
+		count, k := varint.Uvarint(p)
+		p = p[k:]
+		for range count {
+			p = p[sha256.Size:]
+			_, k = varint.Uvarint(p) // offset
+			p = p[k:]
+			l, k := varint.Uvarint(p)
+			p = p[k:]
+			n, size = n+1, size+int64(l)
+		}
+	}
+	return n, size
 }
 
 // TestSnapshotDamagedStore: a byte flipped in a blob under the state
@@ -127,14 +197,7 @@ func TestSnapshotDamagedStore(t *testing.T) {
 	wsWrite(t, filepath.Join(s.root, "new.txt"), "made since\n")
 	before := snapListing(t, s.root)
 
-	p := blobPath(state, damaged)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("the blob of a.txt: %v", err)
-	}
-	b[len(b)/2] ^= 0xff
-	mustDo(t, os.Chmod(p, 0o600))
-	mustDo(t, os.WriteFile(p, b, 0o600))
+	damageStored(t, state, damaged)
 
 	e := s.call("restore", map[string]any{"snapshotId": snap.SnapshotID}, nil)
 	if e == nil || e.Code != protocol.CodeInternalError || !strings.Contains(errData(e).Reason, "damaged") || !strings.Contains(e.Message, "nothing was written") {
@@ -193,14 +256,7 @@ func TestSnapshotTooLarge(t *testing.T) {
 	if len(list) != 0 {
 		t.Errorf("snapshots = %+v, want none", list)
 	}
-	blobs := 0
-	filepath.WalkDir(filepath.Join(state, "snapshots", "blobs"), func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			blobs++
-		}
-		return nil
-	})
-	if blobs != 0 {
+	if blobs, _ := storeBlobs(t, state); blobs != 0 {
 		t.Errorf("a refused snapshot left %d blobs", blobs)
 	}
 	s.shutdown()
@@ -325,16 +381,7 @@ func TestSnapshotConcurrent(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(state, "snapshots", "store.json"))
 	mustDo(t, err)
 	mustDo(t, json.Unmarshal(b, &store))
-	var blobBytes int64
-	filepath.WalkDir(filepath.Join(state, "snapshots", "blobs"), func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				blobBytes += fi.Size()
-			}
-		}
-		return nil
-	})
-	if store.Bytes != blobBytes {
+	if _, blobBytes := storeBlobs(t, state); store.Bytes != blobBytes {
 		t.Errorf("store.json counts %d bytes, its blobs are %d", store.Bytes, blobBytes)
 	}
 	one.shutdown()
