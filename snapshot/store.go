@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -47,6 +48,8 @@ type Store struct {
 	rootLocks map[string]chan struct{} // the in-process half of a root's lock
 	indexes   map[string]*cachedIndex  // by index path: the last read or written
 	listings  map[string]dirListings   // by root key: the last whole scan's
+	memos     map[string]treeMemos     // by root key: the last Take's
+	memoSeeds [2]maphash.Seed          // of every tree memo's fingerprint
 	trees     treeCache                // tree objects read and checked
 	storeLock sync.RWMutex             // the in-process half of the store's lock
 	flushing  bool                     // a flushIndexes is due
@@ -151,6 +154,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		rootLocks: map[string]chan struct{}{},
 		indexes:   map[string]*cachedIndex{},
 		listings:  map[string]dirListings{},
+		memos:     map[string]treeMemos{},
+		memoSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		closing:   make(chan struct{}),
 		packs:     map[hash32]packLoc{},
 		packIDs:   map[string][]packEntry{},

@@ -106,7 +106,11 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	if err != nil {
 		return Info{}, err
 	}
-	tx := &takeTx{s: s, used: st.Bytes, claims: map[hash32]struct{}{}, shards: map[string]int{}}
+	tx := &takeTx{s: s, used: st.Bytes, claims: map[hash32]struct{}{}, shards: map[string]int{},
+		gen: st.Generation, memos: treeMemos{gen: st.Generation, byDir: map[string]treeMemo{}}}
+	s.mu.Lock()
+	tx.prevMemos = s.memos[key]
+	s.mu.Unlock()
 	tx.tryClone.Store(true)
 	if err := tx.listShards(); err != nil {
 		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
@@ -190,6 +194,11 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	for _, w := range tx.packsAll {
 		s.addPack(w.id, w.entries)
 	}
+	// The trees are in the store: the next Take of the root may trust
+	// what it learned of them.
+	s.mu.Lock()
+	s.memos[key] = tx.memos
+	s.mu.Unlock()
 	if n := tx.added.Load(); n > 0 {
 		st.Bytes += n
 		if err := s.writeState(st); err != nil {
@@ -328,6 +337,11 @@ type takeTx struct {
 	// packsFree are the packs no worker is appending to and that have
 	// room; packsAll every pack the Take began.
 	packsFree, packsAll []*packWriter
+	// gen is the store's generation; prevMemos the root's tree memos from
+	// its last Take, memos this one's (see memo.go), used by trees alone.
+	gen       uint64
+	prevMemos treeMemos
+	memos     treeMemos
 }
 
 // tempBlobPrefix starts the names of blobs being written, in tmp/ or in
@@ -589,8 +603,18 @@ func (tx *takeTx) trees(n *node) error {
 		}
 	}
 	n.size = size
+	fp := tx.s.fingerprint(n.kids)
+	if m, ok := tx.prevMemos.byDir[n.rel]; ok && m.fp == fp && tx.prevMemos.gen == tx.gen {
+		n.hash, n.hashed = m.hash, true
+		tx.memos.byDir[n.rel] = m
+		return nil
+	}
+	if testHookTreeEncoded != nil {
+		testHookTreeEncoded(n.rel)
+	}
 	data := encodeTree(n.kids)
 	n.hash, n.hashed = sha256.Sum256(data), true
+	tx.memos.byDir[n.rel] = treeMemo{fp: fp, hash: n.hash, size: int64(len(data))}
 	write, err := tx.claim(n.hash, int64(len(data)))
 	if err != nil || !write {
 		return err

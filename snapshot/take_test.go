@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -742,5 +743,61 @@ func TestVersion1StoreOpens(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, listing(t, fx.root)); diff != "" {
 		t.Errorf("restore from a version-1 store: mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestTreeMemos: an unchanged re-take encodes no tree object; a change
+// encodes the trees of its directory and those above, no other; after a
+// collection (which may have removed what the memos name) every tree is
+// encoded again, and written where it is gone.
+func TestTreeMemos(t *testing.T) {
+	fx := newFixture(t, Options{})
+	writeTree(t, fx.root, manyFiles(30, 100)) // d00..d09
+	ageTree(t, fx.root)
+	var mu sync.Mutex
+	var encoded []string
+	setHook(t, &testHookTreeEncoded, func(rel string) { mu.Lock(); encoded = append(encoded, rel); mu.Unlock() })
+	took := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := encoded
+		encoded = nil
+		sort.Strings(out)
+		return out
+	}
+	a := fx.take(TakeOptions{})
+	if got := took(); len(got) != 11 {
+		t.Errorf("first take encoded %v, want the 11 trees", got)
+	}
+	fx.take(TakeOptions{})
+	if got := took(); len(got) != 0 {
+		t.Errorf("unchanged re-take encoded %v, want none", got)
+	}
+	fx.write("d03/f003.txt", "changed\n")
+	fx.take(TakeOptions{})
+	if diff := cmp.Diff([]string{"", "d03"}, took()); diff != "" {
+		t.Errorf("take after a change in d03: mismatch (-want +got):\n%s", diff)
+	}
+
+	// A collection removes a's trees that no other snapshot holds: the
+	// next take must not trust its memo of them.
+	fx.write("d03/f003.txt", "changed again\n")
+	b := fx.take(TakeOptions{})
+	took()
+	must(t, fx.store.Drop(a.ID))
+	fx.write("d05/f005.txt", "changed in d05\n")
+	c := fx.take(TakeOptions{})
+	if got := took(); len(got) != 11 {
+		t.Errorf("take after a collection encoded %v, want all 11 trees", got)
+	}
+	wantC := listing(t, fx.root)
+	// Only c holds its trees now; it restores whole.
+	must(t, fx.store.Drop(b.ID))
+	fx.write("d01/f001.txt", "and d01\n")
+	if res := fx.restore(c.ID, RestoreOptions{}); res.Written != 1 {
+		t.Errorf("restore of c: %+v, want 1 written", res)
+	}
+	if diff := cmp.Diff(wantC, listing(t, fx.root)); diff != "" {
+		t.Errorf("restore of c: mismatch (-want +got):\n%s", diff)
 	}
 }
