@@ -22,15 +22,29 @@ import (
 // The cache saves a directory's getdents, the sort of its names and their
 // paths; every entry is still looked at with its own fstatat.
 type dirListing struct {
-	st    fileStat // the directory's, taken before it was listed
-	names []string // sorted
-	rels  []string // rels[i] = joinRel(dir, names[i])
+	st     fileStat // the directory's, taken before it was listed
+	names  []string // sorted
+	rels   []string // rels[i] = joinRel(dir, names[i])
+	cnames []string // names[i] and a NUL (names[i] is a prefix of it), for fstatat
 }
 
 // dirListings are a root's listings, by directory path (slash, from the
 // root; "" for the root). A dirListings map is never changed once
 // published.
 type dirListings map[string]*dirListing
+
+// newDirListing makes the listing of the directory at rel, whose stat is
+// st, from its sorted names (names is kept, its strings replaced by the
+// same names, prefixes of cnames').
+func newDirListing(st fileStat, rel string, names []string) *dirListing {
+	l := &dirListing{st: st, names: names, rels: make([]string, len(names)), cnames: make([]string, len(names))}
+	for i, name := range names {
+		l.rels[i] = joinRel(rel, name)
+		l.cnames[i] = name + "\x00"
+		l.names[i] = l.cnames[i][:len(name)]
+	}
+	return l
+}
 
 // listable reports whether a directory listed from start on, whose stat
 // (taken before it was listed) is st, may be kept.
@@ -42,26 +56,24 @@ func listable(st fileStat, start time.Time) bool {
 	return st.ctime < start.Add(-w).UnixNano()
 }
 
-// list returns the sorted names of the directory d at rel, whose stat is
-// st, and their paths: from the previous scan's listing when st is
-// unchanged, else read with buf. It records the listing for the next scan.
-func (q *scanQueue) list(rel string, st fileStat, d *os.File, buf []byte) (names, rels []string, err error) {
+// list returns the listing of the directory d at rel, whose stat is st:
+// the previous scan's when st is unchanged, else read with buf. It records
+// the listing for the next scan.
+func (q *scanQueue) list(rel string, st fileStat, d *os.File, buf []byte) (*dirListing, error) {
 	if l := q.prev[rel]; l != nil && l.st == st {
 		q.record(rel, l)
-		return l.names, l.rels, nil
+		return l, nil
 	}
-	if names, err = readNames(d, buf); err != nil {
-		return nil, nil, err
+	names, err := readNames(d, buf)
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(names)
-	rels = make([]string, len(names))
-	for i, name := range names {
-		rels[i] = joinRel(rel, name)
-	}
+	l := newDirListing(st, rel, names)
 	if listable(st, q.start) {
-		q.record(rel, &dirListing{st: st, names: names, rels: rels})
+		q.record(rel, l)
 	}
-	return names, rels, nil
+	return l, nil
 }
 
 func (q *scanQueue) record(rel string, l *dirListing) {

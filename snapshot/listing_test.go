@@ -69,8 +69,8 @@ func TestScanListings(t *testing.T) {
 		return out
 	}
 	stale := dirListings{
-		"":    {st: stat("."), names: []string{"a", "sub"}, rels: []string{"a", "sub"}},
-		"sub": {st: stat("sub"), names: []string{}, rels: []string{}},
+		"":    newDirListing(stat("."), "", []string{"a", "sub"}),
+		"sub": newDirListing(stat("sub"), "sub", []string{}),
 	}
 	top, next, err := scanRoot(context.Background(), r, &filter{}, 2, stale)
 	if err != nil {

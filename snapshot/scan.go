@@ -207,11 +207,12 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 		return fmt.Errorf("scan %s: %w", relName(n.rel), err)
 	}
 	defer d.Close()
-	names, rels, err := q.list(n.rel, dirSt, d, buf)
+	l, err := q.list(n.rel, dirSt, d, buf)
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", relName(n.rel), err)
 	}
 	f := q.f
+	names, fd := l.names, int(d.Fd())
 	kids := make([]*node, 0, len(names))
 	// The kids' nodes are allocated together: one allocation a directory,
 	// not one an entry (the scan allocated 10,000 nodes for as many files).
@@ -220,12 +221,12 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 	nodes := make([]node, 0, len(names))
 	var subdirs []scanTask
 	for i, name := range names {
-		rel := rels[i]
+		rel := l.rels[i]
 		if name == ".git" || f.place(rel) == outOfScope {
 			n.hides = true
 			continue
 		}
-		k, bits, st, err := lstatIn(dr, d, name)
+		k, bits, st, err := lstatIn(dr, fd, name, l.cnames[i])
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -26,10 +26,10 @@ func statOf(fi fs.FileInfo) fileStat {
 }
 
 // lstatIn: see sys_linux.go.
-func lstatIn(dr *os.Root, d *os.File, name string) (kind byte, bits uint32, st fileStat, err error) {
+func lstatIn(dr *os.Root, fd int, name, cname string) (kind byte, bits uint32, st fileStat, err error) {
 	var s unix.Stat_t
 	for {
-		err = unix.Fstatat(int(d.Fd()), name, &s, unix.AT_SYMLINK_NOFOLLOW)
+		err = unix.Fstatat(fd, name, &s, unix.AT_SYMLINK_NOFOLLOW)
 		if err != unix.EINTR {
 			break
 		}

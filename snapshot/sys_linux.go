@@ -26,13 +26,14 @@ func statOf(fi fs.FileInfo) fileStat {
 	}
 }
 
-// lstatIn looks at name in the open directory d with one fstatat, never
+// lstatIn looks at name in the open directory fd with one fstatat, never
 // following a symlink: its kind (0 for what is not taken), its 07777 bits
-// and the stat the index compares.
-func lstatIn(dr *os.Root, d *os.File, name string) (kind byte, bits uint32, st fileStat, err error) {
+// and the stat the index compares. cname is name with a NUL after it (see
+// dirListing), which spares the call a copy of the name.
+func lstatIn(dr *os.Root, fd int, name, cname string) (kind byte, bits uint32, st fileStat, err error) {
 	var s unix.Stat_t
 	for {
-		err = unix.Fstatat(int(d.Fd()), name, &s, unix.AT_SYMLINK_NOFOLLOW)
+		err = fstatatC(fd, cname, &s)
 		if err != unix.EINTR {
 			break
 		}

@@ -14,7 +14,7 @@ func statOf(fi fs.FileInfo) fileStat {
 }
 
 // lstatIn: see sys_linux.go; here through the root handle.
-func lstatIn(dr *os.Root, d *os.File, name string) (kind byte, bits uint32, st fileStat, err error) {
+func lstatIn(dr *os.Root, fd int, name, cname string) (kind byte, bits uint32, st fileStat, err error) {
 	fi, err := dr.Lstat(name)
 	if err != nil {
 		return 0, 0, st, err
