@@ -33,9 +33,8 @@
 //	roots/<key>/index     the index of one root (key: the first 16 bytes,
 //	                      in hex, of the sha256 of its real path)
 //	roots/<key>/lock      that root's flock
-//	tmp/                  large blobs being written (beside their name,
-//	                      as blobs/ab/.tmp-*, when their hash is known
-//	                      first; packs as packs/.tmp-*.pack)
+//	tmp/                  large blobs being written (packs are written
+//	                      as packs/.tmp-*.pack)
 //	trash/                what Restores replaced, until it is removed
 //
 // Every format says its version, and a reader refuses a version it does

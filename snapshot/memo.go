@@ -6,7 +6,7 @@ import (
 )
 
 // A treeMemo is what a Take learned of one directory's tree object: its
-// hash and length, and a fingerprint of what its encoding is made of (each
+// hash, and a fingerprint of what its encoding is made of (each
 // kept entry's kind, mode, size, name, and content hash or target). The
 // next Take of the root computes the fingerprint, which costs no
 // allocation and a fraction of the encoding's hashing, and when it and the
@@ -22,7 +22,6 @@ import (
 type treeMemo struct {
 	fp   [2]uint64
 	hash hash32
-	size int64 // of the encoding
 }
 
 // testHookTreeEncoded is called with the path of each directory whose tree

@@ -344,8 +344,9 @@ type takeTx struct {
 	memos     treeMemos
 }
 
-// tempBlobPrefix starts the names of blobs being written, in tmp/ or in
-// their shard directory; a collection removes what a crash left.
+// tempBlobPrefix starts the names of blobs and packs being written, in
+// tmp/ and packs/ (and, by builds before packs, in a blob's shard
+// directory); a collection removes what a crash left.
 const tempBlobPrefix = ".tmp-"
 
 type pendingBlob struct {
@@ -478,27 +479,6 @@ func (tx *takeTx) listShards() error {
 	return nil
 }
 
-// writeTemp writes data to a new temporary blob file: in the blob's own
-// shard directory (named with a leading dot, which no blob has), so that
-// workers writing blobs of different shards do not queue on one
-// directory's lock, and the rename into its name stays in the directory.
-func (tx *takeTx) writeTemp(data []byte, h hash32) error {
-	dir, err := tx.shard(h)
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, tempBlobPrefix+"*")
-	if err != nil {
-		return err
-	}
-	tx.addPending(f.Name(), h)
-	_, err = wrapWriter(f).Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // ingest reads one file of the root: hashes it and, when its content is
 // new, copies it to a temporary blob. A small file is read into memory
 // once; a large one is cloned (reflink) where the filesystem can, and
@@ -614,7 +594,7 @@ func (tx *takeTx) trees(n *node) error {
 	}
 	data := encodeTree(n.kids)
 	n.hash, n.hashed = sha256.Sum256(data), true
-	tx.memos.byDir[n.rel] = treeMemo{fp: fp, hash: n.hash, size: int64(len(data))}
+	tx.memos.byDir[n.rel] = treeMemo{fp: fp, hash: n.hash}
 	write, err := tx.claim(n.hash, int64(len(data)))
 	if err != nil || !write {
 		return err
