@@ -681,11 +681,8 @@ func (tx *takeTx) commit() error {
 	if batch {
 		return syncPath(tx.s.dir, true)
 	}
-	if len(tx.packsAll) > 0 {
-		if err := syncDir(tx.s.packsDir()); err != nil {
-			return err
-		}
-	}
+	// The packs' names are durable: publish synced packs/ after the last
+	// index.
 	for dir := range touched {
 		if err := syncDir(dir); err != nil {
 			return err
