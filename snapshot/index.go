@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -78,14 +79,10 @@ func loadIndex(path string) (*index, error) {
 	if err != nil {
 		return idx, err
 	}
-	if len(data) < len(indexMagic)+sha256.Size || !bytes.HasPrefix(data, []byte(indexMagic)) {
-		return idx, errors.New("index of an unknown format or version")
+	p, err := checkedBody(data, indexMagic, "index")
+	if err != nil {
+		return idx, err
 	}
-	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
-		return idx, errors.New("index does not match its checksum")
-	}
-	p := body[len(indexMagic):]
 	bad := false
 	uv := func() uint64 {
 		v, n := binary.Uvarint(p)
@@ -134,6 +131,20 @@ func loadIndex(path string) (*index, error) {
 	}
 	idx.gen, idx.entries = gen, entries
 	return idx, nil
+}
+
+// checkedBody returns what lies between a file's magic line and the
+// sha256 of both that ends it, once both are checked: the format of the
+// index and of a pack's index. what names the file in errors.
+func checkedBody(data []byte, magic, what string) ([]byte, error) {
+	if len(data) < len(magic)+sha256.Size || !bytes.HasPrefix(data, []byte(magic)) {
+		return nil, fmt.Errorf("%s of an unknown format or version", what)
+	}
+	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return nil, fmt.Errorf("%s does not match its checksum", what)
+	}
+	return body[len(magic):], nil
 }
 
 func (idx *index) encode() []byte {

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -157,14 +156,10 @@ func readPackIdx(path string) ([]packEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(data) < len(idxMagic)+sha256.Size || !bytes.HasPrefix(data, []byte(idxMagic)) {
-		return nil, errors.New("pack index of an unknown format or version")
+	p, err := checkedBody(data, idxMagic, "pack index")
+	if err != nil {
+		return nil, err
 	}
-	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
-		return nil, errors.New("pack index does not match its checksum")
-	}
-	p := body[len(idxMagic):]
 	uv := func() (uint64, bool) {
 		v, n := binary.Uvarint(p)
 		if n <= 0 {
