@@ -107,7 +107,11 @@
 // and no process can set a ctime; the one guard needed is the index's, a
 // change within the same timestamp tick: a listing is kept only when its
 // directory's ctime lies outside the racy window of the scan's start. Every
-// entry is still looked at with its own fstatat.
+// entry is still looked at with its own fstatat. Listings are kept only on
+// local Linux filesystems (ext4, xfs, btrfs, tmpfs, f2fs, overlayfs, zfs):
+// a network filesystem's attributes may be cached for seconds, and a FUSE
+// one's are what its daemon says; there, and off Linux, every scan lists
+// every directory.
 //
 // # Crash safety
 //

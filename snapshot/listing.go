@@ -20,7 +20,9 @@ import (
 // index.go): then any later change carries a later ctime.
 //
 // The cache saves a directory's getdents, the sort of its names and their
-// paths; every entry is still looked at with its own fstatat.
+// paths; every entry is still looked at with its own fstatat. It is kept
+// only on the local filesystems keepsListings names: a network
+// filesystem's attributes may be cached for seconds.
 type dirListing struct {
 	st     fileStat // the directory's, taken before it was listed
 	names  []string // sorted
@@ -83,9 +85,14 @@ func (q *scanQueue) record(rel string, l *dirListing) {
 }
 
 // scan scans the root r (whose key is key) with scanRoot, using the
-// listings the last whole scan of it kept. A whole scan (no scope) keeps
-// its own in their place; directories it did not list are dropped.
+// listings the last whole scan of it kept, on a filesystem that keeps
+// listings true (keepsListings). A whole scan (no scope) keeps its own in
+// their place; directories it did not list are dropped.
 func (s *Store) scan(ctx context.Context, r *os.Root, key string, f *filter) (*node, error) {
+	if !keepsListings(r.Name()) {
+		top, _, err := scanRoot(ctx, r, f, s.workers, nil)
+		return top, err
+	}
 	s.mu.Lock()
 	prev := s.listings[key]
 	s.mu.Unlock()

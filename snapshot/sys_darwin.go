@@ -70,3 +70,7 @@ func spreadSubdirs(dir string) {}
 
 // renameBlob renames a written blob to its name.
 func renameBlob(from, to string) error { return os.Rename(from, to) }
+
+// keepsListings: see sys_linux.go; on macOS every scan lists every
+// directory.
+func keepsListings(dir string) bool { return false }

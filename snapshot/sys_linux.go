@@ -129,3 +129,22 @@ func renameBlob(from, to string) error {
 	}
 	return nil
 }
+
+// keepsListings reports whether the filesystem holding dir is one whose
+// directories' mtime and ctime change with every entry made, removed or
+// renamed, as seen by this machine at once: the local filesystems listed
+// here. A network filesystem's attributes may be cached for seconds (NFS,
+// SMB), and a FUSE one's are what its daemon says, so their directories
+// are listed every scan (see dirListing).
+func keepsListings(dir string) bool {
+	var s unix.Statfs_t
+	if err := unix.Statfs(dir, &s); err != nil {
+		return false
+	}
+	switch uint32(s.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC,
+		unix.F2FS_SUPER_MAGIC, unix.OVERLAYFS_SUPER_MAGIC, 0x2fc12fc1: // the last: ZFS
+		return true
+	}
+	return false
+}

@@ -407,6 +407,9 @@ func TestFullDiskTmpfs(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	s, err := Open(filepath.Join(mnt, "store"), Options{})
 	must(t, err)
+	// Closed before the unmount: what it does after its answers (the root's
+	// lock held while its index is made) would keep the mount busy.
+	t.Cleanup(func() { s.Close() })
 	root := t.TempDir()
 	writeTree(t, root, manyFiles(40, 10_000))
 	before := storeFiles(t, filepath.Join(mnt, "store"))
