@@ -240,14 +240,9 @@ var indexDelay = time.Second
 // process wrote in its place wins, and one replaced with a file of the very
 // same stat would be stale, which costs nothing but reads.
 func (s *Store) loadIndex(path string) (*index, error) {
-	fi, err := os.Stat(path)
-	missing := errors.Is(err, fs.ErrNotExist)
-	if err != nil && !missing {
+	st, missing, err := indexFileStat(path)
+	if err != nil {
 		return loadIndex(path)
-	}
-	var st fileStat
-	if !missing {
-		st = statOf(fi)
 	}
 	s.mu.Lock()
 	c := s.indexes[path]
@@ -264,6 +259,19 @@ func (s *Store) loadIndex(path string) (*index, error) {
 	return idx, err
 }
 
+// indexFileStat returns the stat of the index file at path, or missing
+// when there is none.
+func indexFileStat(path string) (st fileStat, missing bool, err error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileStat{}, true, nil
+	}
+	if err != nil {
+		return fileStat{}, false, err
+	}
+	return statOf(fi), false, nil
+}
+
 // putIndex makes idx the index of the root whose index file is path (the
 // root's lock held): at once in memory, and in the file within indexDelay,
 // or when the Store closes.
@@ -273,11 +281,8 @@ func (s *Store) putIndex(path string, idx *index) {
 	if c == nil {
 		// Never read here: its file is compared with what it is now.
 		c = &cachedIndex{key: filepath.Base(filepath.Dir(path))}
-		if fi, err := os.Stat(path); err == nil {
-			c.st = statOf(fi)
-		} else {
-			c.missing = true
-		}
+		st, missing, err := indexFileStat(path)
+		c.st, c.missing = st, missing || err != nil
 	}
 	s.indexes[path] = &cachedIndex{key: c.key, st: c.st, missing: c.missing, idx: idx, dirty: true}
 	start := !s.flushing

@@ -23,25 +23,3 @@ func lstatIn(dr *os.Root, fd int, name, cname string) (kind byte, bits uint32, s
 }
 
 func platformClone(dst, src *os.File) error { return errors.ErrUnsupported }
-
-func syncFS(f *os.File) error { return errors.ErrUnsupported }
-
-const haveSyncFS = false
-
-// direntBufSize: readNames uses no buffer of its own here.
-const direntBufSize = 0
-
-// readNames lists the open directory d (without . and ..).
-func readNames(d *os.File, buf []byte) ([]string, error) {
-	return d.Readdirnames(-1)
-}
-
-// spreadSubdirs does nothing here.
-func spreadSubdirs(dir string) {}
-
-// renameBlob renames a written blob to its name.
-func renameBlob(from, to string) error { return os.Rename(from, to) }
-
-// keepsListings: see sys_linux.go; elsewhere every scan lists every
-// directory.
-func keepsListings(dir string) bool { return false }
