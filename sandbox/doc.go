@@ -176,13 +176,18 @@
 // caller, which serves it from any thread; connections it accepts come
 // from inside the namespace, and what the proxy dials for them leaves from
 // the server's namespace. Finish closes it. The child never inherits it
-// (close-on-exec). The Report says Proxy, with Network false, and
-// EnforcedBy "netns+proxy". A user namespace made at the fork cannot host
-// the listener (the forking thread is not in it), and with no namespace
-// at all there is nothing to listen in: then Require refuses, naming the
-// allow-list, and otherwise the command runs with the network off, never
-// on, and NotEnforced says so. Landlock's TCP rights, where the domain
-// needs them (above), get a rule for the proxy's port.
+// (close-on-exec). The listener, and so every connection it accepts,
+// asks for cubic (else reno) congestion control: those connections never
+// leave the namespace's loopback, where a default of BBR would pace every
+// byte a download brings in by a timer, at a third of the speed. The
+// connections the proxy dials keep the machine's default. The Report
+// says Proxy, with Network false, and EnforcedBy "netns+proxy". A user
+// namespace made at the fork cannot host the listener (the forking thread
+// is not in it), and with no namespace at all there is nothing to listen
+// in: then Require refuses, naming the allow-list, and otherwise the
+// command runs with the network off, never on, and NotEnforced says so.
+// Landlock's TCP rights, where the domain needs them (above), get a rule
+// for the proxy's port.
 //
 // EnterNetNS starts a thread of the server in another network namespace,
 // opened as /proc/<pid>/ns/net, with setns (CAP_SYS_ADMIN, as unshare

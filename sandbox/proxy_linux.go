@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,8 +20,14 @@ import (
 // the network namespace of the thread that creates it, and the goroutine
 // is locked to that thread, so socket() runs there. The server serves the
 // listener from any thread; the child never inherits it (close-on-exec).
+//
+// The listener's congestion control is loopbackCongestion, which the
+// connections it accepts inherit: see there.
 func (st *sysState) listenProxy(cmd *exec.Cmd) (uint16, error) {
-	l, err := new(net.ListenConfig).Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { setLoopbackCongestion(int(fd)) })
+	}}
+	l, err := lc.Listen(context.Background(), "tcp4", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("network proxy: listen in the namespace: %w", err)
 	}
@@ -30,6 +37,29 @@ func (st *sysState) listenProxy(cmd *exec.Cmd) (uint16, error) {
 		cmd.Env = append(cmd.Environ(), st.proxyEnv(addr)...)
 	}
 	return addr.Port(), nil
+}
+
+// loopbackCongestion lists the congestion controls the proxy's listener
+// asks for, in order, for the connections it accepts: the proxy's side of
+// every connection a command makes to it, which never leaves the
+// namespace's loopback and carries every byte a download brings in. A
+// machine's default may be BBR (this one's is), which paces what it sends
+// by a timer; on a loopback leg that pacing is pure cost: a 100 MiB curl
+// download through the proxy took 45 to 49 ms with BBR and 33 to 35 ms
+// with cubic or reno, against 20 to 22 ms direct. The upstream connections
+// the proxy dials keep the machine's default: they cross the real network.
+// Reno is built into every kernel; cubic nearly always is.
+var loopbackCongestion = []string{"cubic", "reno"}
+
+// setLoopbackCongestion sets the first of loopbackCongestion the kernel
+// takes on the socket fd. It is an optimisation: if none is taken, the
+// socket keeps the default, and nothing else changes.
+func setLoopbackCongestion(fd int) {
+	for _, cc := range loopbackCongestion {
+		if unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc) == nil {
+			return
+		}
+	}
 }
 
 // closeProxy closes the proxy's listener, if any; closing it again, after

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -194,6 +196,73 @@ func TestProxyNamespace(t *testing.T) {
 	}
 	if !r.report.Proxy || r.report.Network || !strings.Contains(r.report.EnforcedBy, "+netns+proxy") {
 		t.Errorf("report %+v, want proxy true, network false, enforced by netns+proxy", r.report)
+	}
+}
+
+// TestProxyLoopbackCongestion checks that a connection the command makes
+// to the proxy's listener is accepted with the first congestion control of
+// loopbackCongestion this kernel lets a socket take, whatever the
+// machine's default (BBR, whose pacing costs a loopback leg a third of its
+// speed): the connections the listener accepts inherit it.
+func TestProxyLoopbackCongestion(t *testing.T) {
+	caps := probed(t, "netns-unshare", "landlock4")
+	probe, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(probe)
+	want := ""
+	for _, cc := range loopbackCongestion {
+		if unix.SetsockoptString(probe, unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc) == nil {
+			want = cc
+			break
+		}
+	}
+	if want == "" {
+		t.Skipf("this kernel takes none of %v", loopbackCongestion)
+	}
+
+	d := newDirs(t)
+	p := d.policy()
+	p.Network, p.Proxy = false, true
+	cmd := exec.Command("sh", "-c", `a=${HTTP_PROXY#http://}; SANDBOX_TEST_HELPER=1 "$0" tcp-connect "${a%/}"`, os.Args[0])
+	cmd.Env = helperEnviron()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	sb, err := Start(cmd, Spec{Policy: p, Caps: &caps, Require: true, ProxyEnv: netproxy.Env})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer func() {
+		_ = cmd.Wait()
+		if _, err := sb.Finish(); err != nil {
+			t.Errorf("Finish: %v", err)
+		}
+		if diff := cmp.Diff([]string{"connect: ok"}, lines(out.String())); diff != "" {
+			t.Errorf("command's output mismatch (-want +got):\n%s", diff)
+		}
+	}()
+	c, err := sb.ProxyListener().Accept()
+	if err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	defer c.Close()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		got, gerr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatalf("TCP_CONGESTION: %v", gerr)
+	}
+	if got != want {
+		t.Errorf("the accepted connection's congestion control is %q, want %q", got, want)
 	}
 }
 
