@@ -210,12 +210,7 @@ func maxHandleNumber(rp *replay) uint64 {
 		return 0
 	}
 	for _, hs := range rp.handles {
-		for _, id := range []string{hs.HandleID, hs.CommandID} {
-			var v uint64
-			if _, err := fmt.Sscanf(id[strings.IndexByte(id, '-')+1:], "%d", &v); err == nil {
-				n = max(n, v)
-			}
-		}
+		n = max(n, handleNumber(hs))
 	}
 	return n
 }

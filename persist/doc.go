@@ -47,6 +47,16 @@
 // fsync, rename), as one tombstone line saying why, so that a resume of it
 // is told "ended" or "expired"; tombstones go after a week.
 //
+// A journal holding a quarter more written toolResults than a session's
+// ledger keeps (rpc.LedgerKeepWritten) is compacted in the background,
+// the same way: rewritten with the session and holder records, the
+// handles still running, every toolResult not yet written, the last
+// written ones the ledger keeps, and the highest-numbered handle, then
+// renamed over the journal. Records appended meanwhile are copied over
+// under the journal's lock just before the rename, so none is lost; an
+// end meanwhile wins, and the compaction gives up. A session that lives
+// for weeks keeps a journal about the size of its ledger.
+//
 // A holder that starts finds the journals of its root whose holder is
 // dead: it kills what is left of their commands (the cgroup whole, and
 // every process carrying their marker), ends each handle that has no

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/process"
+	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
 
@@ -61,11 +62,35 @@ type holderID struct {
 }
 
 // journal appends a session's records. It implements rpc.Journal.
+//
+// A journal is compacted (see compact) once it holds more written
+// toolResults than a session's ledger keeps, so that a session that lives
+// for weeks and runs a million commands keeps a journal of about the size
+// of its ledger, not of its history.
 type journal struct {
 	path string
+	// keep is how many toolResults already written to a connection a
+	// compaction keeps: rpc.LedgerKeepWritten, as many as the session's
+	// ledger keeps for a resume.
+	keep int
 
 	mu sync.Mutex
 	f  *os.File // nil once closed; guarded by mu
+	// size is the file's length: every append adds to it; guarded by mu.
+	size int64
+	// nWritten counts the written records in the file (those a
+	// compaction kept and those appended since); guarded by mu.
+	nWritten int
+	// compacting is true while a compaction runs; guarded by mu.
+	compacting bool
+	// compactor owns a compaction's goroutine; close and end wait for it.
+	compactor sync.WaitGroup
+}
+
+// newJournal returns the journal appending to f, the file at path, whose
+// length is size.
+func newJournal(path string, f *os.File, size int64) *journal {
+	return &journal{path: path, f: f, size: size, keep: rpc.LedgerKeepWritten}
 }
 
 // createJournal starts the journal of a session with its first record.
@@ -74,7 +99,7 @@ func createJournal(path string, first record) (*journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the session's journal: %w", err)
 	}
-	j := &journal{path: path, f: f}
+	j := newJournal(path, f, 0)
 	if err := j.append(first); err != nil {
 		f.Close()
 		os.Remove(path)
@@ -83,13 +108,20 @@ func createJournal(path string, first record) (*journal, error) {
 	return j, nil
 }
 
-// openJournal reopens a journal to append to it.
+// openJournal reopens a journal to append to it. The written records it
+// already holds count towards its next compaction only once it has one:
+// a journal is read whole when adopted anyway.
 func openJournal(path string) (*journal, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	return &journal{path: path, f: f}, nil
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return newJournal(path, f, fi.Size()), nil
 }
 
 // append writes one record as one line, with one write.
@@ -101,10 +133,16 @@ func (j *journal) append(r record) error {
 	b = append(b, '\n')
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.appendLocked(b)
+}
+
+// appendLocked writes line b. The caller holds mu.
+func (j *journal) appendLocked(b []byte) error {
 	if j.f == nil {
 		return os.ErrClosed
 	}
-	_, err = j.f.Write(b)
+	n, err := j.f.Write(b)
+	j.size += int64(n)
 	return err
 }
 
@@ -113,9 +151,25 @@ func (j *journal) Numbered(seq int64, message []byte) {
 	_ = j.append(record{Kind: "result", Seq: seq, Message: message})
 }
 
-// Written records that a toolResult reached a connection.
+// Written records that a toolResult reached a connection, and starts a
+// compaction once the journal holds a quarter more written toolResults
+// than it keeps (so that each costs O(1) on average, as the ledger's
+// pruning does).
 func (j *journal) Written(seq int64) {
-	_ = j.append(record{Kind: "written", Seq: seq})
+	b, err := json.Marshal(record{Kind: "written", Seq: seq})
+	if err != nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.appendLocked(append(b, '\n')) != nil {
+		return
+	}
+	j.nWritten++
+	if j.nWritten > j.keep+j.keep/4 && !j.compacting {
+		j.compacting = true
+		j.compactor.Go(j.compact)
+	}
 }
 
 // handle records a handle that started.
@@ -123,25 +177,23 @@ func (j *journal) handle(h tools.HandleStarted) {
 	_ = j.append(record{Kind: "handle", Handle: &h})
 }
 
-// end replaces the journal, whole, by its tombstone.
+// end replaces the journal, whole, by its tombstone, once a compaction
+// under way has given up.
 func (j *journal) end(id, root, reason string) error {
+	j.close()
+	return writeTombstone(j.path, record{Kind: "ended", V: journalVersion, ID: id, Root: root, Reason: reason, At: time.Now().UTC()})
+}
+
+// close closes the journal, leaving it as it is, and waits for a
+// compaction under way, which then gives up.
+func (j *journal) close() {
 	j.mu.Lock()
 	if j.f != nil {
 		j.f.Close()
 		j.f = nil
 	}
 	j.mu.Unlock()
-	return writeTombstone(j.path, record{Kind: "ended", V: journalVersion, ID: id, Root: root, Reason: reason, At: time.Now().UTC()})
-}
-
-// close closes the journal, leaving it as it is.
-func (j *journal) close() {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.f != nil {
-		j.f.Close()
-		j.f = nil
-	}
+	j.compactor.Wait()
 }
 
 // writeTombstone writes r as the whole file at path: a temporary file
@@ -240,14 +292,8 @@ func readJournal(path string) (*replay, error) {
 				rp.handles = append(rp.handles, *r.Handle)
 			}
 		case "result":
-			var p struct {
-				Params struct {
-					HandleID string `json:"handleId"`
-				} `json:"params"`
-			}
-			_ = json.Unmarshal(r.Message, &p)
 			bySeq[r.Seq] = len(rp.results)
-			rp.results = append(rp.results, result{seq: r.Seq, message: r.Message, handle: p.Params.HandleID})
+			rp.results = append(rp.results, result{seq: r.Seq, message: r.Message, handle: resultHandle(r.Message)})
 		case "written":
 			if i, ok := bySeq[r.Seq]; ok {
 				rp.results[i].written = true

@@ -43,7 +43,7 @@ type Session struct {
 	// ledger holds the numbered notifications, in seq order, guarded by
 	// mu. Only a kept session (keep) holds entries: every one not yet
 	// written to a connection, and the last written ones up to
-	// ledgerKeepWritten, for a resume that names a lastSeq.
+	// LedgerKeepWritten, for a resume that names a lastSeq.
 	ledger   []*numbered
 	nWritten int // entries of ledger written; guarded by mu
 	// journal, when set (SetJournal), is told of each numbered
@@ -70,9 +70,10 @@ type numbered struct {
 	written bool   // written to a connection; guarded by Session.mu
 }
 
-// ledgerKeepWritten bounds the written entries a kept ledger holds for a
-// resume that names an older lastSeq.
-const ledgerKeepWritten = 10000
+// LedgerKeepWritten bounds the written entries a kept ledger holds for a
+// resume that names an older lastSeq; a journal keeps as many (package
+// persist).
+const LedgerKeepWritten = 10000
 
 // newSession returns a session served by srv.
 func newSession(srv *Server, keep bool) *Session {
@@ -199,14 +200,14 @@ func (s *Session) markWritten(n *numbered) {
 }
 
 // pruneLocked lets go of the oldest written entries beyond
-// ledgerKeepWritten. The caller holds mu.
+// LedgerKeepWritten. The caller holds mu.
 func (s *Session) pruneLocked() {
-	if s.nWritten <= ledgerKeepWritten+ledgerKeepWritten/4 {
+	if s.nWritten <= LedgerKeepWritten+LedgerKeepWritten/4 {
 		return // pruned in bursts, so that each write costs O(1) on average
 	}
 	kept := s.ledger[:0]
 	for _, n := range s.ledger {
-		if n.written && s.nWritten > ledgerKeepWritten {
+		if n.written && s.nWritten > LedgerKeepWritten {
 			s.nWritten--
 			continue
 		}
