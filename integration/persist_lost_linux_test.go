@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -118,6 +119,42 @@ func TestPersistLingerExpires(t *testing.T) {
 	if e == nil || e.Code != protocol.CodeSessionNotFound || errData(e).Reason != protocol.SessionEnded {
 		t.Errorf("resume after shutdown = %v (data %+v); want -32030, ended", e, errData(e))
 	}
+}
+
+// TestPersistSecondResumeOnAConnection: a connection resumes a session
+// only with its first initialize. After a refused resume, a resume of a
+// session that lives, on the same connection, is refused with -32602
+// saying to open a new connection (not "unknown", which would be untrue);
+// the connection may still start a new session, and the session named is
+// untouched: a new connection resumes it.
+func TestPersistSecondResumeOnAConnection(t *testing.T) {
+	t.Parallel()
+	p := newPersistEnv(t)
+	a := start(t, p.options())
+	live := a.initialize(nil)
+	a.closeStdin()
+	a.wait()
+
+	b := start(t, p.options())
+	e := b.call("initialize", resumeParams("0123456789abcdef0123456789abcdef", nil), nil)
+	if e == nil || e.Code != protocol.CodeSessionNotFound || errData(e).Reason != protocol.SessionUnknown {
+		t.Fatalf("resume of an unknown session = %v (data %+v); want -32030, unknown", e, errData(e))
+	}
+	e = b.call("initialize", resumeParams(live.SessionID, nil), nil)
+	if e == nil || e.Code != protocol.CodeInvalidParams || errData(e).Field != "initializationOptions.resume" || !strings.Contains(e.Message, "open a new connection to resume session "+live.SessionID) {
+		t.Fatalf("a second resume on the connection = %v (data %+v); want -32602 on initializationOptions.resume, saying to open a new connection", e, errData(e))
+	}
+	fresh := b.initialize(nil)
+	if fresh.SessionID == "" || fresh.SessionID == live.SessionID {
+		t.Errorf("a new session after the refusals has id %q", fresh.SessionID)
+	}
+	b.shutdown()
+
+	c := start(t, p.options())
+	if got := c.initialize(resumeParams(live.SessionID, nil)); got.SessionID != live.SessionID {
+		t.Errorf("a new connection's resume answered session %q, want %q", got.SessionID, live.SessionID)
+	}
+	c.shutdown()
 }
 
 // TestPersistResultsExactlyOnceAcrossReconnects: 200 handles end while

@@ -204,12 +204,15 @@ func (f *front) Initialize(ctx context.Context, rs *rpc.Session, p *protocol.Ini
 	first := !f.resumed
 	f.resumed = true
 	if r := resumeOf(p); r != nil {
-		if !first || f.target == nil || f.target.id != r.SessionID {
+		if !first {
+			// The connection's methods were chosen by its first message
+			// (prepare): a fresh session's. Saying "unknown" here would
+			// be untrue of a session that lives.
+			return nil, protocol.InvalidParams("initializationOptions.resume", "a connection resumes a session only with its first initialize, and this one's was answered; open a new connection to resume session %s", r.SessionID)
+		}
+		if f.target == nil || f.target.id != r.SessionID {
 			reason := f.refused
-			if !first || f.target != nil {
-				reason = protocol.SessionUnknown
-			}
-			if reason == "" {
+			if f.target != nil || reason == "" {
 				reason = protocol.SessionUnknown
 			}
 			return nil, protocol.NewError(protocol.CodeSessionNotFound, &protocol.ErrorData{SessionID: r.SessionID, Reason: reason},
