@@ -21,13 +21,13 @@ func listeners(pids []int) []listening {
 	nsPid := map[string]int{}  // network namespace → a pid in it
 	for _, pid := range pids {
 		dir := "/proc/" + strconv.Itoa(pid)
-		ents, err := os.ReadDir(dir + "/fd")
+		fds, err := readdirnames(dir + "/fd")
 		if err != nil {
 			continue
 		}
 		sockets := false
-		for _, e := range ents {
-			l, err := os.Readlink(dir + "/fd/" + e.Name())
+		for _, fd := range fds {
+			l, err := os.Readlink(dir + "/fd/" + fd)
 			if err != nil {
 				continue
 			}
@@ -118,4 +118,14 @@ func parseProcAddr(s string) (string, int, bool) {
 		return "", 0, false
 	}
 	return ip.Unmap().String(), int(port), true
+}
+
+// readdirnames lists the names in dir, unsorted (os.ReadDir sorts them).
+func readdirnames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
