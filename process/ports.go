@@ -9,6 +9,13 @@ import (
 // listening sockets while it runs; nothing is scanned when no handle runs.
 const portScanEvery = 200 * time.Millisecond
 
+// portFullScanEvery bounds the scans of a handle's tree skipped in a row
+// while the listening sockets of its network namespace stay as they were
+// (listenFingerprint): every portFullScanEvery-th is whole anyway, for a
+// process of the tree in another namespace, or a listening socket handed
+// out of the tree.
+const portFullScanEvery = 10
+
 // Port is a TCP socket in LISTEN state held by a process of a command,
 // and where this machine reaches it.
 type Port struct {
@@ -74,9 +81,9 @@ func (c *Command) watchPorts(stop <-chan struct{}) {
 		fw.stop(k)
 		c.portChanged(PortEvent{Open: false, Port: p}, open)
 	}
-	scan := func() {
+	scan := func(pids []int) {
 		seen := map[portKey]listening{}
-		for _, l := range listeners(c.treePids()) {
+		for _, l := range listeners(pids) {
 			seen[portKey{l.Port.Port, l.Address, l.netns}] = l
 		}
 		for k, p := range open {
@@ -111,6 +118,20 @@ func (c *Command) watchPorts(stop <-chan struct{}) {
 			c.portChanged(PortEvent{Open: true, Port: p}, open)
 		}
 	}
+	// The gate: while the listening sockets of the namespace of a process
+	// of the tree (gateNS) are as they were at the last whole scan, nothing
+	// in the tree can have started or stopped listening, but in another
+	// namespace or by a socket handed out of the tree, which a whole scan
+	// looks at every portFullScanEvery. A whole scan reads the fd table of
+	// every process of the tree; the gate's fingerprint is one read of the
+	// namespace's listening sockets, shared by every command in it. A
+	// thousand handles running cost the server half a core in whole scans.
+	var (
+		gateNS  string
+		gateSum uint64
+		gated   bool // gateSum is gateNS's fingerprint, taken before the last whole scan
+		skipped int
+	)
 	for {
 		select {
 		case <-stop:
@@ -120,7 +141,28 @@ func (c *Command) watchPorts(stop <-chan struct{}) {
 			fw.close()
 			return
 		case <-t.C:
-			scan()
+			if gated && skipped < portFullScanEvery-1 {
+				if sum, ok := listenFingerprint(gateNS); ok && sum == gateSum {
+					skipped++
+					continue
+				}
+			}
+			skipped = 0
+			// The fingerprint is taken before the tree is read: a process
+			// that listened before is in the tree read after it (or has
+			// left it, which a whole scan finds); one that listens after
+			// changes a later fingerprint. The first scan, and one that
+			// finds the tree in another namespace, is not gated: the next
+			// is whole again.
+			sum, ok := listenFingerprint(gateNS)
+			pids := c.treePids()
+			ns := ""
+			if len(pids) > 0 {
+				ns = netnsOf(pids[0])
+			}
+			gated = ok && ns == gateNS
+			gateNS, gateSum = ns, sum
+			scan(pids)
 		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 
 // listeners returns the TCP sockets in LISTEN state, IPv4 and IPv6, held
 // by the given processes: each one's socket inodes (its fds) matched
-// against the TCP tables of its own network namespace, which each socket
-// found there is in.
+// against the listening sockets of its own network namespace, which each
+// socket found there is in: the server's namespace's from the kernel's
+// socket diagnostics (hostListeners), another's from its /proc tables.
 func listeners(pids []int) []listening {
 	holder := map[string]int{} // socket inode → a pid holding it
 	nsPid := map[string]int{}  // network namespace → a pid in it
@@ -50,6 +51,17 @@ func listeners(pids []int) []listening {
 	}
 	var out []listening
 	for ns, pid := range nsPid {
+		if ns == hostNetNS() {
+			if ls, err := hostListeners(); err == nil {
+				for ino, h := range holder {
+					n, err := strconv.ParseUint(ino, 10, 64)
+					if l, ok := ls[n]; ok && err == nil {
+						out = append(out, listening{Port: Port{Port: l.port, Address: l.addr, PID: h}, netns: ns, nsPID: pid})
+					}
+				}
+				continue
+			}
+		}
 		for _, table := range []string{"tcp", "tcp6"} {
 			out = appendListening(out, "/proc/"+strconv.Itoa(pid)+"/net/"+table, holder, ns, pid)
 		}
