@@ -81,9 +81,11 @@ func (c *Command) watchPorts(stop <-chan struct{}) {
 		fw.stop(k)
 		c.portChanged(PortEvent{Open: false, Port: p}, open)
 	}
+	var lr listenReader
+	defer lr.close()
 	scan := func(pids []int) {
 		seen := map[portKey]listening{}
-		for _, l := range listeners(pids) {
+		for _, l := range listeners(pids, &lr) {
 			seen[portKey{l.Port.Port, l.Address, l.netns}] = l
 		}
 		for k, p := range open {
@@ -123,11 +125,13 @@ func (c *Command) watchPorts(stop <-chan struct{}) {
 	// in the tree can have started or stopped listening, but in another
 	// namespace or by a socket handed out of the tree, which a whole scan
 	// looks at every portFullScanEvery. A whole scan reads the fd table of
-	// every process of the tree; the gate's fingerprint is one read of the
-	// namespace's listening sockets, shared by every command in it. A
-	// thousand handles running cost the server half a core in whole scans.
+	// every process of the tree; the gate's fingerprint is one question to
+	// the kernel about the namespace's listening sockets (shared by every
+	// command in the server's own). A thousand handles running cost the
+	// server half a core in whole scans.
 	var (
 		gateNS  string
+		gatePID int // a process of the tree in gateNS, to enter it
 		gateSum uint64
 		gated   bool // gateSum is gateNS's fingerprint, taken before the last whole scan
 		skipped int
@@ -142,7 +146,7 @@ func (c *Command) watchPorts(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			if gated && skipped < portFullScanEvery-1 {
-				if sum, ok := listenFingerprint(gateNS); ok && sum == gateSum {
+				if sum, ok := lr.fingerprint(gateNS, gatePID); ok && sum == gateSum {
 					skipped++
 					continue
 				}
@@ -154,14 +158,14 @@ func (c *Command) watchPorts(stop <-chan struct{}) {
 			// changes a later fingerprint. The first scan, and one that
 			// finds the tree in another namespace, is not gated: the next
 			// is whole again.
-			sum, ok := listenFingerprint(gateNS)
+			sum, ok := lr.fingerprint(gateNS, gatePID)
 			pids := c.treePids()
-			ns := ""
+			ns, pid := "", 0
 			if len(pids) > 0 {
-				ns = netnsOf(pids[0])
+				ns, pid = netnsOf(pids[0]), pids[0]
 			}
 			gated = ok && ns == gateNS
-			gateNS, gateSum = ns, sum
+			gateNS, gatePID, gateSum = ns, pid, sum
 			scan(pids)
 		}
 	}

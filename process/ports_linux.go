@@ -15,9 +15,9 @@ import (
 // listeners returns the TCP sockets in LISTEN state, IPv4 and IPv6, held
 // by the given processes: each one's socket inodes (its fds) matched
 // against the listening sockets of its own network namespace, which each
-// socket found there is in: the server's namespace's from the kernel's
-// socket diagnostics (hostListeners), another's from its /proc tables.
-func listeners(pids []int) []listening {
+// socket found there is in: from the kernel's socket diagnostics through
+// r where it can, else from the namespace's /proc tables.
+func listeners(pids []int, r *listenReader) []listening {
 	holder := map[string]int{} // socket inode → a pid holding it
 	nsPid := map[string]int{}  // network namespace → a pid in it
 	for _, pid := range pids {
@@ -51,16 +51,14 @@ func listeners(pids []int) []listening {
 	}
 	var out []listening
 	for ns, pid := range nsPid {
-		if ns == hostNetNS() {
-			if ls, err := hostListeners(); err == nil {
-				for ino, h := range holder {
-					n, err := strconv.ParseUint(ino, 10, 64)
-					if l, ok := ls[n]; ok && err == nil {
-						out = append(out, listening{Port: Port{Port: l.port, Address: l.addr, PID: h}, netns: ns, nsPID: pid})
-					}
+		if ls, ok := r.of(ns, pid); ok {
+			for ino, h := range holder {
+				n, err := strconv.ParseUint(ino, 10, 64)
+				if l, ok := ls[n]; ok && err == nil {
+					out = append(out, listening{Port: Port{Port: l.port, Address: l.addr, PID: h}, netns: ns, nsPID: pid})
 				}
-				continue
 			}
+			continue
 		}
 		for _, table := range []string{"tcp", "tcp6"} {
 			out = appendListening(out, "/proc/"+strconv.Itoa(pid)+"/net/"+table, holder, ns, pid)

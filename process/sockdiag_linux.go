@@ -9,6 +9,7 @@ import (
 	"hash/maphash"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -51,6 +52,12 @@ func hostListeners() (map[uint64]listenSocket, error) {
 		return nil, fmt.Errorf("sock_diag: %w", err)
 	}
 	defer unix.Close(fd)
+	return diagListeners(fd)
+}
+
+// diagListeners returns the TCP sockets in LISTEN state of the network
+// namespace of fd, a NETLINK_SOCK_DIAG socket, by inode.
+func diagListeners(fd int) (map[uint64]listenSocket, error) {
 	out := map[uint64]listenSocket{}
 	buf := make([]byte, sockDiagRecvBuffer)
 	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
@@ -62,6 +69,110 @@ func hostListeners() (map[uint64]listenSocket, error) {
 		}
 	}
 	return out, nil
+}
+
+// listenReader reads the listening sockets of the network namespaces a
+// command's tree is in, for its port watcher: the server's own through
+// hostListeners, and one other, the command's own when it has one,
+// through a NETLINK_SOCK_DIAG socket made in it (by a thread entered into
+// it with setns, as sandbox.EnterNetNS enters one), kept until close. Only
+// the watcher's goroutine uses it.
+type listenReader struct {
+	ns   string   // the other namespace's link; "" while none is entered
+	diag *os.File // its socket; nil while none is entered
+}
+
+// of returns the listening sockets of namespace ns, which pid is in;
+// false if they cannot be read so (the caller reads /proc instead).
+func (r *listenReader) of(ns string, pid int) (map[uint64]listenSocket, bool) {
+	if ns == "" {
+		return nil, false
+	}
+	if ns == hostNetNS() {
+		ls, err := hostListeners()
+		return ls, err == nil
+	}
+	if ns != r.ns || r.diag == nil {
+		// Entered once for the namespace, and again after a failure (the
+		// process chosen to enter it by may have just exited).
+		r.close()
+		f, err := diagSocketIn(pid, ns)
+		if err != nil {
+			return nil, false
+		}
+		r.ns, r.diag = ns, f
+	}
+	rc, err := r.diag.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	var ls map[uint64]listenSocket
+	if cerr := rc.Control(func(fd uintptr) { ls, err = diagListeners(int(fd)) }); cerr != nil || err != nil {
+		return nil, false
+	}
+	return ls, true
+}
+
+// fingerprint returns the fingerprint of namespace ns's listening
+// sockets (listenFingerprint's, shared, for the server's own); false if
+// they cannot be read.
+func (r *listenReader) fingerprint(ns string, pid int) (uint64, bool) {
+	if ns == hostNetNS() {
+		return listenFingerprint(ns)
+	}
+	ls, ok := r.of(ns, pid)
+	if !ok {
+		return 0, false
+	}
+	return fingerprintOf(ls), true
+}
+
+// close closes the socket of the other namespace, if any.
+func (r *listenReader) close() {
+	if r.diag != nil {
+		r.diag.Close()
+		r.diag = nil
+	}
+	r.ns = ""
+}
+
+// diagSocketIn makes a NETLINK_SOCK_DIAG socket in the network namespace
+// of pid, which must be ns (checked through the namespace file opened,
+// so that a pid reused meanwhile is not believed). A socket belongs to the
+// namespace of the thread that makes it: a goroutine locked to a thread
+// of its own enters the namespace (setns needs CAP_SYS_ADMIN there, as the
+// namespace's making did), makes the socket, and returns still locked,
+// so that the runtime ends the thread rather than reuse it elsewhere.
+// diagSocketIn waits for it.
+func diagSocketIn(pid int, ns string) (*os.File, error) {
+	nsf, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	if err != nil {
+		return nil, err
+	}
+	defer nsf.Close()
+	if link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(nsf.Fd()))); err != nil || link != ns {
+		return nil, fmt.Errorf("sock_diag: pid %d is no longer in %s", pid, ns)
+	}
+	type made struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan made, 1)
+	go func() { // owned by diagSocketIn, which waits on ch
+		runtime.LockOSThread() // never unlocked: see above
+		if err := unix.Setns(int(nsf.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- made{err: fmt.Errorf("sock_diag: enter %s: %w", ns, err)}
+			return
+		}
+		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+		if err != nil {
+			ch <- made{err: fmt.Errorf("sock_diag: %w", err)}
+			return
+		}
+		ch <- made{f: os.NewFile(uintptr(fd), "sock_diag "+ns)}
+	}()
+	m := <-ch
+	return m.f, m.err
 }
 
 // sockDiagDump asks fd for the listening TCP sockets of one family and

@@ -3,11 +3,17 @@
 package process
 
 import (
+	"errors"
+	"fmt"
 	"net"
+	"os"
+	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // inodeOf returns the inode of a listener's socket.
@@ -97,5 +103,80 @@ func TestListenFingerprint(t *testing.T) {
 		if _, ok := listenFingerprint(ns); ok {
 			t.Errorf("a fingerprint of namespace %q, not the server's", ns)
 		}
+	}
+}
+
+// TestListenReaderInOtherNamespace checks the listening sockets of a
+// network namespace other than the server's, read through a socket made
+// in it: a thread of the test unshares a namespace and listens there; the
+// reader finds the socket there (and the server's namespace does not),
+// and its fingerprint changes once it is closed.
+func TestListenReaderInOtherNamespace(t *testing.T) {
+	type inside struct {
+		tid int
+		ns  string
+		l   net.Listener
+		err error
+	}
+	ch := make(chan inside, 1)
+	done := make(chan struct{})
+	var owner sync.WaitGroup // owns the namespace's thread; waited below
+	defer owner.Wait()
+	defer close(done)
+	owner.Go(func() {
+		runtime.LockOSThread() // never unlocked: the thread leaves with its namespace
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			ch <- inside{err: err}
+			return
+		}
+		tid := unix.Gettid()
+		ns, err := os.Readlink(fmt.Sprintf("/proc/self/task/%d/ns/net", tid))
+		if err != nil {
+			ch <- inside{err: err}
+			return
+		}
+		l, err := net.Listen("tcp4", "0.0.0.0:0")
+		ch <- inside{tid: tid, ns: ns, l: l, err: err}
+		<-done
+	})
+	in := <-ch
+	if errors.Is(in.err, unix.EPERM) {
+		t.Skipf("cannot make a network namespace here (%v): needs CAP_SYS_ADMIN", in.err)
+	}
+	if in.err != nil {
+		t.Fatal(in.err)
+	}
+	ino := inodeOf(t, in.l)
+	if in.ns == hostNetNS() {
+		t.Fatalf("the thread's namespace %s is the server's", in.ns)
+	}
+
+	var r listenReader
+	defer r.close()
+	ls, ok := r.of(in.ns, in.tid)
+	if !ok {
+		t.Fatalf("the reader cannot read namespace %s", in.ns)
+	}
+	want := listenSocket{addr: "0.0.0.0", port: in.l.Addr().(*net.TCPAddr).Port}
+	if diff := cmp.Diff(want, ls[ino], cmp.AllowUnexported(listenSocket{})); diff != "" {
+		t.Errorf("socket %d mismatch (-want +got):\n%s", ino, diff)
+	}
+	host, err := hostListeners()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := host[ino]; ok {
+		t.Errorf("the server's namespace lists the other namespace's socket: %+v", s)
+	}
+	before, ok := r.fingerprint(in.ns, in.tid)
+	if !ok {
+		t.Fatal("no fingerprint of the other namespace")
+	}
+	in.l.Close()
+	if after, _ := r.fingerprint(in.ns, in.tid); after == before {
+		t.Error("the fingerprint did not change when the socket stopped listening")
+	}
+	if _, ok := r.of("net:[1]", in.tid); ok {
+		t.Error("the reader read a namespace the pid is not in")
 	}
 }
