@@ -17,6 +17,7 @@
 //	input.go            a command's input: writes in turn order, eof, resize, signals
 //	jsonl.go            a stdout of JSON lines split into events (Spec.StdoutJSONL)
 //	ports*.go           the TCP ports a command's tree listens on (Spec.WatchPorts)
+//	sockdiag_linux.go   a namespace's listening sockets, from the kernel's socket diagnostics
 //	forward*.go         port forwards into a command's network namespace
 //	network.go          a network allow-list: each step's proxy, and its counts
 //	kill.go             the TERM, grace, KILL ladder
@@ -43,8 +44,10 @@
 // Dev servers stay reachable. A command with a network namespace of its
 // own (the network off or allow-listed) that listens on its loopback
 // cannot be reached from this machine directly. The port watcher
-// (Spec.WatchPorts) reads each namespace's TCP tables through a process of
-// the tree in it, and forwards each socket it finds outside the server's
+// (Spec.WatchPorts) asks the kernel for each namespace's listening sockets
+// (NETLINK_SOCK_DIAG, through a socket made in the namespace by a thread
+// that entered it; its TCP tables through a process of the tree in it
+// where that fails), and forwards each socket it finds outside the server's
 // namespace: it listens on 127.0.0.1 of the server's namespace, port
 // chosen by the kernel, and joins each connection accepted there to one
 // made inside by a thread of the server that entered the namespace
