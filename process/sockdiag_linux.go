@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -28,13 +29,13 @@ type listenSocket struct {
 // The parts of <linux/inet_diag.h> that hostListeners uses; x/sys does
 // not define them.
 const (
-	tcpListen          = 10 // TCP_LISTEN, in idiag_states as 1 << tcpListen
-	inetDiagReqV2Size  = 56 // struct inet_diag_req_v2
-	inetDiagMsgSize    = 72 // struct inet_diag_msg
-	inetDiagInodeAt    = 68 // inet_diag_msg.idiag_inode
-	inetDiagSportAt    = 4  // inet_diag_msg.id.idiag_sport, big endian
-	inetDiagSrcAt      = 8  // inet_diag_msg.id.idiag_src, 16 bytes
-	sockDiagRecvBuffer = 32 << 10
+	tcpListen          = 10       // TCP_LISTEN, in idiag_states as 1 << tcpListen
+	inetDiagReqV2Size  = 56       // struct inet_diag_req_v2
+	inetDiagMsgSize    = 72       // struct inet_diag_msg
+	inetDiagInodeAt    = 68       // inet_diag_msg.idiag_inode
+	inetDiagSportAt    = 4        // inet_diag_msg.id.idiag_sport, big endian
+	inetDiagSrcAt      = 8        // inet_diag_msg.id.idiag_src, 16 bytes
+	sockDiagRecvBuffer = 64 << 10 // more than a dump's part ever is (ss uses 32 KiB)
 )
 
 // hostListeners returns the TCP sockets in LISTEN state of the server's
@@ -175,6 +176,10 @@ func diagSocketIn(pid int, ns string) (*os.File, error) {
 	return m.f, m.err
 }
 
+// diagSeq numbers the dumps asked for, so that each reads only its own
+// answer.
+var diagSeq atomic.Uint32
+
 // sockDiagDump asks fd for the listening TCP sockets of one family and
 // adds them to out.
 func sockDiagDump(fd int, family uint8, buf []byte, out map[uint64]listenSocket) error {
@@ -183,7 +188,8 @@ func sockDiagDump(fd int, family uint8, buf []byte, out map[uint64]listenSocket)
 	hdr.Len = uint32(len(req))
 	hdr.Type = unix.SOCK_DIAG_BY_FAMILY
 	hdr.Flags = unix.NLM_F_REQUEST | unix.NLM_F_DUMP
-	hdr.Seq = uint32(family)
+	seq := diagSeq.Add(1)
+	hdr.Seq = seq
 	body := req[unix.SizeofNlMsghdr:]
 	body[0] = family
 	body[1] = unix.IPPROTO_TCP
@@ -204,6 +210,9 @@ func sockDiagDump(fd int, family uint8, buf []byte, out map[uint64]listenSocket)
 			return fmt.Errorf("sock_diag: %w", err)
 		}
 		for _, m := range msgs {
+			if m.Header.Seq != seq {
+				continue // the rest of a dump an error cut short, on a kept socket
+			}
 			switch m.Header.Type {
 			case unix.NLMSG_DONE:
 				return nil
