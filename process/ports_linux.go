@@ -70,10 +70,7 @@ func listeners(pids []int, r *listenReader) []listening {
 // hostNetNS is the server's own network namespace's link, read once:
 // its main thread never leaves it (confining threads are never the main
 // thread).
-var hostNetNS = sync.OnceValue(func() string {
-	ns, _ := os.Readlink("/proc/self/ns/net")
-	return ns
-})
+var hostNetNS = sync.OnceValue(func() string { return netnsOf(os.Getpid()) })
 
 // appendListening adds the LISTEN sockets of a /proc/net/tcp{,6} table
 // that holder knows; the table is network namespace ns's, which nsPID is
