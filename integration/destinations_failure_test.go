@@ -51,7 +51,7 @@ func TestDestinationSSHKilled(t *testing.T) {
 	run := s.request("runCommand", map[string]any{"destination": "far", "argv": []string{"sleep", inFlight.Sleep}, "env": inFlight.env()})
 	waiting := s.request("wait", map[string]any{"handleId": h.HandleID, "timeoutMs": 600000})
 	checkFarSide(t, s, awaitProcs(t, inFlight), true)
-	checkFarSide(t, s, scanProcs(mk, ""), true)
+	checkFarSide(t, s, awaitScan(t, mk, "the shell and its sleep", atLeast(2)), true)
 
 	killTransport(t, s)
 	t0 := time.Now()
@@ -115,6 +115,7 @@ func TestDestinationHandleIDsOutliveReconnect(t *testing.T) {
 		t.Errorf("after reconnecting, a new command got handle %s command %s: the ids of the lost one, %s %s", fresh.HandleID, fresh.CommandID, lost.HandleID, lost.CommandID)
 	}
 	s.awaitOutput(fresh.HandleID, "ready")
+	awaitProcs(t, mk) // its sleep may still be exec'ing after "ready"
 	// A client that still holds the lost handle cancels it.
 	_ = s.call("cancel", map[string]any{"handleId": lost.HandleID}, nil)
 	if left := scanProcs(mk, ""); len(left) == 0 {

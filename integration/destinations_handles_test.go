@@ -27,10 +27,7 @@ func TestDestinationCancel(t *testing.T) {
 		h := s.longRun(map[string]any{"destination": dst.Name, "argv": []string{"sh", "-c", "sleep " + mk.Sleep + " & echo ready; wait"}, "env": mk.env(), "streamOutput": true})
 		handles = append(handles, h.HandleID)
 		s.awaitOutput(h.HandleID, "ready")
-		found := scanProcs(mk, "")
-		if len(found) < 2 {
-			t.Fatalf("%s: want the shell and its sleep on the far side, found %v", dst.Name, found)
-		}
+		found := awaitScan(t, mk, dst.Name+": the shell and its sleep on the far side", atLeast(2))
 		checkFarSide(t, s, found, dst.Name == "far")
 
 		var res protocol.ToolResult

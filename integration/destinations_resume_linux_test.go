@@ -328,6 +328,7 @@ func TestDestinationResumeUnreachable(t *testing.T) {
 	mk := newMarker()
 	h := s.longRun(map[string]any{"destination": "far", "argv": []string{"sh", "-c", "echo ready; exec sleep " + mk.Sleep}, "env": mk.env(), "streamOutput": true})
 	s.awaitOutput(h.HandleID, "ready")
+	awaitProcs(t, mk) // its sleep may still be exec'ing after "ready"
 	waiting := s.request("wait", map[string]any{"handleId": h.HandleID, "timeoutMs": 600000})
 
 	awaitPidGone(t, killFront(t, s), waitLimit)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,10 +132,11 @@ func dockerCancel(t *testing.T, c *dockertest.Container, box dest) {
 	h := s.longRun(map[string]any{"destination": box.Name, "argv": []string{"sh", "-c", "sleep " + mk.Sleep + " & echo ready; wait"}, "env": mk.env(), "streamOutput": true})
 	s.awaitOutput(h.HandleID, "ready")
 
-	inside := markedIn(c.Procs(t), mk)
-	if len(inside) < 2 {
-		t.Fatalf("want the shell and its sleep in the container, found %+v", inside)
-	}
+	var inside []dockertest.Proc // the sleep may still be exec'ing after "ready"
+	pollUntil(t, func() string { return fmt.Sprintf("want the shell and its sleep in the container, found %+v", inside) }, func() bool {
+		inside = markedIn(c.Procs(t), mk)
+		return len(inside) >= 2
+	})
 	for _, p := range scanProcs(mk, "") {
 		if !slices.ContainsFunc(inside, func(q dockertest.Proc) bool { return q.PID == p.PID }) {
 			t.Errorf("%v runs outside the container", p)

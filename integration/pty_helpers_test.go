@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolhost/toolhost/protocol"
 )
@@ -168,24 +167,6 @@ func groupMembers(pgid int) map[int]byte {
 		}
 	}
 	return out
-}
-
-// pollUntil checks cond every 5 ms until it holds, and fails the test with
-// what() after waitLimit. It is for states only /proc shows, such as a
-// process appearing or being stopped: there is no event to wait on.
-func pollUntil(t testing.TB, what func() string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("still not after %v: %s", waitLimit, what())
-		}
-	}
 }
 
 // awaitProcOf waits until a process whose argv holds mk.Sleep runs (has

@@ -365,10 +365,7 @@ func TestPtyCancelEndsChildrenThatIgnoreSIGHUP(t *testing.T) {
 				"pty":  true, "env": mk.env(), "streamOutput": true,
 			})
 			s.awaitStreamOnly(h.HandleID, protocol.StreamPty, "ready")
-			found := scanProcs(mk, "")
-			if len(found) < 2 {
-				t.Fatalf("want the shell and its sleep in /proc, found %v", found)
-			}
+			found := awaitScan(t, mk, "the shell and its sleep", atLeast(2))
 			var res protocol.ToolResult
 			s.mustCall("cancel", map[string]any{"handleId": h.HandleID, "graceMs": 200}, &res)
 			if res.Status != protocol.StatusCancelled {

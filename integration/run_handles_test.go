@@ -172,7 +172,7 @@ func TestMaxProcessesBusy(t *testing.T) {
 	if _, err := os.Stat(s.root + "/started.txt"); err == nil {
 		t.Errorf("a Busy request ran its command")
 	}
-	if n := len(scanProcs(mk, "")); n != 2 {
+	if n := len(awaitScan(t, mk, "the 2 sleeps", atLeast(2))); n != 2 {
 		t.Errorf("%d processes run, want the 2 sleeps", n)
 	}
 	s.mustCall("cancel", map[string]any{"handleId": a.HandleID}, nil)
