@@ -10,7 +10,7 @@ const (
 	CodeServerNotInitialized = -32002 // a request before initialize
 	CodeRequestCancelled     = -32800 // $/cancelRequest, or the session ending
 
-	CodePathOutsideWorkspace   = -32001 // a path resolves outside the root and read roots (data.path, data.reason)
+	CodePathOutsideWorkspace   = -32001 // a path resolves outside the root and read roots (data.path, data.reason), or the policy refuses it (data.policy, data.entry)
 	CodeNotFound               = -32003 // a file, directory or cwd that does not exist
 	CodeHandleNotFound         = -32004 // an unknown handleId
 	CodeSpawnFailed            = -32005 // the executable is missing or not runnable (data.argv0, data.reason)
@@ -74,4 +74,11 @@ type ErrorData struct {
 	// Largest are the largest directories of the root, for
 	// SnapshotTooLarge.
 	Largest []DirSize `json:"largest,omitempty"`
+	// Policy names the policy that refused a path, for
+	// PathOutsideWorkspace: "denyRead" (never read, nor written, by any
+	// door) or "protect" (never written). The path is inside the roots.
+	Policy string `json:"policy,omitempty"`
+	// Entry is the denyRead or protect entry that matched, as configured
+	// (absolute), with Policy.
+	Entry string `json:"entry,omitempty"`
 }

@@ -22,6 +22,13 @@ type DiffOptions struct {
 	Max int
 	// Exclude adds patterns (gitignore syntax) to the snapshots' own.
 	Exclude []string
+	// Skip adds paths, relative to the root, to the snapshots' own: they
+	// are neither compared nor shown (a denyRead path, which an older
+	// snapshot may hold).
+	Skip []string
+	// SkipFile, when set, leaves out the root's regular files it names by
+	// device and inode, as TakeOptions.SkipFile.
+	SkipFile func(dev, ino uint64) bool
 }
 
 // Diff is what changed, sorted by path.
@@ -80,6 +87,7 @@ func (s *Store) Diff(ctx context.Context, from, to string, root string, o DiffOp
 		skips = append(skips, mt.Skip...)
 	}
 	exclude = append(exclude, o.Exclude...)
+	skips = append(skips, o.Skip...)
 	var clean, real string
 	if to == "" {
 		if clean, real, err = s.checkRoot(root); err != nil {
@@ -106,7 +114,7 @@ func (s *Store) Diff(ctx context.Context, from, to string, root string, o DiffOp
 	if err != nil {
 		return Diff{}, err
 	}
-	f := &filter{ex: compileIgnore(exclude), skip: skip, scope: scope}
+	f := &filter{ex: compileIgnore(exclude), skip: skip, scope: scope, skipFile: o.SkipFile}
 
 	unlock, err := s.lockStore(ctx, false)
 	if err != nil {

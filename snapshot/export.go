@@ -7,16 +7,27 @@ import (
 	"io"
 )
 
+// ExportOptions shape an Export.
+type ExportOptions struct {
+	// Skip are paths, relative to the root, left out of the tar (a
+	// denyRead path, which an older snapshot may hold).
+	Skip []string
+}
+
 // Export writes snapshot id to w as a tar: its directories, regular files
 // and symlinks, in tree order, with their modes; every entry's time is the
 // snapshot's. Each blob is checked as it is copied: a damaged one ends the
 // tar with an ErrDamaged error, and w then holds a partial archive (write
 // it to a temporary file and keep it only on success).
-func (s *Store) Export(ctx context.Context, id string, w io.Writer) error {
+func (s *Store) Export(ctx context.Context, id string, w io.Writer, o ExportOptions) error {
 	if err := s.check(); err != nil {
 		return err
 	}
 	m, err := s.readManifest(id)
+	if err != nil {
+		return err
+	}
+	skip, _, err := cleanPaths(m.Root, m.Root, o.Skip)
 	if err != nil {
 		return err
 	}
@@ -30,7 +41,7 @@ func (s *Store) Export(ctx context.Context, id string, w io.Writer) error {
 		return err
 	}
 	tw := tar.NewWriter(w)
-	all := &filter{}
+	all := &filter{skip: skip}
 	var walk func(n *node) error
 	walk = func(n *node) error {
 		if err := ctx.Err(); err != nil {

@@ -76,7 +76,7 @@ func TestExportListing(t *testing.T) {
 	want := listing(t, fx.root)
 	info := fx.take(TakeOptions{})
 	var buf bytes.Buffer
-	must(t, fx.store.Export(fx.ctx, info.ID, &buf))
+	must(t, fx.store.Export(fx.ctx, info.ID, &buf, ExportOptions{}))
 	if diff := cmp.Diff(want, readTar(t, &buf)); diff != "" {
 		t.Fatalf("export listing: mismatch (-want +got):\n%s", diff)
 	}

@@ -208,7 +208,7 @@ func TestRestoreDamagedBlob(t *testing.T) {
 			}
 			if tc.names == "b.txt" {
 				// Export and a patch read the blob too.
-				wantErr(t, fx.store.Export(fx.ctx, info.ID, discard{}), ErrDamaged)
+				wantErr(t, fx.store.Export(fx.ctx, info.ID, discard{}, ExportOptions{}), ErrDamaged)
 				_, err = fx.store.Diff(fx.ctx, info.ID, "", "", DiffOptions{Path: "b.txt"})
 				wantErr(t, err, ErrDamaged)
 			}

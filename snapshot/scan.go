@@ -27,6 +27,9 @@ type filter struct {
 	ex    *matcher
 	skip  []string
 	scope []string
+	// skipFile, when set, leaves out the regular files it names by device
+	// and inode, wherever they are: the hard links of a denied file.
+	skipFile func(dev, ino uint64) bool
 }
 
 func (f *filter) place(rel string) int {
@@ -235,6 +238,10 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 		}
 		if k == 0 {
 			continue // sockets, fifos, devices are not taken
+		}
+		if k == kindFile && f.skipFile != nil && f.skipFile(st.dev, st.ino) {
+			n.hides = true
+			continue
 		}
 		nodes = append(nodes, node{name: name, rel: rel, kind: k, mode: bits, st: st, parent: n})
 		c := &nodes[len(nodes)-1]

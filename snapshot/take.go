@@ -27,6 +27,9 @@ type TakeOptions struct {
 	// Skip holds paths in the root (read roots inside it) neither taken
 	// nor, later, restored.
 	Skip []string
+	// SkipFile, when set, leaves out the regular files it names by device
+	// and inode (the hard links of a file no snapshot may hold).
+	SkipFile func(dev, ino uint64) bool
 }
 
 // syncBatch is the number of new blobs above which one syncfs replaces an
@@ -51,7 +54,7 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	if err != nil {
 		return Info{}, err
 	}
-	f := &filter{ex: compileIgnore(o.Exclude), skip: skip}
+	f := &filter{ex: compileIgnore(o.Exclude), skip: skip, skipFile: o.SkipFile}
 	key := rootKey(real)
 	unlockRoot, err := s.lockRoot(ctx, key)
 	if err != nil {

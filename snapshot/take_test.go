@@ -503,7 +503,7 @@ func TestExcludes(t *testing.T) {
 	}})
 	var tarList []string
 	var buf bytes.Buffer
-	must(t, fx.store.Export(fx.ctx, info.ID, &buf))
+	must(t, fx.store.Export(fx.ctx, info.ID, &buf, ExportOptions{}))
 	for name := range readTar(t, &buf) {
 		tarList = append(tarList, name)
 	}
@@ -564,7 +564,7 @@ func TestBadArguments(t *testing.T) {
 			_, err = fx.store.Diff(fx.ctx, info.ID, id, fx.root, DiffOptions{})
 			wantErr(t, err, ErrNotFound)
 		}
-		wantErr(t, fx.store.Export(fx.ctx, id, discard{}), ErrNotFound)
+		wantErr(t, fx.store.Export(fx.ctx, id, discard{}, ExportOptions{}), ErrNotFound)
 		wantErr(t, fx.store.Drop(id), ErrNotFound)
 	}
 	for _, root := range []string{"", "relative/root", filepath.Join(fx.root, "a.txt"), filepath.Join(fx.root, "missing")} {

@@ -11,6 +11,9 @@ import (
 // wsError maps a workspace error to its wire error, with data saying which
 // path and why.
 func wsError(err error) error {
+	if pe, ok := isPolicy(err); ok {
+		return policyError(pe)
+	}
 	data := &protocol.ErrorData{Reason: err.Error()}
 	var pe *workspace.PathError
 	if errors.As(err, &pe) {

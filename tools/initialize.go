@@ -56,6 +56,15 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 	}
 	cleanupAll := cleanup
 	cleanup = func() { conf.remove(); cleanupAll() }
+	pol, err := conf.filePolicy(t.cfg.Sandbox)
+	if err == nil {
+		err = ws.SetPolicy(pol)
+	}
+	if err != nil {
+		ws.Close()
+		cleanup()
+		return nil, err
+	}
 
 	killGrace := t.cfg.KillGrace
 	if opts.KillGraceMs != nil {

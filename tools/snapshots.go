@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/snapshot"
+	"github.com/toolhost/toolhost/workspace"
 )
 
 // snapshots is the session's access to the snapshot store of
@@ -88,14 +90,33 @@ func (t *Tools) takeSnapshot(ctx context.Context, s *rpc.Session, p *protocol.Sn
 	return &info, nil
 }
 
+// denied returns the denyRead paths inside the root, relative to it, which
+// no snapshot stores, diff shows or export writes, and which a restore
+// neither writes nor removes. An entry that holds the whole root refuses
+// every snapshot method: nothing of the root may be read.
+func (t *Tools) denied(op string) ([]string, error) {
+	ws, _ := t.state()
+	rels := ws.Inside(workspace.PolicyDenyRead)
+	if slices.Contains(rels, ".") {
+		return nil, wsError(ws.Check(op, ".", false))
+	}
+	return rels, nil
+}
+
 // take takes a snapshot of the root labelled label.
 func (t *Tools) take(ctx context.Context, label string) (protocol.SnapshotInfo, error) {
 	st, err := t.store()
 	if err != nil {
 		return protocol.SnapshotInfo{}, err
 	}
+	denied, err := t.denied("snapshot")
+	if err != nil {
+		return protocol.SnapshotInfo{}, err
+	}
 	root, skip := t.skips()
-	info, err := st.Take(context.WithoutCancel(ctx), root, snapshot.TakeOptions{Label: label, Exclude: t.cfg.SnapshotExclude, Skip: skip})
+	skip = append(skip, denied...)
+	ws, _ := t.state()
+	info, err := st.Take(context.WithoutCancel(ctx), root, snapshot.TakeOptions{Label: label, Exclude: t.cfg.SnapshotExclude, Skip: skip, SkipFile: ws.DeniedFiles()})
 	if err != nil {
 		return protocol.SnapshotInfo{}, snapshotError("", err)
 	}
@@ -161,7 +182,19 @@ func (t *Tools) restore(ctx context.Context, s *rpc.Session, p *protocol.Restore
 		return nil, protocol.NewError(protocol.CodeSnapshotBusy, &protocol.ErrorData{SnapshotID: p.SnapshotID, Reason: fmt.Sprintf("%d commands of the session run; wait for them, cancel them, or restore with force: true", n)},
 			"snapshot busy: %d commands of the session run", n)
 	}
+	denied, err := t.denied("restore")
+	if err != nil {
+		return nil, err
+	}
+	ws, _ := t.state()
+	for _, q := range p.Paths {
+		if err := ws.Check("restore", q, true); err != nil {
+			return nil, wsError(err)
+		}
+	}
+	// A protected path is left as it is, as a command would have to.
 	root, skip := t.skips()
+	skip = append(append(skip, denied...), ws.Inside(workspace.PolicyProtect)...)
 	res, err := st.Restore(context.WithoutCancel(ctx), p.SnapshotID, root, snapshot.RestoreOptions{Paths: p.Paths, Exclude: t.cfg.SnapshotExclude, Skip: skip})
 	if err != nil {
 		return nil, snapshotError(p.SnapshotID, err)
@@ -216,8 +249,19 @@ func (t *Tools) diff(ctx context.Context, s *rpc.Session, p *protocol.DiffParams
 	if err != nil {
 		return nil, err
 	}
+	denied, err := t.denied("diff")
+	if err != nil {
+		return nil, err
+	}
+	if p.Path != "" {
+		ws, _ := t.state()
+		if err := ws.Check("diff", p.Path, false); err != nil {
+			return nil, wsError(err)
+		}
+	}
 	root, _ := t.skips()
-	d, err := st.Diff(context.WithoutCancel(ctx), p.From, p.To, root, snapshot.DiffOptions{Path: p.Path, Exclude: t.cfg.SnapshotExclude})
+	ws, _ := t.state()
+	d, err := st.Diff(context.WithoutCancel(ctx), p.From, p.To, root, snapshot.DiffOptions{Path: p.Path, Exclude: t.cfg.SnapshotExclude, Skip: denied, SkipFile: ws.DeniedFiles()})
 	if err != nil {
 		id := p.From
 		if errors.Is(err, snapshot.ErrNotFound) && p.To != "" {
@@ -314,6 +358,10 @@ func (t *Tools) exportSnapshot(ctx context.Context, s *rpc.Session, p *protocol.
 	if err := t.ownSnapshot(st, p.SnapshotID); err != nil {
 		return nil, err
 	}
+	denied, err := t.denied("export")
+	if err != nil {
+		return nil, err
+	}
 	ws, _ := t.state()
 	dir := filepath.Join(ws.ArtifactsDir(), "snapshots")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -325,7 +373,7 @@ func (t *Tools) exportSnapshot(ctx context.Context, s *rpc.Session, p *protocol.
 		return nil, err
 	}
 	// A damaged store leaves a partial tar: it is kept only whole.
-	err = st.Export(context.WithoutCancel(ctx), p.SnapshotID, f)
+	err = st.Export(context.WithoutCancel(ctx), p.SnapshotID, f, snapshot.ExportOptions{Skip: denied})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -408,6 +456,7 @@ func (t *Tools) attachSnapshot(cmd *process.Command, cs *commandSnapshot) {
 // changes when it ran with snapshot: true.
 func (t *Tools) finalResult(cmd *process.Command) protocol.ToolResult {
 	res := toolResult(cmd.Result())
+	reposResult(cmd, &res)
 	t.mu.Lock()
 	cs := t.cmdSnaps[cmd.ID()]
 	t.mu.Unlock()
@@ -419,9 +468,14 @@ func (t *Tools) finalResult(cmd *process.Command) protocol.ToolResult {
 		if err != nil {
 			return
 		}
+		denied, err := t.denied("diff")
+		if err != nil {
+			return
+		}
 		root, _ := t.skips()
 		start := time.Now()
-		d, err := st.Diff(context.Background(), cs.id, "", root, snapshot.DiffOptions{Exclude: t.cfg.SnapshotExclude})
+		ws, _ := t.state()
+		d, err := st.Diff(context.Background(), cs.id, "", root, snapshot.DiffOptions{Exclude: t.cfg.SnapshotExclude, Skip: denied, SkipFile: ws.DeniedFiles()})
 		if err != nil {
 			t.log.Warn("a command's changes could not be computed", "command", cmd.ID(), "snapshot", cs.id, "err", err)
 			return

@@ -30,6 +30,10 @@ var (
 	ErrPermission = errors.New("permission denied")
 	// ErrIO means any other operating-system failure (disk full, I/O error).
 	ErrIO = errors.New("i/o error")
+	// ErrPolicy means the path is inside the roots but the workspace's
+	// Policy refuses it: a denyRead path read or written, a protect path
+	// written. PathError.Policy and Entry say which entry.
+	ErrPolicy = errors.New("refused by policy")
 )
 
 // PathError describes a refused or failed operation on a path. It carries
@@ -46,7 +50,10 @@ type PathError struct {
 	// Field names the option at fault when it is not Path: "content",
 	// "encoding" or "expectedSha256" (set for ErrInvalid only).
 	Field string
-	Err   error // one of the sentinel errors
+	// Policy and Entry are set for ErrPolicy: PolicyDenyRead or
+	// PolicyProtect, and the entry that matched, as configured.
+	Policy, Entry string
+	Err           error // one of the sentinel errors
 }
 
 // Error returns "op path: sentinel: reason".

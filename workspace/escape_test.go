@@ -283,11 +283,11 @@ func TestEscapeSwapAfterResolve(t *testing.T) {
 	fx := newFixture(t)
 	d := filepath.Join(fx.root, "d")
 	mustWrite(t, filepath.Join(d, "secret.txt"), "inside d\n")
-	read, err := fx.w.resolve("read", "d/secret.txt", resolveExisting)
+	read, err := fx.w.resolve("read", "d/secret.txt", resolveExisting, accessRead)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write, err := fx.w.resolve("write", "d/new.txt", resolveCreate)
+	write, err := fx.w.resolve("write", "d/new.txt", resolveCreate, accessWrite)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"io"
 	"io/fs"
+	"os"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -65,7 +66,7 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 	start := max(o.Line, 1)
 	whole := start == 1 && o.Limit == 0
 
-	loc, err := w.resolve(op, o.Path, resolveExisting)
+	loc, err := w.resolve(op, o.Path, resolveExisting, accessRead)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +97,17 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 	}
 	if !st.Mode().IsRegular() {
 		return nil, newErr(op, o.Path, ErrNotRegular, "%s is %s", loc.abs(), describeMode(st.Mode()))
+	}
+	if pol := w.pol.Load(); pol != nil {
+		// resolve asked the policy of the file it saw; the one opened must
+		// be that file (not one a rename put there since), and not a
+		// hard link of a denied file.
+		if !os.SameFile(st, fi) {
+			return nil, newErr(op, o.Path, ErrConflict, "%s changed while it was being opened; nothing was read, read it again", loc.abs())
+		}
+		if err := pol.checkOpened(op, o.Path, loc.abs(), st); err != nil {
+			return nil, err
+		}
 	}
 	tooLarge := func(size int64) error {
 		e := newErr(op, o.Path, ErrTooLarge, "the file is %d bytes, over maxBytes %d; page with line and limit, or raise maxBytes", size, maxBytes)

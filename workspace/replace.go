@@ -44,9 +44,16 @@ func (w *Workspace) OpenReplacer(p string) (*Replacer, error) {
 	if dirName == "" {
 		dirName = "."
 	}
-	loc, err := w.resolve(op, dirName, resolveCreate)
+	loc, err := w.resolve(op, dirName, resolveCreate, accessWrite)
+	if pe := (*PathError)(nil); errors.As(err, &pe) && errors.Is(err, ErrPolicy) {
+		pe.Path = p // the file asked for, not its directory
+	}
 	if err != nil {
 		return nil, err
+	}
+	// The file itself, by name: a protected file in a writable directory.
+	if r := w.pol.Load().byName(append(splitComps(loc.abs()), base), accessWrite); r != nil {
+		return nil, refuse(op, p, joinAbs(loc.r.realComps, loc.comps, []string{base}), r)
 	}
 	switch loc.r.kind {
 	case kindArtifacts:
@@ -64,6 +71,13 @@ func (w *Workspace) OpenReplacer(p string) (*Replacer, error) {
 		return nil, osErr(op, p, err)
 	}
 	fi, err := dir.Lstat(base)
+	if err == nil {
+		// And by id: another name of a protected file.
+		if r := w.pol.Load().byID(fi, accessWrite); r != nil {
+			dir.Close()
+			return nil, refuse(op, p, joinAbs(loc.r.realComps, loc.comps, []string{base}), r)
+		}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -72,7 +86,7 @@ func (w *Workspace) OpenReplacer(p string) (*Replacer, error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		dir.Close()
 		// One that leads out is refused as an escape, as everywhere.
-		if _, rerr := w.resolve(op, name, resolveCreate); rerr != nil {
+		if _, rerr := w.resolve(op, name, resolveCreate, accessWrite); rerr != nil {
 			return nil, rerr
 		}
 		return nil, newErr(op, p, ErrInvalid, "%s is a symlink: a progress file is never written through one; give the file's own path", joinAbs(loc.r.realComps, loc.comps, []string{base}))

@@ -186,11 +186,19 @@ func parseFileURI(op, p string) (string, *PathError) {
 // resolve names the target; it does not guard the later open. Callers open
 // loc.rel() through loc.r.h, so a component swapped for a symlink after
 // resolve returned is refused by os.Root rather than followed.
-func (w *Workspace) resolve(op, p string, mode resolveMode) (location, error) {
+//
+// resolve is also where the workspace's Policy is asked, for acc, so that
+// no method can forget it: every component it looks at is matched by id
+// against the entries (another name of a denied directory, a case variant,
+// a bind mount), and the real path it ends at by name (an entry that did
+// not exist when the policy was set, a file still to be created, a
+// repository's .git/hooks). A refusal wraps ErrPolicy.
+func (w *Workspace) resolve(op, p string, mode resolveMode, acc access) (location, error) {
 	name, perr := checkSpelling(op, p)
 	if perr != nil {
 		return location{}, perr
 	}
+	pol := w.pol.Load()
 	cur := w.ws
 	todo := splitComps(name)
 	if strings.HasPrefix(name, "/") {
@@ -257,6 +265,9 @@ func (w *Workspace) resolve(op, p string, mode resolveMode) (location, error) {
 			}
 			return location{}, osErr(op, p, err)
 		}
+		if r := pol.byID(fi, acc); r != nil {
+			return location{}, refuse(op, p, joinAbs(cur.realComps, stack, []string{c}), r)
+		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			links++
 			if links > maxSymlinks {
@@ -294,8 +305,12 @@ func (w *Workspace) resolve(op, p string, mode resolveMode) (location, error) {
 	loc := location{r: cur, comps: stack, missing: missing, dirSyntax: dirSyntax, info: last}
 	// Re-anchor in the most specific root: a read-only root nested in the
 	// workspace (the artifacts dir, say) governs what lies below it.
-	if r, rest := w.matchReal(append(slices.Clone(cur.realComps), stack...)); r != nil {
+	real := append(slices.Clone(cur.realComps), stack...)
+	if r, rest := w.matchReal(real); r != nil {
 		loc.r, loc.comps = r, rest
+	}
+	if r := pol.byName(real, acc); r != nil {
+		return location{}, refuse(op, p, joinAbs(real), r)
 	}
 	return loc, nil
 }

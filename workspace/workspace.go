@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 )
 
 // Config names the directories a Workspace confines access to.
@@ -48,6 +49,9 @@ type Workspace struct {
 	// writeMu serialises writes so that the expectedSha256 check and the
 	// rename of one write are not interleaved with another write of ours.
 	writeMu sync.Mutex
+
+	// pol is the policy every resolve asks (SetPolicy); nil for none.
+	pol atomic.Pointer[policy]
 }
 
 // Open resolves each configured directory to its real path once, checks that
@@ -179,7 +183,7 @@ func (w *Workspace) Dir(p string) (string, error) {
 	if p == "" {
 		return w.ws.real, nil
 	}
-	loc, err := w.resolve("dir", p, resolveExisting)
+	loc, err := w.resolve("dir", p, resolveExisting, accessRead)
 	if err != nil {
 		return "", err
 	}

@@ -67,7 +67,7 @@ func (w *Workspace) WriteFile(o WriteOptions) (*WriteResult, error) {
 		}
 	}
 
-	loc, err := w.resolve(op, o.Path, resolveCreate)
+	loc, err := w.resolve(op, o.Path, resolveCreate, accessWrite)
 	if err != nil {
 		return nil, err
 	}
