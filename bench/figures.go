@@ -29,6 +29,7 @@ var figures = []figure{
 	{"startup", (*bench).startup},
 	{"rtt", (*bench).roundTrip},
 	{"readfile", (*bench).readFile},
+	{"readfile-policy", (*bench).readFilePolicy},
 	{"runcommand", (*bench).runCommandTrue},
 	{"escape", (*bench).escapeCorpus},
 	{"markers", (*bench).markers},
