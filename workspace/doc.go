@@ -27,8 +27,36 @@
 //     under /proc are refused with [ErrOutside].
 //
 // Hard links: a hard link inside a root is the same file as its target, wherever
-// the target lives; no path check can tell it apart, so readFile reads it.
-// WriteFile replaces the directory entry atomically (write a temporary file,
-// rename it over the target), so after a write the other names of a hard-linked
-// file keep the old content.
+// the target lives; no path check can tell it apart, so readFile reads it
+// (unless the Policy denies its target: see below). WriteFile replaces the
+// directory entry atomically (write a temporary file, rename it over the
+// target), so after a write the other names of a hard-linked file keep the old
+// content.
+//
+// # Policy
+//
+// A Workspace may also hold a [Policy] (SetPolicy): denyRead paths no method
+// reads or writes, and protect paths no method writes, inside the roots. It is
+// asked in resolve, where every method's path is resolved, so that a new method
+// cannot leave it out:
+//
+//   - each component resolve Lstats is matched by device and inode against the
+//     entries as they were when the policy was set: another name of a denied
+//     directory (renamed since, bind-mounted, a case variant on a
+//     case-insensitive filesystem) is refused;
+//   - the real path resolve ends at is matched by name, on whole components,
+//     against each entry as configured and as its real path: an entry made
+//     after the policy was set, a file still to be created;
+//   - for a write, a protect entry ROOT/.git/X protects X in every git
+//     directory (.git, and the git directories under .git/modules and
+//     .git/worktrees), in any case;
+//   - ReadFile checks the descriptor it opened is the file resolve looked at
+//     (else ErrConflict), and that a file with more than one link is not one of
+//     the files under the denyRead entries (a hard link), walking them once and
+//     again when one of their directories changed; past maxLinkScan entries such
+//     a file is refused, since it cannot be told apart.
+//
+// A refusal wraps ErrPolicy; its PathError names the policy and the entry.
+// Writes need no hard-link check: a write renames a new file over the name, so
+// a protected file's other names keep their content.
 package workspace
