@@ -3,7 +3,9 @@ package netproxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,17 +21,20 @@ import (
 type Source struct {
 	// Tool is "go", "npm" or "pip".
 	Tool string `json:"tool"`
-	// Setting names what was read: "GOPROXY", "GOSUMDB", "registry",
-	// a pip key such as "global.index-url", an environment variable such
-	// as "PIP_INDEX_URL", or "default" for pip's built-in index.
+	// Setting names what was read and where: "GOPROXY" or "GOSUMDB" (of
+	// `go env`), an environment variable such as "NPM_CONFIG_REGISTRY" or
+	// "PIP_INDEX_URL", a file and its key such as "/home/me/.npmrc
+	// registry", "/home/me/.npmrc @corp:registry" or "/etc/pip.conf
+	// global.index-url", or "default" for npm's or pip's built-in
+	// registry.
 	Setting string `json:"setting,omitempty"`
 	// Value is the setting's value, or the part of it this Source is about.
 	Value string `json:"value,omitempty"`
 	// Rule is the entry it gave; zero when Note says why there is none.
 	Rule Rule `json:"rule,omitzero"`
 	// Note says why the tool or value gave no entry: the tool is not
-	// installed, failed, or the value is not a host ("direct", "off", a
-	// local path).
+	// installed, failed, a configuration file could not be read or
+	// parsed, or the value is not a host ("direct", "off", a local path).
 	Note string `json:"note,omitempty"`
 }
 
@@ -49,14 +54,20 @@ func (s Source) String() string {
 	return b.String()
 }
 
-// runner runs a tool and returns its standard output; lookPath finds it.
+// runner is what Registries reads of the machine: lookPath finds a tool,
+// run runs one (only go, whose settings `go env` alone knows) and returns
+// its standard output, environ lists the environment, getwd is the
+// directory npm would run in (its project's .npmrc is found from there),
+// and etc is where the system-wide files are (/etc).
 type runner struct {
 	lookPath func(name string) (string, error)
 	run      func(ctx context.Context, path string, env []string, args ...string) ([]byte, error)
-	getenv   func(key string) string
+	environ  func() []string
+	getwd    func() (string, error)
+	etc      string
 }
 
-// systemRunner runs the real tools.
+// systemRunner reads the real machine.
 var systemRunner = runner{
 	lookPath: exec.LookPath,
 	run: func(ctx context.Context, path string, env []string, args ...string) ([]byte, error) {
@@ -75,7 +86,34 @@ var systemRunner = runner{
 		}
 		return out, nil
 	},
-	getenv: os.Getenv,
+	environ: os.Environ,
+	getwd:   os.Getwd,
+	etc:     "/etc",
+}
+
+// envMap returns environ (KEY=value entries) as a map; a later entry wins.
+func envMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// readConfig reads a configuration file: nil and no note when it does
+// not exist, nil and a note saying why when it cannot be read.
+func readConfig(file string) ([]byte, string) {
+	b, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		return b, ""
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, ""
+	default:
+		return nil, fmt.Sprintf("could not read %s, so its settings are not used: %v", file, err)
+	}
 }
 
 // Registries returns the hosts the machine's Go, npm and pip are
@@ -87,17 +125,22 @@ var systemRunner = runner{
 //     the "name+key url" form, else the name's (sum.golang.org by default,
 //     which the go command reaches directly when the proxy does not serve
 //     it);
-//   - npm: the host of `npm config get registry`;
-//   - pip: the hosts of every index-url, extra-index-url and http(s)
-//     find-links in `pip config list`, PIP_INDEX_URL and
-//     PIP_EXTRA_INDEX_URL; when pip is installed and names no index (and
-//     no-index is not set), pypi.org and files.pythonhosted.org.
+//   - npm: the host of the registry npm would use, and of every scope's
+//     (`@scope:registry`), read as npm reads them, without running npm
+//     (see npmSources);
+//   - pip: the hosts of the index-url, extra-index-url and http(s)
+//     find-links that `pip install`, `pip download` and `pip wheel` would
+//     use, read from pip's environment variables and configuration files
+//     as pip reads them, without running pip (see pipSources); when a
+//     command names no index (and no-index is not set), pypi.org and
+//     files.pythonhosted.org.
 //
 // An https URL gives port 443 and an http one port 80, unless the URL
 // names its port. A tool that is missing, or fails, gives no rules and a
-// Source saying so. The tools run concurrently, each bounded by ctx (npm
-// alone can take a third of a second): start Registries early, and wait
-// for it late. The rules are in the order of the sources, without
+// Source saying so; so does a configuration file that cannot be read or
+// parsed. Only go is run (`go env`, tens of milliseconds): npm and pip
+// took seconds to start on a loaded machine. The probes run concurrently,
+// bounded by ctx. The rules are in the order of the sources, without
 // duplicates.
 func Registries(ctx context.Context) (rules []Rule, found []Source) {
 	return registries(ctx, systemRunner)
@@ -205,120 +248,6 @@ func parseGOSUMDB(v string) []Source {
 	return []Source{s}
 }
 
-// npmSources runs `npm config get registry`.
-func npmSources(ctx context.Context, r runner) []Source {
-	bin, err := r.lookPath("npm")
-	if err != nil {
-		return []Source{{Tool: "npm", Note: "npm is not installed (not on PATH)"}}
-	}
-	out, err := r.run(ctx, bin, []string{"NO_UPDATE_NOTIFIER=1", "npm_config_update_notifier=false"}, "config", "get", "registry")
-	if err != nil {
-		return []Source{{Tool: "npm", Note: "npm config get registry failed: " + err.Error()}}
-	}
-	return []Source{parseNpmRegistry(string(out))}
-}
-
-// parseNpmRegistry returns the source of `npm config get registry`'s output.
-func parseNpmRegistry(out string) Source {
-	v := strings.TrimSpace(lastLine(out))
-	s := Source{Tool: "npm", Setting: "registry", Value: v}
-	s.Rule, s.Note = urlRule(v)
-	return s
-}
-
-// pipSources runs `pip config list` (or pip3's) and reads pip's
-// environment variables.
-func pipSources(ctx context.Context, r runner) []Source {
-	bin, err := r.lookPath("pip")
-	if err != nil {
-		bin, err = r.lookPath("pip3")
-	}
-	if err != nil {
-		return []Source{{Tool: "pip", Note: "pip is not installed (neither pip nor pip3 on PATH)"}}
-	}
-	out, err := r.run(ctx, bin, []string{"PIP_DISABLE_PIP_VERSION_CHECK=1"}, "config", "list")
-	if err != nil {
-		return []Source{{Tool: "pip", Note: "pip config list failed: " + err.Error()}}
-	}
-	return parsePip(string(out), r.getenv)
-}
-
-// parsePip returns the sources of `pip config list`'s output (lines of
-// section.key='value') and of PIP_INDEX_URL, PIP_EXTRA_INDEX_URL and
-// PIP_NO_INDEX, read with getenv; with no index named and no-index unset,
-// pip's defaults.
-func parsePip(out string, getenv func(string) string) []Source {
-	var srcs []Source
-	indexNamed, noIndex := false, false
-	add := func(setting, value string) {
-		key := setting
-		if i := strings.LastIndexByte(key, '.'); i >= 0 {
-			key = key[i+1:]
-		}
-		key = strings.ReplaceAll(strings.ToLower(key), "_", "-")
-		if strings.HasPrefix(key, "pip-") { // PIP_INDEX_URL and the like
-			key = key[len("pip-"):]
-		}
-		switch key {
-		case "index-url", "extra-index-url", "find-links":
-		case "no-index":
-			switch strings.ToLower(strings.TrimSpace(value)) {
-			case "1", "true", "yes", "on":
-				noIndex = true
-			}
-			return
-		default:
-			return
-		}
-		if key == "index-url" {
-			indexNamed = true
-		}
-		for _, u := range strings.Fields(strings.ReplaceAll(value, `\n`, " ")) {
-			s := Source{Tool: "pip", Setting: setting, Value: u}
-			if key == "find-links" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-				continue // a local directory
-			}
-			s.Rule, s.Note = urlRule(u)
-			srcs = append(srcs, s)
-		}
-	}
-	fromEnv := map[string]bool{} // keys pip itself reported from its environment
-	for line := range strings.Lines(out) {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok {
-			continue
-		}
-		if name, ok := strings.CutPrefix(k, ":env:."); ok {
-			fromEnv[strings.ReplaceAll(strings.ToLower(name), "_", "-")] = true
-		}
-		add(k, unquote(v))
-	}
-	// Older pips do not list their environment: read it here, once.
-	for _, k := range []string{"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"} {
-		key := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, "PIP_")), "_", "-")
-		if v := getenv(k); v != "" && !fromEnv[key] {
-			add(k, v)
-		}
-	}
-	if !indexNamed && !noIndex {
-		for _, u := range []string{"https://pypi.org/simple", "https://files.pythonhosted.org/packages"} {
-			s := Source{Tool: "pip", Setting: "default", Value: u}
-			s.Rule, s.Note = urlRule(u)
-			srcs = append(srcs, s)
-		}
-	}
-	return srcs
-}
-
-// unquote undoes the quotes pip config list puts around a value.
-func unquote(v string) string {
-	v = strings.TrimSpace(v)
-	if len(v) >= 2 && (v[0] == '\'' || v[0] == '"') && v[len(v)-1] == v[0] {
-		return v[1 : len(v)-1]
-	}
-	return v
-}
-
 // urlRule returns the rule for an http(s) URL's host: its port, else 443
 // for https and 80 for http. For anything else it returns a note saying
 // why there is none.
@@ -363,10 +292,4 @@ func urlRule(raw string) (Rule, string) {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
-}
-
-// lastLine returns the last non-empty line of s.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
