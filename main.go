@@ -152,7 +152,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 		return nil
 	})
 	fs.BoolVar(&f.registries, "network-allow-registries", f.registries, "with --sandbox-network allow, also let through the hosts the machine's Go, npm and pip are configured to use (go env GOPROXY GOSUMDB, npm config get registry, pip's index), read at start")
-	fs.Func("protect", "a `PATH` in the root a workspace-write command may read but not change (repeatable; adds to the defaults: .git/hooks and .git/config under toolhost mcp)", func(s string) error {
+	fs.Func("protect", "a `PATH` in the root a workspace-write command may read but not change (repeatable; **/.git/NAME is NAME in every repository of the root; adds to the defaults: **/.git/hooks and **/.git/config under toolhost mcp)", func(s string) error {
 		f.protect = append(f.protect, s)
 		return nil
 	})
@@ -379,11 +379,11 @@ func (e *sessionEnder) end(reason string) {
 	fn(reason)
 }
 
-// The agents' defaults, under `toolhost mcp` (BRIEF Part 3): the
-// repository's hooks and config are read-only, and the usual places of
-// credentials are not readable.
+// The agents' defaults, under `toolhost mcp` (BRIEF Parts 3 and 4): the
+// hooks and config of every repository in the root are read-only, and the
+// usual places of credentials are not readable.
 var (
-	agentProtect  = []string{".git/hooks", ".git/config"}
+	agentProtect  = []string{"**/.git/hooks", "**/.git/config"}
 	agentDenyRead = []string{"~/.ssh", "~/.aws", "~/.config/gcloud", "~/.kube", "~/.docker", "~/.netrc", "~/.git-credentials"}
 )
 

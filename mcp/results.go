@@ -34,6 +34,10 @@ func toolResultContent(res *protocol.ToolResult) *sdk.CallToolResult {
 	if res.SnapshotID != "" {
 		b.WriteString("\n" + changesLine(res))
 	}
+	if len(res.ProtectViolations) > 0 {
+		// Git runs or obeys them for the user: the model must say so.
+		fmt.Fprintf(&b, "\nwrote git hooks or config that no protection covered (a repository it made, or one without them at its start); git will run or obey them for the user, so tell the user: %s", strings.Join(res.ProtectViolations, ", "))
+	}
 	for _, st := range []struct {
 		name, text string
 		cut        bool

@@ -392,6 +392,16 @@ type ToolResult struct {
 	Changes []Change `json:"changes,omitempty"`
 	// ChangesTruncated says more paths changed than Changes holds.
 	ChangesTruncated bool `json:"changesTruncated,omitempty"`
+	// ProtectViolations names, relative to the root (absolute outside
+	// it), each git hook or config the command wrote that a
+	// "**/.git/NAME" protect rule covers but that could not be made
+	// read-only: in a repository made while it ran (git init, git clone),
+	// or in one that had no hooks directory or config at its start, or
+	// past the scan's limit. Hooks are the entries of a hooks directory
+	// but git's own *.sample files; written means changed since the start
+	// (created, written, renamed into place, chmodded). Git would run or
+	// obey them for the user: show them. Absent when there are none.
+	ProtectViolations []string `json:"protectViolations,omitempty"`
 	// Events counts the stdout lines of a longRunning with stdoutFormat
 	// "jsonl"; absent otherwise.
 	Events *EventCounts `json:"events,omitempty"`

@@ -58,8 +58,12 @@ type Sandbox struct {
 	Network *Network `json:"network,omitempty"`
 	// Protect lists paths in the root that a workspace-write command may
 	// read but not change (relative to the root, or absolute inside it); a
-	// path that does not exist is left alone. A client adds to the
-	// server's list (--protect), never removes from it.
+	// path that does not exist is left alone. An entry "**/.git/NAME"
+	// ("**/.git/hooks", "**/.git/config": the agents' defaults) is NAME
+	// in the git directory of every repository in the root that exists
+	// when the command starts, found by a bounded scan (PROTOCOL.md,
+	// "Protected and unreadable paths"). A client adds to the server's
+	// list (--protect), never removes from it.
 	Protect []string `json:"protect,omitempty"`
 	// DenyRead lists paths a confined command cannot read: files and
 	// directories anywhere, "~" being the server's $HOME. A client adds

@@ -257,9 +257,13 @@
 //     command of a root server keeps CAP_MKNOD, so it can make a node of a
 //     disk and read it raw.
 //   - A protected path that does not exist when the command starts (an
-//     existing repository without .git/hooks can be given hooks), and what
-//     git reads besides the protected paths (a .git/commondir the command
-//     writes points git at another directory's config and hooks).
+//     existing repository without .git/hooks can be given hooks, and a
+//     repository the command makes has its own), and what git reads
+//     besides the protected paths (a .git/commondir the command writes
+//     points git at another directory's config and hooks). The caller
+//     expands a rule such as "the hooks of every repository" into paths
+//     at each start (package tools, with internal/gitrepos's bounded
+//     scan) and names, after the command, what it wrote there.
 //   - With the network on, pathname unix sockets outside the sandbox (a
 //     Docker socket, an ssh-agent, D-Bus, X11).
 //   - Descriptors the caller passes to the command stay usable whatever

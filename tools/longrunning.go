@@ -86,12 +86,14 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *protocol.Lon
 			return nil, err
 		}
 	}
+	repos := t.protectRepos(&spec, &p.RunCommandParams, p.Steps)
 	cmd, err := mgr.Start(spec, w.observer(p.StreamOutput))
 	if err != nil {
 		w.abandon()
 		return nil, procError(err)
 	}
 	t.attachSnapshot(cmd, before)
+	attachRepos(cmd, repos)
 	// The handle's notifications wait for the response that names it.
 	s.AfterReply(ctx, func() { w.started(cmd) })
 	token := p.WorkDoneToken

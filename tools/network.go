@@ -37,7 +37,7 @@ func (c *confinement) serverLevel(cfg SandboxConfig) error {
 		c.def.network, c.def.allow = true, &list
 	}
 	var err error
-	if c.def.protect, err = c.addPaths(nil, cfg.Protect, "--protect", c.inRoot); err != nil {
+	if c.def.protect, c.def.repos, err = c.addProtect(level{}, cfg.Protect, "--protect"); err != nil {
 		return err
 	}
 	if c.def.denyRead, err = c.addPaths(nil, cfg.DenyRead, "--deny-read", c.expandHome); err != nil {

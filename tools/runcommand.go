@@ -40,12 +40,14 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunC
 		}
 	}
 	w := newWatcher(s, p.WorkDoneToken, quoteArgv(p.Argv), p.WorkDoneToken != nil)
+	repos := t.protectRepos(&spec, p, nil)
 	cmd, err := mgr.Start(spec, w.observer(false))
 	if err != nil {
 		w.abandon()
 		return nil, procError(err)
 	}
 	t.attachSnapshot(cmd, before)
+	attachRepos(cmd, repos)
 	w.started(cmd)
 	s.Detach(ctx) // it waits on the command now, computing nothing
 	if p.WorkDoneToken != nil {

@@ -55,11 +55,16 @@ type level struct {
 	// duplicates: what a command may read but not change, and what it
 	// may not read.
 	protect, denyRead []string
+	// repos are the NAMEs of the "**/.git/NAME" protect rules, sorted:
+	// NAME in the git directory of every repository in the root, found
+	// when a command starts (repos.go). The root's own .git/NAME is in
+	// protect as well.
+	repos []string
 }
 
 // equal reports whether l and o confine alike.
 func (l level) equal(o level) bool {
-	return l.fs == o.fs && l.equalNetwork(o) && slices.Equal(l.protect, o.protect) && slices.Equal(l.denyRead, o.denyRead)
+	return l.fs == o.fs && l.equalNetwork(o) && slices.Equal(l.protect, o.protect) && slices.Equal(l.denyRead, o.denyRead) && slices.Equal(l.repos, o.repos)
 }
 
 // equalNetwork reports whether l and o have the same network.
@@ -101,7 +106,7 @@ func (c *confinement) tighten(base level, asked *protocol.Sandbox, field string)
 		}
 	}
 	var err error
-	if out.protect, err = c.addPaths(base.protect, asked.Protect, field+".protect", c.inRoot); err != nil {
+	if out.protect, out.repos, err = c.addProtect(base, asked.Protect, field+".protect"); err != nil {
 		return base, err
 	}
 	if out.denyRead, err = c.addPaths(base.denyRead, asked.DenyRead, field+".denyRead", c.expandHome); err != nil {
@@ -207,7 +212,7 @@ func (c *confinement) capability() protocol.SandboxCapability {
 	cap := protocol.SandboxCapability{
 		Mode:    c.mode,
 		ABI:     c.caps.LandlockABI,
-		Default: protocol.Sandbox{Filesystem: c.def.fs, Network: c.def.wire(), Protect: c.def.protect, DenyRead: c.def.denyRead},
+		Default: protocol.Sandbox{Filesystem: c.def.fs, Network: c.def.wire(), Protect: c.protectWire(c.def), DenyRead: c.def.denyRead},
 		Layers:  []string{},
 	}
 	if c.mode == SandboxOff {

@@ -613,6 +613,18 @@ export interface ToolResult {
   /** ChangesTruncated says more paths changed than Changes holds. */
   changesTruncated?: boolean;
   /**
+   * ProtectViolations names, relative to the root (absolute outside
+   * it), each git hook or config the command wrote that a
+   * "**\/.git/NAME" protect rule covers but that could not be made
+   * read-only: in a repository made while it ran (git init, git clone),
+   * or in one that had no hooks directory or config at its start, or
+   * past the scan's limit. Hooks are the entries of a hooks directory
+   * but git's own *.sample files; written means changed since the start
+   * (created, written, renamed into place, chmodded). Git would run or
+   * obey them for the user: show them. Absent when there are none.
+   */
+  protectViolations?: string[];
+  /**
    * Events counts the stdout lines of a longRunning with stdoutFormat
    * "jsonl"; absent otherwise.
    */
@@ -1293,8 +1305,12 @@ export interface Sandbox {
   /**
    * Protect lists paths in the root that a workspace-write command may
    * read but not change (relative to the root, or absolute inside it); a
-   * path that does not exist is left alone. A client adds to the
-   * server's list (--protect), never removes from it.
+   * path that does not exist is left alone. An entry "**\/.git/NAME"
+   * ("**\/.git/hooks", "**\/.git/config": the agents' defaults) is NAME
+   * in the git directory of every repository in the root that exists
+   * when the command starts, found by a bounded scan (PROTOCOL.md,
+   * "Protected and unreadable paths"). A client adds to the server's
+   * list (--protect), never removes from it.
    */
   protect?: string[];
   /**

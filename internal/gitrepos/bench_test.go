@@ -1,0 +1,40 @@
+package gitrepos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// MakeTree10k-like: 10,000 directories, 10 of them repositories.
+func makeBenchTree(b *testing.B) string {
+	root := b.TempDir()
+	for i := range 100 {
+		for j := range 99 {
+			if err := os.MkdirAll(filepath.Join(root, fmt.Sprintf("p%03d/d%02d", i, j)), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if i%10 == 0 {
+			if err := os.MkdirAll(filepath.Join(root, fmt.Sprintf("p%03d/.git/hooks", i)), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return root
+}
+
+func BenchmarkScan10k(b *testing.B) {
+	root := makeBenchTree(b)
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			for b.Loop() {
+				res, err := Scan(root, Options{Workers: w, Timeout: 10e9})
+				if err != nil || res.Truncated != "" || len(res.Repos) != 10 {
+					b.Fatal(err, res.Truncated, len(res.Repos))
+				}
+			}
+		})
+	}
+}

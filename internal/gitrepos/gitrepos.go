@@ -1,0 +1,192 @@
+// Package gitrepos finds the git repositories under a directory, boundedly,
+// so that what git runs or obeys in each of them (its hooks, its config) can
+// be protected from a confined command, and what a command wrote there can
+// be named after it.
+//
+// Scan walks the tree from the root, breadth first, with two workers: each
+// directory is opened relative to its parent's descriptor (openat with
+// O_NOFOLLOW and O_DIRECTORY, so no symlink is followed and no path is
+// resolved twice) and read with getdents, whose d_type says which entries
+// are directories: there is no stat per entry (only where a filesystem
+// gives no type). A directory is a repository's working tree when it holds
+// an entry named .git:
+//
+//   - a .git directory is the repository's git directory, and is not
+//     descended into (git keeps submodules' git directories there, in
+//     .git/modules; each is found through its checkout's .git file);
+//   - a .git file (a submodule's or a worktree's) names the git directory
+//     elsewhere ("gitdir: PATH", relative to the file's directory); that
+//     git directory is the repository's, and so is the directory its
+//     commondir file names (a worktree's main git directory, which holds
+//     the hooks and config the worktree uses). Each is read with
+//     O_NOFOLLOW and O_NONBLOCK, at most 4 KiB, and only if it is a
+//     regular file;
+//   - a .git symlink is taken as the git directory (git follows it), but
+//     is not followed here.
+//
+// A directory holding HEAD, objects and refs (a bare repository, as git
+// itself recognises one) is a git directory too; it is still descended
+// into, so that such a directory cannot hide repositories beneath it.
+//
+// The scan is bounded, as Anthropic's sandbox-runtime bounds its search for
+// .git directories by depth: by time (Options.Timeout, default
+// DefaultTimeout), by the directories it reads (Options.MaxDirs, default
+// DefaultMaxDirs) and by the git directories it finds (Options.MaxRepos,
+// default DefaultMaxRepos). When a limit cuts it short, Result.Truncated
+// says which, and the repositories it did not reach are not in Result;
+// breadth first, those are the deepest. Directories it cannot read
+// (permissions) are counted in Result.Unreadable.
+//
+// The package imports nothing of toolhost.
+package gitrepos
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The default limits of a scan. A directory costs three system calls
+// (openat, getdents until it returns nothing, close), so the time limit is
+// what larger trees reach first (BENCHMARKS.md has the figures); the
+// count of git directories bounds the mounts a caller makes of them.
+const (
+	DefaultTimeout  = 200 * time.Millisecond
+	DefaultMaxDirs  = 100_000
+	DefaultMaxRepos = 256
+)
+
+// Options bounds a scan; zero fields take the defaults.
+type Options struct {
+	// Timeout is how long the scan may take.
+	Timeout time.Duration
+	// MaxDirs is how many directories it may read.
+	MaxDirs int
+	// MaxRepos is how many git directories it may find.
+	MaxRepos int
+	// Workers is how many directories are read at once; 0 is 2.
+	Workers int
+}
+
+// withDefaults returns o with its zero fields set.
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxDirs <= 0 {
+		o.MaxDirs = DefaultMaxDirs
+	}
+	if o.MaxRepos <= 0 {
+		o.MaxRepos = DefaultMaxRepos
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	return o
+}
+
+// Kind is how a repository's git directory was found.
+type Kind string
+
+// The kinds of git directory.
+const (
+	// KindDir is a .git directory.
+	KindDir Kind = "dir"
+	// KindFile is a .git file naming the git directory (gitdir:).
+	KindFile Kind = "file"
+	// KindLink is a .git symlink.
+	KindLink Kind = "link"
+	// KindBare is a bare repository: the directory is its git directory.
+	KindBare Kind = "bare"
+)
+
+// Repo is one repository found.
+type Repo struct {
+	// Dir is the directory that holds .git (or, for a bare repository, the
+	// repository itself), relative to the root: "." for the root.
+	Dir string
+	// Kind says how its git directory was found.
+	Kind Kind
+	// GitDirs are its git directories, absolute and clean: the .git
+	// directory; for a .git file the directory it names and, when that
+	// has a commondir file, the common directory too. A .git file whose
+	// pointer cannot be read has none.
+	GitDirs []string
+}
+
+// The limits a scan can reach (Result.Truncated).
+const (
+	LimitTime  = "time"
+	LimitDirs  = "directories"
+	LimitRepos = "repositories"
+)
+
+// Result is what a scan found.
+type Result struct {
+	// Repos are the repositories, sorted by Dir.
+	Repos []Repo
+	// Dirs counts the directories read.
+	Dirs int
+	// Truncated names the limit that cut the scan short (LimitTime,
+	// LimitDirs or LimitRepos), or "" when it read the whole tree.
+	Truncated string
+	// Unreadable counts the directories that could not be opened or read
+	// (but for those that vanished meanwhile): what lies beneath them was
+	// not looked at.
+	Unreadable int
+	// Duration is how long the scan took.
+	Duration time.Duration
+}
+
+// GitDirs returns every git directory of the result, sorted, without
+// duplicates.
+func (r Result) GitDirs() []string {
+	var out []string
+	for _, rp := range r.Repos {
+		out = append(out, rp.GitDirs...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// maxPointer is the most of a .git or commondir file read.
+const maxPointer = 4096
+
+// parseGitdir returns the path a .git file names ("gitdir: PATH"),
+// resolved against dir, the absolute directory holding the file.
+func parseGitdir(b []byte, dir string) (string, bool) {
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	p, ok := strings.CutPrefix(line, "gitdir:")
+	if !ok {
+		return "", false
+	}
+	return resolve(strings.TrimSpace(p), dir)
+}
+
+// parseCommondir returns the path a commondir file names, resolved against
+// gitDir.
+func parseCommondir(b []byte, gitDir string) (string, bool) {
+	line, _, _ := strings.Cut(string(b), "\n")
+	return resolve(strings.TrimSpace(strings.TrimSuffix(line, "\r")), gitDir)
+}
+
+// resolve makes p absolute against dir and cleans it.
+func resolve(p, dir string) (string, bool) {
+	if p == "" || strings.ContainsRune(p, 0) {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Clean(p), true
+}
+
+// join is a path relative to the root, for reports: "." is the root.
+func join(rel, name string) string {
+	if rel == "." {
+		return name
+	}
+	return rel + "/" + name
+}
