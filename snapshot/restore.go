@@ -29,6 +29,10 @@ type RestoreOptions struct {
 	// Skip adds paths to the snapshot's own that are never written nor
 	// removed (read roots inside the root).
 	Skip []string
+	// SkipFile, when set, names by device and inode regular files of the
+	// root that are neither written nor removed (the hard links of a file
+	// no snapshot may hold), as TakeOptions.SkipFile.
+	SkipFile func(dev, ino uint64) bool
 }
 
 // RestoreResult counts what a Restore did: Written counts the files,
@@ -80,7 +84,7 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	f := &filter{ex: compileIgnore(append(append([]string{}, m.Exclude...), o.Exclude...)), skip: skip, scope: scope}
+	f := &filter{ex: compileIgnore(append(append([]string{}, m.Exclude...), o.Exclude...)), skip: skip, scope: scope, skipFile: o.SkipFile}
 
 	key := rootKey(real)
 	unlockRoot, err := s.lockRoot(ctx, key)

@@ -195,7 +195,7 @@ func (t *Tools) restore(ctx context.Context, s *rpc.Session, p *protocol.Restore
 	// A protected path is left as it is, as a command would have to.
 	root, skip := t.skips()
 	skip = append(append(skip, denied...), ws.Inside(workspace.PolicyProtect)...)
-	res, err := st.Restore(context.WithoutCancel(ctx), p.SnapshotID, root, snapshot.RestoreOptions{Paths: p.Paths, Exclude: t.cfg.SnapshotExclude, Skip: skip})
+	res, err := st.Restore(context.WithoutCancel(ctx), p.SnapshotID, root, snapshot.RestoreOptions{Paths: p.Paths, Exclude: t.cfg.SnapshotExclude, Skip: skip, SkipFile: ws.DeniedFiles()})
 	if err != nil {
 		return nil, snapshotError(p.SnapshotID, err)
 	}
