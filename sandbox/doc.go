@@ -71,6 +71,22 @@
 // the Report says so; a read root inside a writable directory is then
 // missing confinement (Require refuses it).
 //
+// In workspace-write and read-only modes the command's temporary
+// directory (Policy.TempDir, its TMPDIR) is then bound on /tmp, with what
+// lies beneath it (tmp.go): the command writes its own /tmp, and neither
+// the host's /tmp nor any other command's files there are in its sight.
+// The policy's directories that lie in the host's /tmp (a root there, a
+// read root, the artifacts directory) are cloned with every mount beneath
+// them before, and mounted again at their own paths in the new /tmp, on
+// directories made there (following no symlink, never leaving it), so
+// they keep their paths and their read-only or read-write binds. A TMPDIR
+// in the environment that names the temporary directory is set to /tmp,
+// since that path is out of sight. Without a mount namespace, or when a
+// directory of the policy is /tmp or holds it (a root of /), /tmp stays
+// the host's, readable and read-only but for TMPDIR, and NotEnforced says
+// so; Require does not refuse for it, since nothing is written there.
+// Full mode keeps the host's /tmp, which it may write anyway.
+//
 // Protected paths (Policy.Protect: .git/hooks, .git/config) are bound
 // read-only on themselves, with what lies beneath, where the command could
 // write them (inside a writable directory, or anywhere in full mode); git
@@ -270,7 +286,11 @@
 //     they point to (Landlock checks a file when it is opened).
 //   - Without a mount namespace: metadata outside the writable
 //     directories, read roots and protected paths nested in a writable
-//     directory, denied paths, and /proc/<pid> of processes outside.
+//     directory, denied paths, /proc/<pid> of processes outside, and a
+//     private /tmp (the host's is read-only and visible).
+//   - What lies in the host's /tmp is out of a confined command's sight,
+//     whatever needs it: an X11 socket in /tmp/.X11-unix, a program or a
+//     file there outside the policy's directories.
 //   - Without a PID namespace (an unprivileged server, or an architecture
 //     other than amd64 and arm64): setpriority of processes outside and
 //     their /proc/<pid>.

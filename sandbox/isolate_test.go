@@ -106,6 +106,7 @@ func TestPlanIsolation(t *testing.T) {
 				"denied path /home/u/.netrc stays readable: no mount namespace: EPERM",
 				"metadata outside the writable directories (chmod, chown, utimensat, setxattr): Landlock does not cover it and no mount namespace: EPERM",
 				"processes outside the sandbox are visible: their /proc/<pid>, and setpriority (renice) of them: no PID namespace: EPERM",
+				"a private /tmp (the host's /tmp stays visible, and read-only but for TMPDIR): no mount namespace: EPERM",
 			},
 			Protect: []string{"/etc/hosts"}},
 		missing: []string{

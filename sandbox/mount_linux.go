@@ -22,8 +22,10 @@ import (
 // their top mount: submounts stay read-only), pins, read roots and
 // protected paths read-only with everything beneath (even inside a
 // writable directory), denied paths masked; with ly.maskDevices every
-// block device under /dev is masked too; with ly.procfs a /proc of the
-// thread's PID namespace for children replaces /proc. Landlock, applied
+// block device under /dev is masked too; with ly.tmp the command's
+// temporary directory replaces /tmp (tmp_linux.go); with ly.procfs a
+// /proc of the thread's PID namespace for children replaces /proc.
+// Landlock, applied
 // afterwards, forbids the child to undo any of it.
 //
 // Each path is opened again in the new namespace without following a
@@ -87,6 +89,11 @@ func applyMountNS(ly layers) error {
 		}
 		if err := maskBlockDevices(sc); err != nil {
 			return fmt.Errorf("mount namespace: %w", err)
+		}
+	}
+	if ly.tmp != nil {
+		if err := ly.tmp.mount(ly.fds); err != nil {
+			return fmt.Errorf("mount namespace: private /tmp: %w", err)
 		}
 	}
 	if ly.procfs {

@@ -52,6 +52,7 @@ func TestPlan(t *testing.T) {
 			"ioctl on devices (Landlock ABI < 5)",
 			"metadata outside the writable directories (chmod, chown, utimensat, setxattr): Landlock does not cover it and no mount namespace: not root",
 			"processes outside the sandbox are visible: their /proc/<pid>, and setpriority (renice) of them: no PID namespace: not root",
+			"a private /tmp (the host's /tmp stays visible, and read-only but for TMPDIR): no mount namespace: not root",
 			"signals to, and abstract unix sockets of, processes outside the sandbox (Landlock ABI < 6)",
 		}},
 	}, {

@@ -147,7 +147,7 @@ func TestProxyNamespace(t *testing.T) {
 	d := newDirs(t)
 	p := d.policy()
 	p.Network, p.Proxy = false, true
-	cmd := exec.Command("sh", "-c", proxyScript, "sh", strconv.Itoa(oport), os.Args[0], strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port))
+	cmd := exec.Command("sh", "-c", proxyScript, "sh", strconv.Itoa(oport), helperBin, strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port))
 	cmd.Env = helperEnviron()
 	r := runProxied(t, Spec{Policy: p, Caps: &caps, Require: true}, cmd, allow, slog.New(slog.NewTextHandler(&logs, nil)))
 
@@ -225,7 +225,7 @@ func TestProxyLoopbackCongestion(t *testing.T) {
 	d := newDirs(t)
 	p := d.policy()
 	p.Network, p.Proxy = false, true
-	cmd := exec.Command("sh", "-c", `a=${HTTP_PROXY#http://}; SANDBOX_TEST_HELPER=1 "$0" tcp-connect "${a%/}"`, os.Args[0])
+	cmd := exec.Command("sh", "-c", `a=${HTTP_PROXY#http://}; SANDBOX_TEST_HELPER=1 "$0" tcp-connect "${a%/}"`, helperBin)
 	cmd.Env = helperEnviron()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -307,7 +307,7 @@ func TestProxyUnavailable(t *testing.T) {
 				t.Fatalf("Start with Require: %v, want ErrUnavailable naming the network allow-list", err)
 			}
 
-			cmd = exec.Command("sh", "-c", `echo "proxy=${HTTP_PROXY-unset}"; SANDBOX_TEST_HELPER=1 "$0" tcp-connect "$1"`, os.Args[0], tcp.Addr().String())
+			cmd = exec.Command("sh", "-c", `echo "proxy=${HTTP_PROXY-unset}"; SANDBOX_TEST_HELPER=1 "$0" tcp-connect "$1"`, helperBin, tcp.Addr().String())
 			cmd.Env = helperEnviron()
 			r := runProxied(t, Spec{Policy: p, Caps: &c}, cmd, netproxy.AllowList{}, nil)
 			if diff := cmp.Diff([]string{"proxy=unset", tc.connect}, lines(r.out)); diff != "" {
@@ -343,7 +343,7 @@ func TestProxyWhereLandlockHandlesTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Policy{Filesystem: Full, Proxy: true}
-	cmd := exec.Command("sh", "-c", `curl -sS -m 10 "http://127.0.0.1:$1/"; SANDBOX_TEST_HELPER=1 "$0" tcp-bind`, os.Args[0], strconv.Itoa(oport))
+	cmd := exec.Command("sh", "-c", `curl -sS -m 10 "http://127.0.0.1:$1/"; SANDBOX_TEST_HELPER=1 "$0" tcp-bind`, helperBin, strconv.Itoa(oport))
 	cmd.Env = helperEnviron()
 	r := runProxied(t, Spec{Policy: p, Caps: &caps, Require: true}, cmd, allow, nil)
 	if diff := cmp.Diff([]string{"from the origin", "bind: EACCES"}, lines(r.out)); diff != "" {

@@ -339,6 +339,8 @@ type layers struct {
 	// pidns: a PID namespace of its own, with its init; procfs: a /proc
 	// of that namespace mounted over /proc.
 	pidns, procfs bool
+	// tmp is the command's private /tmp (tmp.go), nil without one.
+	tmp *tmpPlan
 	// unixLandlock: Landlock handles LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 	// (ABI 9); unixSeccomp: a seccomp filter refuses socket(AF_UNIX).
 	unixLandlock, unixSeccomp bool
@@ -442,6 +444,7 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 		}
 	}
 	planIsolation(p, caps, abi, &ly, &rep, &missing, &gaps)
+	planTmp(p, caps, &ly, &gaps)
 	ly.binds = sortBinds(ly.binds)
 
 	// Network. With the network off, a network namespace with its

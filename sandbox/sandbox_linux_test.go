@@ -136,7 +136,7 @@ func shell(t *testing.T, spec Spec, script string, args ...string) result {
 // helperCmd is this test binary as a helper performing one operation.
 // Under -race the runtime would sleep a second at exit (atexit_sleep_ms).
 func helperCmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
+	cmd := exec.Command(helperBin, args...)
 	cmd.Env = append(os.Environ(), helperEnv+"=1", "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
 	return cmd
 }

@@ -71,6 +71,9 @@ func start(cmd *exec.Cmd, spec Spec, caps Capabilities) (*Sandbox, error) {
 		return nil, err
 	}
 	ly.fds = fds
+	if ly.tmp != nil {
+		ly.tmp.setEnv(cmd, spec.Policy.TempDir)
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

@@ -1,0 +1,93 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// hostTmp is the directory a command's own temporary directory replaces
+// in its mount namespace.
+const hostTmp = "/tmp"
+
+// tmpPlan is a command's private /tmp: its temporary directory (Policy's
+// TempDir) bound on /tmp in its mount namespace, after every other bind,
+// so that the host's /tmp, and every other command's files in it, are out
+// of its sight.
+type tmpPlan struct {
+	// src is the temporary directory bound on /tmp.
+	src string
+	// carry are the policy's directories beneath the host's /tmp (a
+	// workspace root in /tmp, a read root, the artifacts directory), none
+	// beneath another nor beneath src: each is bound again, with every
+	// bind beneath it, at the same path in the new /tmp, so the command
+	// still finds them where the policy says.
+	carry []string
+}
+
+// planTmp plans the private /tmp of a command whose filesystem is
+// confined (workspace-write and read-only) where plan made a mount
+// namespace for it; Full mode keeps the host's /tmp, which it may write
+// anyway. A policy without a temporary directory gets none, and where no
+// mount namespace can be made, or a directory of the policy is /tmp or
+// holds it, gaps says so: /tmp is then the host's, read-only (the
+// temporary directory stays writable at its own path).
+func planTmp(p Policy, caps Capabilities, ly *layers, gaps *[]string) {
+	if p.mode() == Full || !ly.fsHandled || p.TempDir == "" {
+		return
+	}
+	const what = "a private /tmp (the host's /tmp stays visible, and read-only but for TMPDIR): "
+	if !ly.roRoot {
+		*gaps = append(*gaps, what+caps.reason("mountns", "no mount namespace can be made"))
+		return
+	}
+	src := filepath.Clean(p.TempDir)
+	dirs := cleanPaths(append(append([]string{p.Root, p.CacheDir}, p.Writable...), p.ReadRoots...))
+	for _, d := range append([]string{src}, dirs...) {
+		if under(hostTmp, []string{d}) {
+			*gaps = append(*gaps, what+d+" holds it")
+			return
+		}
+	}
+	t := &tmpPlan{src: src}
+	for _, d := range dirs {
+		if !strictlyUnder(d, hostTmp) || under(d, []string{src}) {
+			continue // outside /tmp, or bound with the temporary directory
+		}
+		t.carry = append(t.carry, d)
+	}
+	// Keep only the topmost: a directory beneath another comes with it.
+	slices.Sort(t.carry)
+	top := t.carry[:0]
+	for _, d := range t.carry {
+		if len(top) == 0 || !under(d, top) {
+			top = append(top, d)
+		}
+	}
+	t.carry = top
+	ly.tmp = t
+}
+
+// strictlyUnder reports whether path lies beneath dir (and is not dir).
+func strictlyUnder(path, dir string) bool {
+	return strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// privateTmpEnv points TMPDIR at /tmp in cmd's environment where it names
+// the temporary directory (given, or its real path): that path is out of
+// sight in the command's mount namespace, and /tmp is the same directory.
+// A TMPDIR naming anything else is the caller's and is left alone.
+func privateTmpEnv(env []string, dirs ...string) []string {
+	out := env
+	for i, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k != "TMPDIR" || v == "" || !slices.Contains(dirs, filepath.Clean(v)) {
+			continue
+		}
+		if &out[0] == &env[0] {
+			out = slices.Clone(env)
+		}
+		out[i] = "TMPDIR=" + hostTmp
+	}
+	return out
+}
