@@ -52,6 +52,7 @@ var figures = []figure{
 	{"persist-rtt", (*bench).persistRoundTrip},
 	{"persist-resume", (*bench).persistResume},
 	{"snapshot", (*bench).snapshots},
+	{"repos", (*bench).reposScan},
 }
 
 // server is a toolhost session the bench drives.
