@@ -57,6 +57,13 @@ func doorsRoot(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// A bare repository, whose git directory is not named .git.
+	wsWrite(t, filepath.Join(root, "bare.git", "HEAD"), "ref: refs/heads/main\n")
+	for _, d := range []string{"objects", "refs"} {
+		if err := os.MkdirAll(filepath.Join(root, "bare.git", d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A hard link made earlier, as an unconfined command or the user could.
 	if err := os.Link(filepath.Join(root, ".ssh", "id_rsa"), filepath.Join(root, "hardlink")); err != nil {
 		t.Fatal(err)
@@ -93,12 +100,15 @@ func doorsWritePaths(root string) map[string]string {
 		"link to nested":      "gitdir/hooks/pre-commit",
 		"repository made now": "later/.git/hooks/pre-commit",
 		"submodule":           ".git/modules/lib/hooks/pre-commit",
+		"bare repository":     "bare.git/hooks/pre-receive",
+		"case variant":        ".GIT/HOOKS/pre-commit",
 		"denied directory":    ".ssh/authorized_keys",
 	}
 }
 
 // TestPolicyEveryDoorJSONRPC: readFile and writeFile over JSON-RPC, with
-// --deny-read ~/.ssh and the protect entries .git/hooks and .git/config.
+// --deny-read ~/.ssh and the agents' protect entries **/.git/hooks and
+// **/.git/config.
 func TestPolicyEveryDoorJSONRPC(t *testing.T) {
 	t.Parallel()
 	for _, withPolicy := range []bool{true, false} {
@@ -111,7 +121,7 @@ func TestPolicyEveryDoorJSONRPC(t *testing.T) {
 			root := doorsRoot(t)
 			var args []string
 			if withPolicy {
-				args = []string{"--deny-read", "~/.ssh", "--protect", ".git/hooks", "--protect", ".git/config"}
+				args = []string{"--deny-read", "~/.ssh", "--protect", "**/.git/hooks", "--protect", "**/.git/config"}
 			}
 			s := start(t, options{root: root, args: args, env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "TMPDIR=" + os.TempDir()}})
 			s.initialize(nil)
@@ -251,12 +261,17 @@ func TestPolicyEveryDoorMCP(t *testing.T) {
 func TestPolicyProgressFile(t *testing.T) {
 	t.Parallel()
 	root := doorsRoot(t)
-	s := start(t, options{root: root, args: []string{"--protect", ".git/hooks"}})
+	s := start(t, options{root: root, args: []string{"--protect", "**/.git/hooks", "--protect", "**/.git/config"}})
 	s.initialize(nil)
-	for _, p := range []string{".git/hooks/post-commit", "hooks/post-commit", "sub/.git/hooks/post-commit"} {
+	for p, entry := range map[string]string{
+		".git/hooks/post-commit":     filepath.Join(root, ".git", "hooks"),
+		"hooks/post-commit":          filepath.Join(root, ".git", "hooks"),
+		"sub/.git/hooks/post-commit": "**/.git/hooks",
+		"bare.git/config":            "**/.git/config",
+	} {
 		err := s.call("longRunning", map[string]any{"argv": []string{"touch", "ran"}, "progressFile": p}, nil)
 		d := wsRefused(t, "progressFile "+p, err, protocol.CodePathOutsideWorkspace, p)
-		checkPolicyData(t, "progressFile "+p, d, "", "protect", filepath.Join(root, ".git", "hooks"))
+		checkPolicyData(t, "progressFile "+p, d, "", "protect", entry)
 	}
 	if _, err := os.Lstat(filepath.Join(root, "ran")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the command ran although its progress file was refused (%v)", err)

@@ -14,12 +14,12 @@ import (
 // either. With the sandbox off the commands are not confined, but the
 // doors still keep the command line's lists.
 func (c *confinement) filePolicy(cfg SandboxConfig) (workspace.Policy, error) {
-	p := workspace.Policy{Protect: c.def.protect, DenyRead: c.def.denyRead}
+	p := workspace.Policy{Protect: c.def.protect, DenyRead: c.def.denyRead, Repos: c.def.repos}
 	if c.mode != SandboxOff {
 		return p, nil
 	}
 	var err error
-	if p.Protect, err = c.addPaths(p.Protect, cfg.Protect, "--protect", c.inRoot); err != nil {
+	if p.Protect, p.Repos, err = c.addProtect(c.def, cfg.Protect, "--protect"); err != nil {
 		return p, err
 	}
 	if p.DenyRead, err = c.addPaths(p.DenyRead, cfg.DenyRead, "--deny-read", c.expandHome); err != nil {

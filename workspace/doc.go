@@ -47,9 +47,11 @@
 //   - the real path resolve ends at is matched by name, on whole components,
 //     against each entry as configured and as its real path: an entry made
 //     after the policy was set, a file still to be created;
-//   - for a write, a protect entry ROOT/.git/X protects X in every git
-//     directory (.git, and the git directories under .git/modules and
-//     .git/worktrees), in any case;
+//   - for a write, each of Policy.Repos protects its path in every git
+//     directory: one named .git, and those under .git/modules and
+//     .git/worktrees, in any case, whether they exist yet or not; and any
+//     existing directory git would take for one (a HEAD, and objects/ or a
+//     commondir file: a bare repository, a worktree's git directory);
 //   - ReadFile checks the descriptor it opened is the file resolve looked at
 //     (else ErrConflict), and that a file with more than one link is not one of
 //     the files under the denyRead entries (a hard link), walking them once and

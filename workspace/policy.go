@@ -20,12 +20,14 @@ type Policy struct {
 	// beneath them) that are never read, nor written.
 	DenyRead []string
 	// Protect are absolute paths (files or directories, and everything
-	// beneath them) that are never written. An entry of the form
-	// ROOT/.git/X, with ROOT the workspace root, protects X in the git
-	// directory of every repository in the roots too (a nested one, one
-	// made later, a submodule's under .git/modules), as the agents'
-	// defaults .git/hooks and .git/config ask.
+	// beneath them) that are never written.
 	Protect []string
+	// Repos are slash-separated paths relative to a git directory
+	// ("hooks", "config") never written in any repository under the
+	// roots: a nested one, one made later, a bare one, a submodule's or a
+	// worktree's git directory (the agents' "**/.git/hooks" and
+	// "**/.git/config").
+	Repos []string
 }
 
 // The names of the two kinds of entries, as the wire's error data gives
@@ -69,8 +71,7 @@ type policy struct {
 	// that any other name of them (a case variant, a bind mount) is
 	// caught while a path is resolved.
 	ids map[fileID]*rule
-	// repo are the paths, as components relative to a git directory, that
-	// Protect's ROOT/.git/X entries protect in every repository.
+	// repo are Repos, as components relative to a git directory.
 	repo []repoRule
 	// links finds the hard links of denied files.
 	links linkSet
@@ -86,7 +87,7 @@ type repoRule struct {
 // absolute are an error wrapping ErrInvalid; entries that do not exist
 // yet still apply, by name, once they do.
 func (w *Workspace) SetPolicy(p Policy) error {
-	c, err := compilePolicy(p, w.ws.realComps, w.ws.givenComps)
+	c, err := compilePolicy(p)
 	if err != nil {
 		return err
 	}
@@ -94,8 +95,8 @@ func (w *Workspace) SetPolicy(p Policy) error {
 	return nil
 }
 
-// compilePolicy compiles p for a workspace root of the given components.
-func compilePolicy(p Policy, rootReal, rootGiven []string) (*policy, error) {
+// compilePolicy compiles p.
+func compilePolicy(p Policy) (*policy, error) {
 	c := &policy{ids: map[fileID]*rule{}}
 	add := func(kind string, entries []string) error {
 		for _, e := range entries {
@@ -117,16 +118,6 @@ func compilePolicy(p Policy, rootReal, rootGiven []string) (*policy, error) {
 					}
 				}
 			}
-			if kind != PolicyProtect {
-				continue
-			}
-			for _, root := range [][]string{rootReal, rootGiven} {
-				comps := splitComps(r.entry)
-				if len(root) > 0 && hasPrefixComps(comps, root) && len(comps) > len(root)+1 && comps[len(root)] == ".git" {
-					c.repo = append(c.repo, repoRule{comps: comps[len(root)+1:], r: r})
-					break
-				}
-			}
 		}
 		return nil
 	}
@@ -135,6 +126,13 @@ func compilePolicy(p Policy, rootReal, rootGiven []string) (*policy, error) {
 	}
 	if err := add(PolicyProtect, p.Protect); err != nil {
 		return nil, err
+	}
+	for _, name := range p.Repos {
+		comps := splitComps(name)
+		if len(comps) == 0 || filepath.IsAbs(name) || slices.Contains(comps, "..") {
+			return nil, newErr("policy", name, ErrInvalid, "a repository rule must be a path inside a git directory, such as hooks")
+		}
+		c.repo = append(c.repo, repoRule{comps: comps, r: &rule{kind: PolicyProtect, entry: "**/.git/" + strings.Join(comps, "/")}})
 	}
 	c.links.entries = slices.Clone(p.DenyRead)
 	return c, nil
@@ -427,4 +425,44 @@ func (l *linkSet) current() map[fileID]string {
 		l.build()
 	}
 	return l.files
+}
+
+// inGitDir returns the repository rule a write to loc falls under because
+// one of its existing ancestors (the root included) is a git directory
+// whatever its name: a bare repository, a worktree's or a submodule's git
+// directory. byName covers those named .git, existing or not.
+func (c *policy) inGitDir(loc location) *rule {
+	if c == nil || len(c.repo) == 0 {
+		return nil
+	}
+	existing := len(loc.comps) - loc.missing
+	for i := min(existing, len(loc.comps)-1); i >= 0; i-- {
+		if !isGitDir(loc.r.h, loc.comps[:i]) {
+			continue
+		}
+		for _, rr := range c.repo {
+			if hasPrefixFold(loc.comps[i:], rr.comps) {
+				return rr.r
+			}
+		}
+	}
+	return nil
+}
+
+// isGitDir reports whether the directory comps below h is a git directory,
+// as git itself tells one: a HEAD, and objects/ or a commondir file.
+func isGitDir(h *os.Root, comps []string) bool {
+	dir := strings.Join(comps, "/")
+	if dir == "" {
+		dir = "."
+	}
+	fi, err := h.Lstat(dir + "/HEAD")
+	if err != nil || !(fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
+		return false
+	}
+	if fi, err := h.Lstat(dir + "/objects"); err == nil && fi.IsDir() {
+		return true
+	}
+	fi, err = h.Lstat(dir + "/commondir")
+	return err == nil && fi.Mode().IsRegular()
 }

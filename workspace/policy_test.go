@@ -24,6 +24,7 @@ func policyFixture(t *testing.T) (root string, w *Workspace) {
 	if err := w.SetPolicy(Policy{
 		DenyRead: []string{filepath.Join(root, ".ssh")},
 		Protect:  []string{filepath.Join(root, ".git", "hooks"), filepath.Join(root, ".git", "config")},
+		Repos:    []string{"hooks", "config"},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +98,23 @@ func TestPolicyHardLinkOfDeniedFile(t *testing.T) {
 	wantPolicy(t, "read copy2", err, PolicyDenyRead)
 }
 
-// TestPolicyRepositories: the protect entries ROOT/.git/X protect X in
-// every git directory: nested, made later, a submodule's, a worktree's,
-// in any case; what lies beside them is written.
+// TestPolicyRepositories: the repository rules protect their paths in
+// every git directory: nested, made later, a submodule's, a worktree's, a
+// bare repository's, in any case; what lies beside them is written.
 func TestPolicyRepositories(t *testing.T) {
-	_, w := policyFixture(t)
+	root, w := policyFixture(t)
+	for _, d := range []string{"bare.git/objects", "bare.git/refs", "wt-gitdir"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite(t, filepath.Join(root, "bare.git", "HEAD"), "ref: refs/heads/main\n")
+	mustWrite(t, filepath.Join(root, "wt-gitdir", "HEAD"), "ref: refs/heads/main\n")
+	mustWrite(t, filepath.Join(root, "wt-gitdir", "commondir"), "../.git\n")
 	for _, p := range []string{
 		".git/hooks/pre-commit", ".git/config", "a/b/.git/hooks/x", "new/.git/config",
 		".git/modules/lib/hooks/pre-commit", ".git/modules/a/b/config", ".git/worktrees/wt/hooks/x", ".GIT/Hooks/x",
+		"bare.git/hooks/pre-receive", "bare.git/config", "wt-gitdir/hooks/x",
 	} {
 		_, err := w.WriteFile(WriteOptions{Path: p, Content: "x", CreateDirs: true})
 		wantPolicy(t, "write "+p, err, PolicyProtect)
@@ -112,7 +122,7 @@ func TestPolicyRepositories(t *testing.T) {
 			t.Errorf("OpenReplacer %s: %v, want a policy refusal", p, err)
 		}
 	}
-	for _, p := range []string{".git/info/exclude", "hooks/x", "config", "a/.github/hooks/x"} {
+	for _, p := range []string{".git/info/exclude", "hooks/x", "config", "a/.github/hooks/x", "bare.git/description", "notbare/hooks/x"} {
 		if _, err := w.WriteFile(WriteOptions{Path: p, Content: "x", CreateDirs: true}); err != nil {
 			t.Errorf("write %s: %v", p, err)
 		}

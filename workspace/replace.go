@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -52,8 +53,13 @@ func (w *Workspace) OpenReplacer(p string) (*Replacer, error) {
 		return nil, err
 	}
 	// The file itself, by name: a protected file in a writable directory.
-	if r := w.pol.Load().byName(append(splitComps(loc.abs()), base), accessWrite); r != nil {
+	pol := w.pol.Load()
+	if r := pol.byName(append(splitComps(loc.abs()), base), accessWrite); r != nil {
 		return nil, refuse(op, p, joinAbs(loc.r.realComps, loc.comps, []string{base}), r)
+	}
+	file := location{r: loc.r, comps: append(slices.Clone(loc.comps), base), missing: loc.missing + 1}
+	if r := pol.inGitDir(file); r != nil {
+		return nil, refuse(op, p, file.abs(), r)
 	}
 	switch loc.r.kind {
 	case kindArtifacts:

@@ -312,6 +312,11 @@ func (w *Workspace) resolve(op, p string, mode resolveMode, acc access) (locatio
 	if r := pol.byName(real, acc); r != nil {
 		return location{}, refuse(op, p, joinAbs(real), r)
 	}
+	if acc == accessWrite {
+		if r := pol.inGitDir(loc); r != nil {
+			return location{}, refuse(op, p, joinAbs(real), r)
+		}
+	}
 	return loc, nil
 }
 
