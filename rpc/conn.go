@@ -166,6 +166,8 @@ type request struct {
 	// exactly once, since it is taken from the request under the lock.
 	detached   bool
 	afterReply []func()
+	// arrived is when the read loop read the request; see Arrived.
+	arrived time.Time
 }
 
 // batch collects the answers to the requests of one batch; the answer
@@ -470,7 +472,7 @@ func (s *Server) handle(m message, b *batch) *job {
 // that goroutine is counted in handlers before call returns.
 func (s *Server) call(m message, b *batch) *job {
 	ctx, cancel := context.WithCancelCause(s.root)
-	req := &request{id: m.id, method: m.method, srv: s, cancel: cancel, batch: b}
+	req := &request{id: m.id, method: m.method, srv: s, cancel: cancel, batch: b, arrived: time.Now()}
 	ctx = context.WithValue(ctx, requestKey{}, req)
 
 	s.mu.Lock()
@@ -568,6 +570,17 @@ func (s *Server) call(m message, b *batch) *job {
 
 // requestKey is the context key of the *request a handler serves.
 type requestKey struct{}
+
+// Arrived returns when the read loop read the request ctx serves (its
+// handler's goroutine may start later on a loaded machine), or the zero
+// time without a request. A deadline that the request sets (runCommand's
+// yieldMs) counts from there.
+func Arrived(ctx context.Context) time.Time {
+	if req, _ := ctx.Value(requestKey{}).(*request); req != nil {
+		return req.arrived
+	}
+	return time.Time{}
+}
 
 // run runs (part of) a handler, turning a panic into -32603 and an error
 // returned once the request was cancelled into -32800.

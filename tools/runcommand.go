@@ -18,7 +18,18 @@ const maxYieldMs = 3_600_000
 // command still running then becomes a handle and the answer is its
 // snapshot (status "running"); from then on $/cancelRequest no longer
 // reaches it.
+//
+// yieldMs counts from the request's arrival (rpc.Arrived), so that what
+// the start costs (the snapshot before the command, the sandbox, a
+// handler that started late) is inside it: a start that outlasts it is
+// answered, running, as soon as the command has a handle. A handle exists
+// only once its process does (process.Command.Promote), so the answer
+// cannot come before the start ends.
 func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunCommandParams) (*protocol.ToolResult, error) {
+	arrived := rpc.Arrived(ctx)
+	if arrived.IsZero() {
+		arrived = time.Now()
+	}
 	if d, err := t.destination(p.Destination); d != nil || err != nil {
 		if err != nil {
 			return nil, err
@@ -26,6 +37,11 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunC
 		s.Detach(ctx) // it waits on the destination
 		q := *p
 		q.Destination = ""
+		if p.YieldMs != nil {
+			// The far side counts from its own arrival: give it what is left.
+			left := max(0, *p.YieldMs-time.Since(arrived).Milliseconds())
+			q.YieldMs = &left
+		}
 		return forward(ctx, s, d, 0, protocol.RunCommandRequest, &q)
 	}
 	ws, mgr := t.state()
@@ -55,7 +71,8 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunC
 	}
 	var yield <-chan time.Time
 	if p.YieldMs != nil {
-		tm := time.NewTimer(time.Duration(*p.YieldMs) * time.Millisecond)
+		// Past already when the start took longer: it fires at once.
+		tm := time.NewTimer(time.Until(arrived.Add(time.Duration(*p.YieldMs) * time.Millisecond)))
 		defer tm.Stop()
 		yield = tm.C
 	}
