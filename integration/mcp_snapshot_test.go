@@ -125,6 +125,9 @@ func TestMCPSnapshotRoundTrip(t *testing.T) {
 		if !strings.Contains(d.Patch, "-one") || !strings.Contains(d.Patch, "+before") || !strings.Contains(text(out), "+before") {
 			t.Errorf("diff_snapshot's patch = %q, text %q", d.Patch, text(out))
 		}
+		if !strings.HasPrefix(text(out), "1 path changed between ") {
+			t.Errorf("diff_snapshot's text for one change = %q, want it to begin \"1 path changed\"", text(out))
+		}
 		// Only new/ back from the later snapshot: the rest stays.
 		s.ok("restore_snapshot", map[string]any{"snapshotId": after.SnapshotID, "paths": []string{"new"}}, &r)
 		mcpCheckFiles(t, s.root, "after restoring new/ only", map[string]*string{"new/made.txt": ptr("two\n"), "edit.txt": ptr("before\n"), "keep.txt": ptr("same\n")})

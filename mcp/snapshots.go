@@ -12,26 +12,26 @@ import (
 
 // SnapshotWorkspaceInput are the arguments of snapshot_workspace.
 type SnapshotWorkspaceInput struct {
-	Label       string `json:"label,omitempty" jsonschema:"a short name for the snapshot, e.g. \"before the refactor\""`
-	Destination string `json:"destination,omitempty" jsonschema:"snapshot this destination's workspace (another machine or container the server was started with), not this one; see the enum for the names"`
+	Label       string `json:"label,omitempty" jsonschema:"a short name, e.g. \"before the refactor\""`
+	Destination string `json:"destination,omitempty" jsonschema:"snapshot this destination's workspace instead"`
 }
 
 // RestoreSnapshotInput are the arguments of restore_snapshot.
 type RestoreSnapshotInput struct {
-	SnapshotID string   `json:"snapshotId" jsonschema:"the snapshot to bring back: from snapshot_workspace, or the snapshotId of a command run with snapshot: true (restoring it undoes the command)"`
-	Paths      []string `json:"paths,omitempty" jsonschema:"restore only these paths, relative to the workspace root (a directory names everything under it); default: the whole workspace"`
-	Force      bool     `json:"force,omitempty" jsonschema:"restore even while commands of the session run (without it such a restore fails with error -32032): they may then write over what is restored"`
+	SnapshotID string   `json:"snapshotId" jsonschema:"from snapshot_workspace, or a command run with snapshot: true (restoring it undoes the command)"`
+	Paths      []string `json:"paths,omitempty" jsonschema:"only these, relative to the workspace root (a directory: all under it); default: everything"`
+	Force      bool     `json:"force,omitempty" jsonschema:"restore even while commands of the session run (else error -32032); they may write over it"`
 	// A snapshot id of a destination ("NAME/…") already routes there;
 	// destination is for the symmetry with the other tools.
-	Destination string `json:"destination,omitempty" jsonschema:"restore on this destination's workspace; a snapshotId that starts with a destination's name and a slash goes there anyway"`
+	Destination string `json:"destination,omitempty" jsonschema:"on this destination; a snapshotId starting with a destination's name and a slash goes there anyway"`
 }
 
 // DiffSnapshotInput are the arguments of diff_snapshot.
 type DiffSnapshotInput struct {
-	From        string `json:"from" jsonschema:"the snapshot compared: from snapshot_workspace, or the snapshotId of a command run with snapshot: true"`
-	To          string `json:"to,omitempty" jsonschema:"the snapshot compared with (default: the workspace as it is now)"`
-	Path        string `json:"path,omitempty" jsonschema:"only this path, relative to the workspace root (a directory: everything under it); when it names one text file that changed, the result has its unified diff (patch)"`
-	Destination string `json:"destination,omitempty" jsonschema:"diff on this destination's workspace; a snapshot id that starts with a destination's name and a slash goes there anyway"`
+	From        string `json:"from" jsonschema:"the snapshot: from snapshot_workspace, or a command run with snapshot: true"`
+	To          string `json:"to,omitempty" jsonschema:"the other snapshot (default: the workspace now)"`
+	Path        string `json:"path,omitempty" jsonschema:"only this path (a directory: all under it); naming one changed text file, the result also has its unified diff"`
+	Destination string `json:"destination,omitempty" jsonschema:"as in restore_snapshot"`
 }
 
 // addSnapshotTools registers snapshot_workspace, restore_snapshot and
@@ -41,13 +41,13 @@ func (s *Server) addSnapshotTools() {
 		return
 	}
 	addTool[SnapshotWorkspaceInput, protocol.SnapshotInfo](s, "snapshot_workspace", "Snapshot the workspace",
-		`Record the workspace as it is now (files, directories, symlinks and their permission bits; .git/ is left out) and return its snapshotId, to undo later changes with restore_snapshot or see them with diff_snapshot. Cheap: contents are stored once, and files unchanged since the last snapshot are not read again. To undo one command, rather pass snapshot: true to run_command or start_command.`,
+		`Record the workspace now (files, directories, symlinks, permission bits; not .git/) and return its snapshotId, for restore_snapshot and diff_snapshot. Cheap: contents are stored once, unchanged files not read again. To undo one command, give it snapshot: true instead.`,
 		&sdk.ToolAnnotations{ReadOnlyHint: true}, s.snapshotWorkspace)
 	addTool[RestoreSnapshotInput, protocol.RestoreResult](s, "restore_snapshot", "Restore a snapshot",
-		`Make the workspace (or only paths) exactly what a snapshot holds: changed files rewritten, files made since removed, deleted ones back, permission bits and symlinks as they were. .git/ and read-only roots are never touched. Every stored content is checked first: a damaged store fails before anything changes. Refused while commands of the session run unless force. Returns how many entries were written and removed.`,
+		`Make the workspace (or paths) exactly what a snapshot holds: files rewritten, new ones removed, deleted ones back, modes and symlinks as they were; .git/ and read-only roots untouched. A damaged store fails before anything changes. Returns the entries written and removed.`,
 		&sdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true}, s.restoreSnapshot)
 	addTool[DiffSnapshotInput, protocol.DiffResult](s, "diff_snapshot", "Diff a snapshot",
-		`Say what changed since a snapshot (or between two): each path added, modified, deleted, changed in mode or in type, with its size, at most 1000 (then truncated). With path naming one text file, also its unified diff.`,
+		`Say what changed since a snapshot, or between two: each path added, modified, deleted, or changed in mode or type, with its size; at most 1000 (then truncated).`,
 		&sdk.ToolAnnotations{ReadOnlyHint: true}, s.diffSnapshot)
 }
 
@@ -93,6 +93,8 @@ func (s *Server) diffSnapshot(ctx context.Context, req *sdk.CallToolRequest, in 
 		fmt.Fprintf(&b, "no changes between %s and %s", in.From, to)
 	case res.Truncated:
 		fmt.Fprintf(&b, "more than %d paths changed between %s and %s; the first %d:", n, in.From, to, n)
+	case n == 1:
+		fmt.Fprintf(&b, "1 path changed between %s and %s:", in.From, to)
 	default:
 		fmt.Fprintf(&b, "%d paths changed between %s and %s:", n, in.From, to)
 	}
