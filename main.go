@@ -404,6 +404,14 @@ func (f *flags) defaults(agent bool) {
 // with env as the server's environment.
 func (f *flags) sessionConfig(sb tools.SandboxConfig, env []string, logger *slog.Logger) (tools.Config, rpc.Options) {
 	stateDir := f.stateDir
+	sb.Env = env
+	sb.RootCache = func(root string) (string, error) {
+		d, err := persist.ResolveDirs(stateDir)
+		if err != nil {
+			return "", err
+		}
+		return d.RootCache(root)
+	}
 	cfg := tools.Config{
 		SnapshotDir: func() (string, error) {
 			d, err := persist.ResolveDirs(stateDir)

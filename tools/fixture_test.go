@@ -105,6 +105,7 @@ func (f *fixture) cacheEnv(env map[string]*string) map[string]*string {
 		"GOCACHE":          ptr(filepath.Join(f.cacheDir(), "go-build")),
 		"npm_config_cache": ptr(filepath.Join(f.cacheDir(), "npm")),
 		"PIP_CACHE_DIR":    ptr(filepath.Join(f.cacheDir(), "pip")),
+		"GOMODCACHE":       ptr(filepath.Join(f.cacheDir(), "go-mod")),
 	}
 	for k, v := range env {
 		out[k] = v
@@ -112,10 +113,9 @@ func (f *fixture) cacheEnv(env map[string]*string) map[string]*string {
 	return out
 }
 
-// goModCache is the DefaultEnv of a workspace-write command.
-func (f *fixture) goModCache() map[string]string {
-	return map[string]string{"GOMODCACHE": filepath.Join(f.cacheDir(), "go-mod")}
-}
+// goModCache is the DefaultEnv of a workspace-write command: none, since
+// GOMODCACHE is among cacheEnv's.
+func (f *fixture) goModCache() map[string]string { return nil }
 
 // confined returns the confinement of a command at policy pol.
 func (f *fixture) confined(pol sandbox.Policy, limits sandbox.Limits, require bool, defaultEnv map[string]string) *process.Confinement {

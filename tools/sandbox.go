@@ -41,6 +41,11 @@ type confinement struct {
 	// dir holds the session's cache ("cache") and the confined commands'
 	// temporary directories ("tmp"); Shutdown removes it.
 	dir string
+	// cache is the root's cache directory in the state directory, "" for
+	// the session's (useRootCache); userCache are the cache variables the
+	// server's environment sets.
+	cache     string
+	userCache map[string]string
 }
 
 // level is a filesystem mode, a network setting and the paths protected
@@ -166,6 +171,7 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.
 	if c.dir, err = filepath.EvalSymlinks(c.dir); err != nil {
 		return nil, err
 	}
+	c.useRootCache(cfg)
 	return c, nil
 }
 
@@ -196,8 +202,14 @@ func (c *confinement) remove() {
 	}
 }
 
-// cacheDir is the session's cache directory, writable in workspace-write.
-func (c *confinement) cacheDir() string { return filepath.Join(c.dir, "cache") }
+// cacheDir is the cache directory, writable in workspace-write: the
+// root's (useRootCache), else the session's.
+func (c *confinement) cacheDir() string {
+	if c.cache != "" {
+		return c.cache
+	}
+	return filepath.Join(c.dir, "cache")
+}
 
 // tmpRoot holds the confined commands' own temporary directories.
 func (c *confinement) tmpRoot() string {
@@ -333,28 +345,8 @@ func (c *confinement) confine(p *protocol.RunCommandParams, spec *process.Spec, 
 	}
 	if workspaceWrite {
 		spec.Env = c.cacheEnv(spec.Env)
-		spec.Confine.DefaultEnv = map[string]string{"GOMODCACHE": filepath.Join(c.cacheDir(), "go-mod")}
 	}
 	return nil
-}
-
-// cacheEnv returns env with the cache variables pointed at the session's
-// cache directory, except those env sets or unsets. GOMODCACHE is set only
-// where the child's environment lacks it (Confinement.DefaultEnv).
-func (c *confinement) cacheEnv(env map[string]*string) map[string]*string {
-	cache := c.cacheDir()
-	vars := map[string]string{
-		"XDG_CACHE_HOME":   cache,
-		"GOCACHE":          filepath.Join(cache, "go-build"),
-		"npm_config_cache": filepath.Join(cache, "npm"),
-		"PIP_CACHE_DIR":    filepath.Join(cache, "pip"),
-	}
-	out := make(map[string]*string, len(env)+len(vars))
-	for k, v := range vars {
-		out[k] = &v
-	}
-	maps.Copy(out, env)
-	return out
 }
 
 // narrowLimits returns the server's limits lowered by asked.

@@ -131,6 +131,13 @@ type SandboxConfig struct {
 	Limits Limits
 	// NoLandlock fakes a kernel without Landlock (--debug-no-landlock).
 	NoLandlock bool
+	// RootCache, when set, returns the cache directory of a workspace root
+	// (its canonical real path) that outlives the session (caches.go);
+	// nil, or an error, keeps the caches in the session directory.
+	RootCache func(root string) (string, error)
+	// Env is the server's environment, whose cache variables a command
+	// gets as they are (caches.go).
+	Env []string
 }
 
 // Limits are resource limits of a command; zero fields are unlimited.
