@@ -98,7 +98,12 @@ func (t *Tools) denied(op string) ([]string, error) {
 	ws, _ := t.state()
 	rels := ws.Inside(workspace.PolicyDenyRead)
 	if slices.Contains(rels, ".") {
-		return nil, wsError(ws.Check(op, ".", false))
+		if err := ws.Check(op, ".", false); err != nil {
+			return nil, wsError(err)
+		}
+		// Held by the root's configured spelling alone: refused all the same.
+		return nil, protocol.NewError(protocol.CodePathOutsideWorkspace, &protocol.ErrorData{Path: ".", Policy: workspace.PolicyDenyRead,
+			Reason: "a denyRead entry holds the whole root: no snapshot method may read it. This is policy; asking again will not help"}, "%s: refused by policy", op)
 	}
 	return rels, nil
 }

@@ -108,6 +108,16 @@ func (w *Workspace) WriteFile(o WriteOptions) (*WriteResult, error) {
 	if p, ok := fdPath(dirf); ok && p != parent.abs() {
 		return nil, newErr(op, o.Path, ErrConflict, "the parent directory changed while writing (now %s); nothing was written", p)
 	}
+	// And that no rename put a protected directory at that name since.
+	if pol := w.pol.Load(); pol != nil {
+		st, err := dirf.Stat()
+		if err != nil {
+			return nil, osErr(op, o.Path, err)
+		}
+		if r := pol.byID(st, accessWrite); r != nil {
+			return nil, refuse(op, o.Path, parent.abs(), r)
+		}
+	}
 
 	mode := fs.FileMode(0o644)
 	fi, err := dir.Lstat(base)
