@@ -381,3 +381,23 @@ func TestPolicyRenamedParent(t *testing.T) {
 		t.Errorf("data.policy: mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestPolicyDeniedRoot: a denyRead entry that holds the whole root leaves
+// no file of it to read, and no snapshot to take.
+func TestPolicyDeniedRoot(t *testing.T) {
+	t.Parallel()
+	root := doorsRoot(t)
+	state := t.TempDir()
+	if err := os.Chmod(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, options{root: root, args: []string{"--state-dir", state, "--deny-read", filepath.Dir(root)}})
+	s.initialize(nil)
+	_, err := wsRead(s, "notes.txt", nil)
+	d := wsRefused(t, "readFile notes.txt", err, protocol.CodePathOutsideWorkspace, "notes.txt")
+	checkPolicyData(t, "readFile notes.txt", d, "", "denyRead", filepath.Dir(root))
+	err = s.call("snapshot", map[string]any{}, nil)
+	if err == nil || err.Code != protocol.CodePathOutsideWorkspace || errData(err).Policy != "denyRead" {
+		t.Errorf("snapshot of a denied root: %v, want -32001 naming denyRead", err)
+	}
+}
