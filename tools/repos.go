@@ -102,7 +102,7 @@ func (c *confinement) protectWire(l level) []string {
 type repoWatch struct {
 	root  string
 	names []string  // the rules' NAMEs
-	since time.Time // the start, less clockSlack
+	since time.Time // when the start's scan began, less clockSlack
 	start gitrepos.Result
 	err   error // the start's scan failed
 
@@ -152,9 +152,10 @@ func (t *Tools) protectRepos(spec *process.Spec, p *protocol.RunCommandParams, s
 		return nil
 	}
 	slices.Sort(names)
-	w := &repoWatch{root: c.root, names: slices.Compact(names)}
+	// Since the scan began: what changed while it ran counts as the
+	// command's, rather than as nobody's.
+	w := &repoWatch{root: c.root, names: slices.Compact(names), since: time.Now().Add(-clockSlack)}
 	w.start, w.err = gitrepos.Scan(c.root, repoScan)
-	w.since = time.Now().Add(-clockSlack)
 	if w.err != nil {
 		return w
 	}
