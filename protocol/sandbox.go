@@ -39,10 +39,12 @@ const (
 	// SandboxFull adds no filesystem confinement.
 	SandboxFull SandboxFilesystem = "full"
 	// SandboxWorkspaceWrite writes only under the workspace root, the
-	// command's temporary directory (its TMPDIR), the session's cache
-	// directory and the --writable directories.
+	// command's temporary directory (its TMPDIR, and its /tmp where it
+	// gets a mount namespace), the root's cache directory and the
+	// --writable directories.
 	SandboxWorkspaceWrite SandboxFilesystem = "workspace-write"
-	// SandboxReadOnly writes only to the command's temporary directory.
+	// SandboxReadOnly writes only to the command's temporary directory
+	// (its TMPDIR, and its /tmp where it gets a mount namespace).
 	SandboxReadOnly SandboxFilesystem = "read-only"
 )
 

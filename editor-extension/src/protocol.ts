@@ -1283,11 +1283,15 @@ export type SandboxFilesystem = "full" | "workspace-write" | "read-only";
 export const SandboxFull = "full" satisfies SandboxFilesystem;
 /**
  * SandboxWorkspaceWrite writes only under the workspace root, the
- * command's temporary directory (its TMPDIR), the session's cache
- * directory and the --writable directories.
+ * command's temporary directory (its TMPDIR, and its /tmp where it
+ * gets a mount namespace), the root's cache directory and the
+ * --writable directories.
  */
 export const SandboxWorkspaceWrite = "workspace-write" satisfies SandboxFilesystem;
-/** SandboxReadOnly writes only to the command's temporary directory. */
+/**
+ * SandboxReadOnly writes only to the command's temporary directory
+ * (its TMPDIR, and its /tmp where it gets a mount namespace).
+ */
 export const SandboxReadOnly = "read-only" satisfies SandboxFilesystem;
 
 /** Sandbox is the confinement asked for a command. */
@@ -2283,6 +2287,17 @@ export interface ErrorData {
    * SnapshotTooLarge.
    */
   largest?: DirSize[];
+  /**
+   * Policy names the policy that refused a path, for
+   * PathOutsideWorkspace: "denyRead" (never read, nor written, by any
+   * door) or "protect" (never written). The path is inside the roots.
+   */
+  policy?: string;
+  /**
+   * Entry is the denyRead or protect entry that matched, as configured
+   * (absolute), with Policy.
+   */
+  entry?: string;
 }
 
 /** The error codes toolhost sends: JSON-RPC's, LSP's, and its own. */
@@ -2300,7 +2315,7 @@ export const CodeInternalError = -32603;
 export const CodeServerNotInitialized = -32002;
 /** $/cancelRequest, or the session ending */
 export const CodeRequestCancelled = -32800;
-/** a path resolves outside the root and read roots (data.path, data.reason) */
+/** a path resolves outside the root and read roots (data.path, data.reason), or the policy refuses it (data.policy, data.entry) */
 export const CodePathOutsideWorkspace = -32001;
 /** a file, directory or cwd that does not exist */
 export const CodeNotFound = -32003;
