@@ -209,3 +209,30 @@ func TestReposMCPDefaults(t *testing.T) {
 		t.Errorf("the result text does not name the planted hook:\n%s", txt)
 	}
 }
+
+// TestReposRecipe: a recipe's steps share the scan made before its first
+// step: a repository there at the start is protected in every step, one
+// made by a step is not protected in the next, and the handle's
+// toolResult names what was written in it; a read-only step writes nothing.
+func TestReposRecipe(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "git", false)
+	root := reposRoot(t, map[string]string{"old/.git/hooks/": "", "old/.git/config": "[core]\n"})
+	s := reposServer(t, root)
+	sh := func(script string) []string { return []string{"sh", "-c", script} }
+	h := s.longRun(map[string]any{"sandbox": map[string]any{"network": false}, "steps": []map[string]any{
+		{"name": "init", "argv": sh("git init -q made")},
+		{"name": "plant", "argv": sh("printf x > made/.git/hooks/pre-commit; printf x > old/.git/hooks/pre-commit; true")},
+		{"name": "look", "argv": sh("printf x > made/.git/hooks/post-commit; true"), "sandbox": map[string]any{"filesystem": "read-only"}},
+	}})
+	res := s.toolResultOf(h.HandleID)
+	if res.Status != protocol.StatusCompleted || len(res.Steps) != 3 {
+		t.Fatalf("the recipe ended %s with %d steps; stderr %q", res.Status, len(res.Steps), res.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "old/.git/hooks/pre-commit")); err == nil {
+		t.Error("a step wrote the hook of a repository there at the start")
+	}
+	if diff := cmp.Diff([]string{"made/.git/config", "made/.git/hooks/pre-commit"}, res.ProtectViolations); diff != "" {
+		t.Errorf("protectViolations mismatch (-want +got):\n%s", diff)
+	}
+}
