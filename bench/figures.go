@@ -53,6 +53,7 @@ var figures = []figure{
 	{"persist-resume", (*bench).persistResume},
 	{"snapshot", (*bench).snapshots},
 	{"repos", (*bench).reposScan},
+	{"cache", (*bench).rootCache},
 }
 
 // server is a toolhost session the bench drives.
