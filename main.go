@@ -204,7 +204,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 }
 
 // run is main without the exit, for tests.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if len(args) > 0 && args[0] == "holder" {
 		return runHolder(args[1:], stderr)
 	}
@@ -284,6 +284,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer closeLog()
+	// The code the process exits with (main's os.Exit), which a session's
+	// end does not decide alone: an MCP client that closes stdin ends it
+	// with 0.
+	defer func() { logger.Info("toolhost exits", "exitCode", code) }()
 	if f.persist {
 		return f.front(args, isMCP, dirs, stdin, stdout, stderr, logger)
 	}

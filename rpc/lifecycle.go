@@ -150,13 +150,16 @@ func (s *Server) end(reason string, work bool) {
 		s.mu.Unlock()
 		s.signalRoom()
 		sess := s.session.Load()
+		// No exit code here: Serve's is the process's only for a plain
+		// session (the MCP server's, say, decides its own), and main logs
+		// the one the process exits with.
 		if work {
-			s.log.Info("session ending", "reason", reason, "exitCode", code)
+			s.log.Info("session ending", "reason", reason, "shutdownReceived", code == 0)
 		} else {
 			// Nothing more is queued for this connection: what the
 			// session sends from now on waits for the next one.
 			sess.unbind(s)
-			s.log.Info("connection ending; the session is detached and its work goes on", "reason", reason, "exitCode", code)
+			s.log.Info("connection ending; the session is detached and its work goes on", "reason", reason, "shutdownReceived", code == 0)
 		}
 
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.EndTimeout)
