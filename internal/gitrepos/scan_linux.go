@@ -3,6 +3,7 @@
 package gitrepos
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"path/filepath"
@@ -123,12 +124,24 @@ func (s *scanner) work() {
 		s.mu.Unlock()
 
 		children, found = children[:0], found[:0]
-		unreadable := s.read(it, buf, &children, &found)
+		st := s.read(it, buf, &children, &found)
 
 		s.mu.Lock()
 		s.busy--
-		if unreadable {
+		switch st {
+		case readUnreadable:
 			s.unreadable++
+		case readTimedOut:
+			s.truncated, s.done = cmp.Or(s.truncated, LimitTime), true
+		}
+		// What could never be read within MaxDirs is not queued at all, so
+		// that a directory of a million subdirectories costs no memory.
+		if room := s.opt.MaxDirs - s.dirs - (len(s.queue) - s.head); len(children) > room {
+			for _, c := range children[max(room, 0):] {
+				s.release(c.parent)
+			}
+			children = children[:max(room, 0)]
+			s.truncated = cmp.Or(s.truncated, LimitDirs)
 		}
 		s.queue = append(s.queue, children...)
 		for _, r := range found {
@@ -166,10 +179,18 @@ func (s *scanner) release(n *node) {
 // The flags a directory is opened with: never through a symlink.
 const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 
+// How a directory's read ended.
+type readState int
+
+const (
+	readDone       readState = iota
+	readUnreadable           // it was there and could not be read
+	readTimedOut             // the scan's time ran out within it
+)
+
 // read reads the directory of it, appending its subdirectories to children
-// and the repository it is (if any) to found. It reports whether the
-// directory was there and could not be read.
-func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) bool {
+// and the repository it is (if any) to found.
+func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) readState {
 	var fd int
 	var err error
 	if it.parent == nil {
@@ -180,7 +201,10 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) boo
 	}
 	if err != nil {
 		// Gone, or no longer a directory (a symlink now): nothing to read.
-		return !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			return readDone
+		}
+		return readUnreadable
 	}
 	var (
 		gitType                 uint8 = unix.DT_UNKNOWN
@@ -195,10 +219,16 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) boo
 		if err != nil {
 			_ = unix.Close(fd)
 			*children = (*children)[:first]
-			return true
+			return readUnreadable
 		}
 		if n <= 0 {
 			break
+		}
+		if time.Now().After(s.deadline) {
+			// A huge directory: what it holds is not all known.
+			_ = unix.Close(fd)
+			*children = (*children)[:first]
+			return readTimedOut
 		}
 		for off := 0; off < n; {
 			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16,
@@ -253,7 +283,7 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) boo
 	} else {
 		_ = unix.Close(fd)
 	}
-	return false
+	return readDone
 }
 
 // gitRepo is the repository of the directory rel (abs), open as fd, whose

@@ -65,6 +65,11 @@ func Scan(root string, opt Options) (Result, error) {
 				refs = typ.IsDir()
 			}
 			if typ.IsDir() {
+				if res.Dirs+len(queue) >= opt.MaxDirs {
+					// It could never be read within MaxDirs.
+					res.Truncated = LimitDirs
+					continue
+				}
 				queue = append(queue, join(rel, e.Name()))
 			}
 		}
@@ -78,7 +83,7 @@ func Scan(root string, opt Options) (Result, error) {
 			}
 			res.Repos = append(res.Repos, r)
 		}
-		if res.Truncated != "" {
+		if res.Truncated == LimitRepos {
 			break
 		}
 	}
