@@ -20,23 +20,32 @@ import (
 // ToolError is the structured content of a tool error: toolhost's error
 // code, message and data (the field or path concerned, the reason).
 type ToolError struct {
-	Error ErrorInfo `json:"error" jsonschema:"why the call failed"`
+	// Error is why the call failed.
+	Error ErrorInfo `json:"error"`
 }
 
 // ErrorInfo is one toolhost error.
 type ErrorInfo struct {
-	Code    int                 `json:"code" jsonschema:"toolhost's error code: -32602 invalid arguments, -32001 path outside the workspace, -32004 handle not found, … (see PROTOCOL.md)"`
-	Message string              `json:"message" jsonschema:"what went wrong"`
-	Data    *protocol.ErrorData `json:"data,omitempty" jsonschema:"details: the field or path concerned, the reason and what to do"`
+	// Code is toolhost's error code (PROTOCOL.md): -32602 invalid
+	// arguments, -32001 a path outside the workspace, -32004 a handle not
+	// found, ….
+	Code int `json:"code"`
+	// Message says what went wrong.
+	Message string `json:"message"`
+	// Data gives details: the field or path concerned, the reason and
+	// what to do.
+	Data *protocol.ErrorData `json:"data,omitempty"`
 }
 
 // schemaOptions give the protocol's types with a JSON form of their own
 // (MarshalJSON) the schema of that form.
 var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	// The sandbox argument's description says what network's values mean.
 	reflect.TypeFor[protocol.Network](): {
-		Description: `true (the whole network, where the server allows it), false (none: the command's own loopback only), or {"allow": [...]}: only these hosts, through a proxy toolhost sets in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY; an entry is "host", "*.domain", either with ":port", or an IP literal. A request may narrow the server's network, never widen it`,
 		// Types as well as AnyOf: the inference puts "null" in Types for a
 		// pointer, and null alone would be left of a schema without them.
+		// The schema tools/list gives has neither null nor Types
+		// (portableInput).
 		Types: []string{"boolean", "object"},
 		AnyOf: []*jsonschema.Schema{
 			{Type: "null"},
@@ -49,9 +58,11 @@ var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonsc
 
 // addTool registers a tool whose arguments are In and whose structured
 // result is Out (or, when isError, a ToolError). The input schema comes
-// from In, the output schema from Out and ToolError. Arguments that do not
-// match the schema are an isError result naming the field, so that a
-// model can correct itself. The first call opens the workspace.
+// from In; the output schema says only that the structured content is an
+// object (schema.go says why).
+// Arguments that do not match the schema are an isError result naming the
+// field, so that a model can correct itself. The first call opens the
+// workspace.
 func addTool[In, Out any](s *Server, name, title, description string, annotations *sdk.ToolAnnotations,
 	h func(context.Context, *sdk.CallToolRequest, *In) (*sdk.CallToolResult, error)) {
 	inSchema, err := jsonschema.For[In](schemaOptions)
@@ -63,27 +74,20 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 		// A server without a snapshot store offers no snapshot: true.
 		delete(inSchema.Properties, "snapshot")
 	}
+	// Arguments are validated with the schema as inferred, which reads a
+	// null as an absent member; tools/list gives its portable form.
 	resolved, err := inSchema.Resolve(nil)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: input schema of %s: %v", name, err))
 	}
-	outSchema, err := jsonschema.For[Out](schemaOptions)
-	if err != nil {
-		panic(fmt.Sprintf("mcp: output schema of %s: %v", name, err))
-	}
-	errSchema, err := jsonschema.For[ToolError](nil)
-	if err != nil {
-		panic(fmt.Sprintf("mcp: error schema: %v", err))
-	}
-	outSchemas := []*jsonschema.Schema{outSchema, errSchema}
-	if taskTools[name] && reflect.TypeFor[Out]() != reflect.TypeFor[protocol.ToolResult]() {
-		// As a task, the tool's result (tasks/result, a task's result) is
-		// the command's, as run_command answers it.
-		resultSchema, err := jsonschema.For[protocol.ToolResult](schemaOptions)
-		if err != nil {
-			panic(fmt.Sprintf("mcp: result schema of %s: %v", name, err))
+	listed := inSchema.CloneSchemas()
+	portableInput(listed)
+	if steps := listed.Properties["steps"]; steps != nil && steps.Items != nil {
+		// A step's sandbox says it is the command's, whose fields
+		// describe themselves once.
+		if sb := steps.Items.Properties["sandbox"]; sb != nil {
+			withoutDescriptions(sb)
 		}
-		outSchemas = append(outSchemas, resultSchema)
 	}
 	required := requiredFields(reflect.TypeFor[In]())
 	if annotations == nil {
@@ -97,8 +101,8 @@ func addTool[In, Out any](s *Server, name, title, description string, annotation
 		Name:         name,
 		Title:        title,
 		Description:  description,
-		InputSchema:  inSchema,
-		OutputSchema: &jsonschema.Schema{Type: "object", AnyOf: outSchemas},
+		InputSchema:  listed,
+		OutputSchema: &jsonschema.Schema{Type: "object"},
 		Annotations:  annotations,
 	}
 	s.mcp.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

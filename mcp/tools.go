@@ -17,18 +17,18 @@ const maxWaitMs = 3_600_000
 
 // RunCommandInput are the arguments of run_command.
 type RunCommandInput struct {
-	Argv                []string           `json:"argv" jsonschema:"the program and its arguments, e.g. [\"go\", \"test\", \"./...\"]; never run through a shell: use [\"sh\", \"-c\", \"a | b\"] for pipes, globs or $VARS. A program without a slash is looked up in PATH"`
+	Argv                []string           `json:"argv" jsonschema:"the program and its arguments, e.g. [\"go\", \"test\", \"./...\"]; no shell: [\"sh\", \"-c\", \"a | b\"] for pipes, globs or $VARS. A name without a slash is looked up in PATH"`
 	Cwd                 string             `json:"cwd,omitempty" jsonschema:"the working directory, relative to the workspace root (default: the root)"`
-	Env                 map[string]*string `json:"env,omitempty" jsonschema:"environment variables to set on top of the inherited ones; null unsets one"`
-	Stdin               *string            `json:"stdin,omitempty" jsonschema:"text to feed the command on its stdin (default: none, reads get EOF)"`
-	TimeoutMs           *int64             `json:"timeoutMs,omitempty" jsonschema:"stop the command (its whole process tree) after this many milliseconds; the result says timedOut"`
-	InactivityTimeoutMs *int64             `json:"inactivityTimeoutMs,omitempty" jsonschema:"stop the command when it prints nothing for this many milliseconds"`
-	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the inline output kept per stream, head and tail, 1 to 4194304 (default 65536); the artifacts keep all of it"`
-	YieldMs             *int64             `json:"yieldMs,omitempty" jsonschema:"answer after at most this many milliseconds: a command still running then goes on behind a handleId (status running), to follow with wait_command, read_output or cancel_command"`
-	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement: filesystem \"read-only\" (writes only its TMPDIR) or \"workspace-write\" (the default: writes only in the workspace); network false to cut the network off, or {\"allow\": [hosts]} to narrow it; protect (paths in the workspace the command may read but not change) and denyRead (paths it may not read) add to the server's"`
-	Limits              *protocol.Limits   `json:"limits,omitempty" jsonschema:"lower the resource limits of the command's whole process tree: memoryBytes, pids, cpuMs"`
-	Snapshot            bool               `json:"snapshot,omitempty" jsonschema:"take a snapshot of the workspace before the command starts: the result then says snapshotId and changes (the paths the command added, modified and deleted), and restore_snapshot with that snapshotId undoes the command"`
-	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (another machine or container the server was started with), not here; see the enum for the names"`
+	Env                 map[string]*string `json:"env,omitempty" jsonschema:"variables set on top of the inherited ones; null unsets one"`
+	Stdin               *string            `json:"stdin,omitempty" jsonschema:"text fed to its stdin (default: none, reads get EOF)"`
+	TimeoutMs           *int64             `json:"timeoutMs,omitempty" jsonschema:"stop it (its whole process tree) after this many ms; the status is then timedOut"`
+	InactivityTimeoutMs *int64             `json:"inactivityTimeoutMs,omitempty" jsonschema:"stop it after this many ms without output"`
+	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the output kept inline per stream, head and tail, 1 to 4194304 (default 65536); the artifacts keep all"`
+	YieldMs             *int64             `json:"yieldMs,omitempty" jsonschema:"answer after at most this many ms: a command still running goes on behind a handleId (status running), for wait_command, read_output or cancel_command"`
+	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten the confinement: filesystem \"read-only\" (writes only its TMPDIR) or \"workspace-write\" (the default: writes only the workspace); network false (none), or {\"allow\": [...]} to narrow it to hosts (\"host\", \"*.domain\", either with \":port\", or an IP); protect (paths in the workspace it may read, not change) and denyRead (paths it may not read) add to the server's"`
+	Limits              *protocol.Limits   `json:"limits,omitempty" jsonschema:"lower the limits of its whole process tree"`
+	Snapshot            bool               `json:"snapshot,omitempty" jsonschema:"snapshot the workspace first: the result then gives snapshotId and changes (paths added, modified, deleted), and restore_snapshot with that id undoes the command"`
+	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (a machine or container the server was started with), not here"`
 }
 
 // params returns the toolhost params of run_command.
@@ -42,34 +42,34 @@ func (in *RunCommandInput) params() protocol.RunCommandParams {
 
 // StepInput is one step of a start_command recipe.
 type StepInput struct {
-	Name            string             `json:"name" jsonschema:"the step's name, shown in progress"`
-	Argv            []string           `json:"argv" jsonschema:"the step's program and arguments, as in run_command"`
-	Cwd             string             `json:"cwd,omitempty" jsonschema:"the step's working directory (default: the command's)"`
-	Env             map[string]*string `json:"env,omitempty" jsonschema:"variables set for this step on top of the command's"`
+	Name            string             `json:"name" jsonschema:"shown in progress"`
+	Argv            []string           `json:"argv" jsonschema:"as in run_command"`
+	Cwd             string             `json:"cwd,omitempty" jsonschema:"default: the command's"`
+	Env             map[string]*string `json:"env,omitempty" jsonschema:"on top of the command's"`
 	ContinueOnError bool               `json:"continueOnError,omitempty" jsonschema:"run the next step even if this one fails"`
-	Sandbox         *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten this step's confinement further than the command's"`
-	Pty             *bool              `json:"pty,omitempty" jsonschema:"run this step in a pseudo-terminal (true) or not (false); default: as the command says"`
+	Sandbox         *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighter than the command's, as its sandbox"`
+	Pty             *bool              `json:"pty,omitempty" jsonschema:"run it in a pseudo-terminal or not (default: as the command)"`
 }
 
 // StartCommandInput are the arguments of start_command.
 type StartCommandInput struct {
-	Argv                []string           `json:"argv,omitempty" jsonschema:"the program and its arguments, never run through a shell; give argv or steps"`
-	Steps               []StepInput        `json:"steps,omitempty" jsonschema:"a recipe of steps run in order, each a process of its own, instead of argv; progress reports each step"`
-	Label               string             `json:"label,omitempty" jsonschema:"a short name for the command in list_commands"`
-	Cwd                 string             `json:"cwd,omitempty" jsonschema:"the working directory, relative to the workspace root (default: the root)"`
-	Env                 map[string]*string `json:"env,omitempty" jsonschema:"environment variables to set on top of the inherited ones; null unsets one"`
-	Stdin               *string            `json:"stdin,omitempty" jsonschema:"text to feed the command on its stdin; excludes pty and openStdin"`
-	OpenStdin           bool               `json:"openStdin,omitempty" jsonschema:"keep stdin open for write_input (a pipe)"`
-	Pty                 bool               `json:"pty,omitempty" jsonschema:"run in a pseudo-terminal (24x80 unless ptyRows/ptyCols say otherwise), for programs that need a terminal; stdout and stderr become one stream, and write_input types into it"`
-	PtyRows             int                `json:"ptyRows,omitempty" jsonschema:"the terminal's rows, with pty"`
-	PtyCols             int                `json:"ptyCols,omitempty" jsonschema:"the terminal's columns, with pty"`
-	TimeoutMs           *int64             `json:"timeoutMs,omitempty" jsonschema:"stop the command (its whole process tree) after this many milliseconds"`
-	InactivityTimeoutMs *int64             `json:"inactivityTimeoutMs,omitempty" jsonschema:"stop the command when it prints nothing for this many milliseconds"`
-	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"the inline output kept per stream, as in run_command"`
-	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"tighten the kernel confinement, as in run_command"`
-	Limits              *protocol.Limits   `json:"limits,omitempty" jsonschema:"lower the resource limits, as in run_command"`
-	Snapshot            bool               `json:"snapshot,omitempty" jsonschema:"take a snapshot of the workspace before the command starts, as in run_command: its result (wait_command, or the task's) then says snapshotId and changes; restore_snapshot undoes it"`
-	Destination         string             `json:"destination,omitempty" jsonschema:"run it on this destination (another machine or container the server was started with), not here; see the enum for the names"`
+	Argv                []string           `json:"argv,omitempty" jsonschema:"as in run_command; argv or steps"`
+	Steps               []StepInput        `json:"steps,omitempty" jsonschema:"a recipe instead of argv: steps run in order, each a process of its own, reported as progress"`
+	Label               string             `json:"label,omitempty" jsonschema:"a short name, shown by list_commands"`
+	Cwd                 string             `json:"cwd,omitempty" jsonschema:"as in run_command"`
+	Env                 map[string]*string `json:"env,omitempty" jsonschema:"as in run_command"`
+	Stdin               *string            `json:"stdin,omitempty" jsonschema:"text fed to its stdin; not with pty or openStdin"`
+	OpenStdin           bool               `json:"openStdin,omitempty" jsonschema:"keep stdin open (a pipe) for write_input"`
+	Pty                 bool               `json:"pty,omitempty" jsonschema:"run in a pseudo-terminal (24x80 unless ptyRows, ptyCols), for programs that need one; stdout and stderr are then one stream, and write_input types into it"`
+	PtyRows             int                `json:"ptyRows,omitempty" jsonschema:"the terminal's rows"`
+	PtyCols             int                `json:"ptyCols,omitempty" jsonschema:"the terminal's columns"`
+	TimeoutMs           *int64             `json:"timeoutMs,omitempty" jsonschema:"as in run_command"`
+	InactivityTimeoutMs *int64             `json:"inactivityTimeoutMs,omitempty" jsonschema:"as in run_command"`
+	OutputLimitBytes    *int64             `json:"outputLimitBytes,omitempty" jsonschema:"as in run_command"`
+	Sandbox             *protocol.Sandbox  `json:"sandbox,omitempty" jsonschema:"as in run_command"`
+	Limits              *protocol.Limits   `json:"limits,omitempty" jsonschema:"as in run_command"`
+	Snapshot            bool               `json:"snapshot,omitempty" jsonschema:"as in run_command; its result (wait_command's, or the task's) then gives snapshotId and changes"`
+	Destination         string             `json:"destination,omitempty" jsonschema:"as in run_command"`
 }
 
 // params returns the toolhost params of start_command.
@@ -112,31 +112,31 @@ func (in *StartCommandInput) params() *protocol.LongRunningParams {
 
 // WaitCommandInput are the arguments of wait_command.
 type WaitCommandInput struct {
-	HandleID  string `json:"handleId" jsonschema:"the handleId of start_command, or of a run_command that yielded"`
-	TimeoutMs *int64 `json:"timeoutMs,omitempty" jsonschema:"wait at most this many milliseconds (default 30000, at most 3600000); the command goes on after a timeout"`
+	HandleID  string `json:"handleId" jsonschema:"from start_command, or a run_command that yielded"`
+	TimeoutMs *int64 `json:"timeoutMs,omitempty" jsonschema:"default 30000, at most 3600000"`
 }
 
 // ReadOutputInput are the arguments of read_output.
 type ReadOutputInput struct {
-	HandleID string `json:"handleId" jsonschema:"the command's handleId"`
-	Stream   string `json:"stream,omitempty" jsonschema:"\"output\" (stdout and stderr interleaved, the default), \"stdout\", \"stderr\", or \"pty\" (a terminal's one stream, the same bytes as stdout)"`
-	Offset   *int64 `json:"offset,omitempty" jsonschema:"the byte offset to read from: the previous nextOffset to go on; negative counts from the end (-4000: the last 4000 bytes)"`
-	MaxBytes *int64 `json:"maxBytes,omitempty" jsonschema:"read at most this many bytes (default 65536, at most 1048576)"`
-	WaitMs   *int64 `json:"waitMs,omitempty" jsonschema:"when nothing new is there yet and the command runs, wait up to this many milliseconds for output (at most 60000)"`
+	HandleID string `json:"handleId" jsonschema:"the command's"`
+	Stream   string `json:"stream,omitempty" jsonschema:"\"output\" (the default: stdout and stderr interleaved), \"stdout\", \"stderr\", or \"pty\" (a terminal's one stream)"`
+	Offset   *int64 `json:"offset,omitempty" jsonschema:"where to read from: the last nextOffset to go on; negative counts from the end (-4000: the last 4000 bytes)"`
+	MaxBytes *int64 `json:"maxBytes,omitempty" jsonschema:"default 65536, at most 1048576"`
+	WaitMs   *int64 `json:"waitMs,omitempty" jsonschema:"with nothing new yet and the command running, wait up to this many ms for output (at most 60000)"`
 }
 
 // WriteInputInput are the arguments of write_input.
 type WriteInputInput struct {
-	HandleID string `json:"handleId" jsonschema:"the handleId of a command started with pty or openStdin"`
-	Data     string `json:"data,omitempty" jsonschema:"the text to write; under a pty, \"\\r\" ends a line and \"\\u0003\" is Ctrl-C"`
-	Encoding string `json:"encoding,omitempty" jsonschema:"\"utf-8\" (the default) or \"base64\" for bytes"`
-	EOF      bool   `json:"eof,omitempty" jsonschema:"end the input after data (close stdin, or Ctrl-D under a pty)"`
+	HandleID string `json:"handleId" jsonschema:"of a command started with pty or openStdin"`
+	Data     string `json:"data,omitempty" jsonschema:"the text; under a pty \"\\r\" is Enter, \"\\u0003\" Ctrl-C"`
+	Encoding string `json:"encoding,omitempty" jsonschema:"\"utf-8\" (the default) or \"base64\""`
+	EOF      bool   `json:"eof,omitempty" jsonschema:"end the input after data (close stdin; Ctrl-D under a pty)"`
 }
 
 // CancelCommandInput are the arguments of cancel_command.
 type CancelCommandInput struct {
-	HandleID string `json:"handleId" jsonschema:"the command's handleId"`
-	GraceMs  *int64 `json:"graceMs,omitempty" jsonschema:"milliseconds between SIGTERM and SIGKILL (default: the server's, 2000)"`
+	HandleID string `json:"handleId" jsonschema:"the command's"`
+	GraceMs  *int64 `json:"graceMs,omitempty" jsonschema:"ms between SIGTERM and SIGKILL (default: the server's, 2000)"`
 }
 
 // ListCommandsInput are the arguments of list_commands: none.
@@ -144,54 +144,55 @@ type ListCommandsInput struct{}
 
 // ReadFileInput are the arguments of read_file.
 type ReadFileInput struct {
-	Path        string `json:"path" jsonschema:"the file, relative to the workspace root, or absolute inside the root or a read-only root"`
-	Line        int    `json:"line,omitempty" jsonschema:"the first line to read, 1-based (default 1)"`
-	Limit       int    `json:"limit,omitempty" jsonschema:"how many lines to read (default: to the end)"`
-	MaxBytes    int64  `json:"maxBytes,omitempty" jsonschema:"the most bytes returned (default 1048576, at most 67108864); a whole file larger than that is refused: page it with line and limit"`
-	Destination string `json:"destination,omitempty" jsonschema:"the file is on this destination (another machine or container the server was started with), under its own root; see the enum for the names"`
+	Path        string `json:"path" jsonschema:"relative to the workspace root, or absolute inside a root"`
+	Line        int    `json:"line,omitempty" jsonschema:"the first line, from 1 (the default)"`
+	Limit       int    `json:"limit,omitempty" jsonschema:"how many lines (default: to the end)"`
+	MaxBytes    int64  `json:"maxBytes,omitempty" jsonschema:"default 1048576, at most 67108864; a larger whole file is refused: page it with line and limit"`
+	Destination string `json:"destination,omitempty" jsonschema:"the file is on this destination, under its root"`
 }
 
 // WriteFileInput are the arguments of write_file.
 type WriteFileInput struct {
-	Path           string  `json:"path" jsonschema:"the file, relative to the workspace root; it is replaced whole, atomically"`
-	Content        string  `json:"content" jsonschema:"the new content, whole"`
-	Encoding       string  `json:"encoding,omitempty" jsonschema:"\"utf-8\" (the default) or \"base64\" for bytes"`
+	Path           string  `json:"path" jsonschema:"relative to the workspace root"`
+	Content        string  `json:"content" jsonschema:"the whole new content"`
+	Encoding       string  `json:"encoding,omitempty" jsonschema:"\"utf-8\" (the default) or \"base64\""`
 	CreateDirs     bool    `json:"createDirs,omitempty" jsonschema:"create missing parent directories"`
-	ExpectedSha256 *string `json:"expectedSha256,omitempty" jsonschema:"write only if the file's sha256 is this (from a previous write_file), else fail with Conflict; 64 zeros: only if it does not exist"`
-	Destination    string  `json:"destination,omitempty" jsonschema:"the file is on this destination (another machine or container the server was started with), under its own root; see the enum for the names"`
+	ExpectedSha256 *string `json:"expectedSha256,omitempty" jsonschema:"write only if the file's sha256 is this (a previous write_file's), else fail with Conflict; 64 zeros: only if it does not exist"`
+	Destination    string  `json:"destination,omitempty" jsonschema:"the file is on this destination, under its root"`
 }
 
-// addTools registers the nine tools, and the three of snapshots.
+// addTools registers the nine tools of commands and files, and the three
+// of snapshots.
 func (s *Server) addTools() {
 	readOnly := func() *sdk.ToolAnnotations { return &sdk.ToolAnnotations{ReadOnlyHint: true} }
 	// A command may reach the network (unless its sandbox cuts it off).
 	command := func() *sdk.ToolAnnotations { return &sdk.ToolAnnotations{OpenWorldHint: ptr(true)} }
 	addTool[RunCommandInput, protocol.ToolResult](s, "run_command", "Run a command",
-		`Run a command in the workspace and wait for it to end (or for yieldMs). Use it for anything that finishes: tests, builds, git, linters, searches. It returns the status (completed, timedOut, cancelled), the exit code (a non-zero exit code is a result, not an error), and the head and tail of stdout and stderr (64 KiB each at most; the full output is in the resource_links, readable with resources/read in pages). The command runs confined by the kernel to the workspace (writes outside it fail), with a timeout if you give one, and cancelling the call kills its whole process tree. Give a progress token to get progress per step when the command reports steps. For servers or interactive programs use start_command.`,
+		`Run a command in the workspace and wait for its end (or yieldMs): tests, builds, git, linters, searches. Returns the status (completed, timedOut, cancelled), the exit code (non-zero is a result, not an error), and the head and tail of stdout and stderr; the full output is in the resource_links, read in pages. The kernel confines it to the workspace; cancelling the call kills its whole process tree. A progress token gets its steps as progress. For servers and interactive programs: start_command.`,
 		command(), s.runCommand)
 	addTool[StartCommandInput, protocol.LongRunningResult](s, "start_command", "Start a command in the background",
-		`Start a long-running command (a server, a watcher, a long build, an interactive program) and return at once with its handleId. Follow it with wait_command (its end), read_output (its output so far, by byte offset), write_input (with pty or openStdin), cancel_command, and list_commands. steps runs a recipe of named steps, each reported as progress. pty runs it in a pseudo-terminal for programs that need one. Every command still running when the session ends is killed.`,
+		`Start a long-running command (a server, a watcher, a long build, an interactive program) and return at once with its handleId, for wait_command, read_output, write_input, cancel_command and list_commands. Commands still running when the session ends are killed.`,
 		command(), s.startCommand)
 	addTool[WaitCommandInput, protocol.ToolResult](s, "wait_command", "Wait for a command",
-		`Wait up to timeoutMs for a started command to end and return its result as run_command does (status, exit code, head and tail of the output, resource_links). If it is still running when the time is up, the status is "running" with the output so far; the command goes on. Cancelling the call ends the wait, not the command.`,
+		`Wait up to timeoutMs for a started command to end; returns its result as run_command does. If it still runs then, the status is "running", with the output so far, and it goes on. Cancelling the call ends the wait, not the command.`,
 		readOnly(), s.waitCommand)
 	addTool[ReadOutputInput, OutputRead](s, "read_output", "Read a command's output",
-		`Read a command's output from a byte offset, while it runs or after: call again with nextOffset to go on, until eof. waitMs waits for new output instead of polling. stream picks "output" (stdout and stderr interleaved, the default), "stdout" or "stderr". The first text content is the bytes read, exactly (base64 when they are not UTF-8); the structured content gives the offsets, the total size, and whether the command still runs.`,
+		`Read a command's output from a byte offset, while it runs or after; call again from nextOffset until eof, with waitMs rather than polling. The first text content is the bytes read, exactly (base64 if not UTF-8); the second gives the offsets and whether it runs.`,
 		readOnly(), s.readOutput)
 	addTool[WriteInputInput, protocol.WriteInputResult](s, "write_input", "Type into a command",
-		`Write text to the stdin of a command started with openStdin, or type it into one started with pty ("\r" is Enter there, "\u0003" Ctrl-C). eof ends the input. Returns how many bytes the command took.`,
+		`Write to the stdin of a command started with openStdin, or type into one started with pty. Returns how many bytes it took.`,
 		nil, s.writeInput)
 	addTool[CancelCommandInput, protocol.ToolResult](s, "cancel_command", "Cancel a command",
-		`Stop a started command: SIGTERM to its whole process tree, then SIGKILL after graceMs. Returns its final result once every process is gone; on a command that has already ended, its result again.`,
+		`Stop a started command: SIGTERM to its whole process tree, SIGKILL after graceMs. Returns its result once every process is gone (for a command that had ended, its result again).`,
 		&sdk.ToolAnnotations{DestructiveHint: ptr(true)}, s.cancelCommand)
 	addTool[ListCommandsInput, protocol.ProgressList](s, "list_commands", "List commands",
-		`List the commands started in this session (running ones and the latest finished), with handleId, label, status, current step, elapsed time, output size and exit code.`,
+		`List this session's commands, running and latest finished: handleId, label, status, step, elapsed time, output size, exit code.`,
 		readOnly(), s.listCommands)
 	addTool[ReadFileInput, FileRead](s, "read_file", "Read a file",
-		`Read a text file in the workspace (or a read-only root), whole or a range of lines (line, limit), up to maxBytes. The first text content is the content, exactly (base64 for a binary file); the structured content gives the line range returned, the file's total lines and size, and whether more follows. Paths outside the workspace, .. escapes and symlinks that leave it are refused.`,
+		`Read a text file of the workspace or a read-only root, whole or limit lines from line, up to maxBytes. The first text content is the file's, exactly (base64 if binary); the second gives the lines read, of how many, and whether more follows. Paths that leave the roots (.., symlinks) are refused.`,
 		readOnly(), s.readFile)
 	addTool[WriteFileInput, protocol.WriteFileResult](s, "write_file", "Write a file",
-		`Create or replace a file in the workspace, whole and atomically (readers never see half of it). createDirs creates missing parent directories; expectedSha256 guards against overwriting a file that changed since you read or wrote it. Returns the path, size and the new sha256. Paths outside the workspace, read-only roots and symlink escapes are refused.`,
+		`Create or replace a file of the workspace, whole and atomically (readers never see half of it). Returns its path, size and new sha256. Paths outside the workspace, in read-only roots, or through symlinks that leave it are refused.`,
 		&sdk.ToolAnnotations{DestructiveHint: ptr(true)}, s.writeFile)
 	s.addSnapshotTools()
 }
