@@ -3,6 +3,8 @@ package mcp
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,6 +33,9 @@ func structured(v any, format string, args ...any) *sdk.CallToolResult {
 func toolResultContent(res *protocol.ToolResult) *sdk.CallToolResult {
 	var b strings.Builder
 	b.WriteString(statusLine(res))
+	if line := deniedLine(res.Network); line != "" {
+		b.WriteString("\n" + line)
+	}
 	if res.SnapshotID != "" {
 		b.WriteString("\n" + changesLine(res))
 	}
@@ -103,6 +108,30 @@ func statusLine(res *protocol.ToolResult) string {
 		s += ", ended by " + *res.Signal
 	}
 	return s
+}
+
+// deniedNamed is how many refused hosts deniedLine names; it counts the
+// rest.
+const deniedNamed = 10
+
+// deniedLine says, in one line, which hosts the network allow-list
+// refused the command, and that this is policy: the program's own error
+// (curl's "CONNECT tunnel failed, response 403") reads as a fault to
+// retry. It is "" when nothing was refused.
+func deniedLine(n *protocol.NetworkUse) string {
+	if n == nil || len(n.Denied) == 0 {
+		return ""
+	}
+	var hosts []string
+	for i, d := range n.Denied {
+		if i == deniedNamed {
+			hosts = append(hosts, fmt.Sprintf("and %d more", len(n.Denied)-deniedNamed))
+			break
+		}
+		hosts = append(hosts, net.JoinHostPort(d.Host, strconv.Itoa(d.Port)))
+	}
+	return fmt.Sprintf("refused by the network policy, not a network fault: %s (not in the allow-list; retrying will not help, only the user can allow a host, with --network-allow)",
+		strings.Join(hosts, ", "))
 }
 
 // headTail keeps the first and last textHalf bytes of s, on rune

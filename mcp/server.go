@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,26 +29,62 @@ Use run_command for commands that finish (tests, builds, git, grep); it returns 
 const snapshotNote = `
 To see and undo what a command changes, run it with snapshot: true: its result lists the paths it added, modified and deleted and gives a snapshotId, and restore_snapshot with that id undoes it. snapshot_workspace records the workspace at any moment, diff_snapshot compares it with now.`
 
+// registriesWait bounds how long initialize (or server/discover) waits
+// for the registries' hosts (--network-allow-registries), which are read
+// from the server's start, for the instructions to name them. The first
+// command waits for them anyway; past it the instructions say they were
+// not read yet.
+const registriesWait = 5 * time.Second
+
+// instructionsFor returns the instructions of a session: what the server
+// is for, and what confines its commands, naming the hosts of the network
+// allow-list. It waits for the registries' hosts (up to registriesWait, or
+// ctx's end).
+func (s *Server) instructionsFor(ctx context.Context) string {
+	sb := s.cfg.Sandbox
+	var registries []string
+	read := true
+	if sb.Registries != nil && sb.NetworkAllow != nil && sb.Mode != tools.SandboxOff {
+		wctx, cancel := context.WithTimeout(ctx, registriesWait)
+		registries = sb.Registries(wctx)
+		cancel()
+		read = registries != nil
+	}
+	return instructionsText(s.cfg, registries, read)
+}
+
+// instructionsText is instructionsFor's text, with the registries' hosts
+// as read (see confinementNote).
+func instructionsText(cfg tools.Config, registries []string, read bool) string {
+	note := ""
+	if cfg.SnapshotDir != nil {
+		note = snapshotNote
+	}
+	return instructions + note + confinementNote(cfg.Sandbox, registries, read)
+}
+
 // confinementNote tells the model what confines its commands beyond the
-// workspace, as the command line set it: the network allow-list, and the
-// protected and unreadable paths. A client may narrow it, never widen it.
-func confinementNote(sb tools.SandboxConfig) string {
+// workspace, as the command line set it: the network allow-list, host by
+// host (registries are the hosts --network-allow-registries found; read
+// says whether they were read), and the protected and unreadable paths. A
+// client may narrow it, never widen it.
+func confinementNote(sb tools.SandboxConfig, registries []string, read bool) string {
 	if sb.Mode == tools.SandboxOff {
 		return ""
 	}
 	var b strings.Builder
 	switch {
 	case sb.NetworkAllow != nil:
-		b.WriteString("\nNetwork: commands reach only the hosts of an allow-list, through a proxy toolhost sets in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY")
-		var hosts []string
-		hosts = append(hosts, sb.NetworkAllow...)
-		if sb.Registries != nil {
-			hosts = append(hosts, "the package registries this machine's Go, npm and pip use")
+		hosts := slices.Concat(sb.NetworkAllow, registries)
+		if sb.Registries != nil && !read {
+			hosts = append(hosts, "the package registries this machine's Go, npm and pip use (not read yet when this session began)")
 		}
+		list := "none"
 		if len(hosts) > 0 {
-			b.WriteString(" (" + strings.Join(hosts, ", ") + ")")
+			list = strings.Join(hosts, ", ")
 		}
-		b.WriteString(`; any other host is refused with HTTP 403 "toolhost: HOST:PORT is not in this command's network allow-list", which is policy, not a network fault: do not retry it.`)
+		b.WriteString("\nNetwork: commands reach only these hosts, through a proxy toolhost sets in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY: " + list)
+		b.WriteString(`. Any other host is refused with HTTP 403 "toolhost: HOST:PORT is not in this command's network allow-list", and the result names it: that is policy, not a network fault, and retrying will not help (only the user can allow a host, with --network-allow).`)
 	case !sb.Network:
 		b.WriteString("\nNetwork: commands have none (their own loopback only).")
 	}
@@ -171,12 +208,11 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 	client.OnNotification(s.th, protocol.ToolResultNotification, s.events.toolResult)
 	client.OnNotification(s.th, protocol.LogMessageNotification, s.logMessage)
 
-	note := ""
-	if cfg.SnapshotDir != nil {
-		note = snapshotNote
-	}
+	// The instructions each initialize (or server/discover) answers with
+	// name the registries' hosts once read (tasksMiddleware); these are
+	// the same without them.
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "toolhost", Title: "toolhost", Version: version}, &sdk.ServerOptions{
-		Instructions: instructions + note + confinementNote(cfg.Sandbox),
+		Instructions: instructionsText(cfg, nil, false),
 		Logger:       log,
 		Capabilities: &sdk.ServerCapabilities{
 			Logging:   &sdk.LoggingCapabilities{},

@@ -82,18 +82,24 @@ var taskTools = map[string]bool{"start_command": true, "run_command": true}
 
 // tasksMiddleware adds tasks to the SDK's handling of requests: the
 // capabilities of each version, the tools' task support, tools/call
-// answered with a task, and subscriptions that follow tasks.
+// answered with a task, and subscriptions that follow tasks. It also
+// gives initialize and server/discover the instructions that name the
+// network's hosts (instructionsFor).
 func (s *Server) tasksMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		switch method {
 		case "initialize":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*sdk.InitializeResult); ok && err == nil {
+				r.Instructions = s.instructionsFor(ctx)
 				return advertiseInitialize(r), nil
 			}
 			return res, err
 		case "server/discover":
 			res, err := next(ctx, method, req)
+			if r, ok := res.(*sdk.DiscoverResult); ok && err == nil {
+				r.Instructions = s.instructionsFor(ctx)
+			}
 			if r, ok := res.(*sdk.DiscoverResult); ok && err == nil && r.Capabilities != nil {
 				caps := *r.Capabilities
 				caps.Extensions = make(map[string]any, len(r.Capabilities.Extensions)+1)
@@ -240,15 +246,19 @@ func (s *Server) createTaskAnswer(t *task) sdk.Result {
 	}
 }
 
-// immediateText is what a host may tell the model while t runs.
+// immediateText is what a host may tell the model while t runs. The
+// model has only tools: tasks/result is the client's, which fetches the
+// result itself; what the model can do meanwhile is use the handle.
 func immediateText(t *task) string {
+	const fetch = "the client fetches its result when it ends"
 	if t.handleID == "" {
-		return fmt.Sprintf("The call runs as task %s: get its result with tasks/result.", t.id)
+		return fmt.Sprintf("The call runs as task %s: %s.", t.id, fetch)
 	}
+	const tools = "read_output, write_input and cancel_command take it as handleId, and wait_command waits for the result"
 	if t.id != t.handleID {
-		return fmt.Sprintf("The command runs as task %s (handle %s), which also works as its handleId: follow it with read_output or write_input, and get its result with tasks/result.", t.id, t.handleID)
+		return fmt.Sprintf("The command runs as task %s (handle %s): %s. Meanwhile %s.", t.id, t.handleID, fetch, tools)
 	}
-	return fmt.Sprintf("The command runs as task %s, which is also its handleId: follow it with read_output or write_input, and get its result with tasks/result.", t.id)
+	return fmt.Sprintf("The command runs as task %s, which is also its handleId: %s. Meanwhile %s.", t.id, fetch, tools)
 }
 
 // addTaskMethods registers tasks/get, tasks/result, tasks/list,
