@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -154,4 +155,54 @@ func TestPlanTmp(t *testing.T) {
 	if ly.tmp != nil || !strings.Contains(strings.Join(rep.NotEnforced, "\n"), "a private /tmp (the host's /tmp stays visible, and read-only but for TMPDIR): / holds it") {
 		t.Errorf("a root of / got %+v, report %q; want no private /tmp, and the report saying why", ly.tmp, rep.NotEnforced)
 	}
+}
+
+// BenchmarkPrivateTmp measures what a private /tmp adds to a confined
+// true whose root and a read root lie in the host's /tmp (both carried
+// into the new /tmp), each iteration run without a temporary directory
+// (no private /tmp) and with one, so that both see the same load.
+func BenchmarkPrivateTmp(b *testing.B) {
+	caps := probed(b, "landlock4", "mountns")
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	base, err := os.MkdirTemp(hostTmp, "sbtmp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	root, tmp, ro := filepath.Join(base, "ws"), filepath.Join(base, "t"), filepath.Join(base, "ro")
+	for _, p := range []string{root, tmp, ro} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	without := Policy{Network: true, Root: root, ReadRoots: []string{ro}}
+	with := without
+	with.TempDir = tmp
+	one := func(p Policy) time.Duration {
+		t0 := time.Now()
+		cmd := exec.Command(truePath)
+		sb, err := Start(cmd, Spec{Policy: p, Caps: &caps, Require: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sb.Finish(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	var w, o []time.Duration
+	for b.Loop() {
+		o, w = append(o, one(without)), append(w, one(with))
+	}
+	mo, mw := median(o), median(w)
+	b.ReportMetric(float64(mo.Nanoseconds())/1e3, "without-us")
+	b.ReportMetric(float64(mw.Nanoseconds())/1e3, "with-us")
+	b.ReportMetric(float64((mw-mo).Nanoseconds())/1e3, "cost-us")
+	Drain()
 }
