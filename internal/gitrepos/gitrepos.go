@@ -8,8 +8,10 @@
 // O_NOFOLLOW and O_DIRECTORY, so no symlink is followed and no path is
 // resolved twice) and read with getdents, whose d_type says which entries
 // are directories: there is no stat per entry (only where a filesystem
-// gives no type). A directory is a repository's working tree when it holds
-// an entry named .git:
+// gives no type). A parent's descriptor is closed once its last
+// subdirectory is open; past 256 held, the scan goes depth first until
+// fewer are. A directory is a repository's working tree when it holds an
+// entry named .git:
 //
 //   - a .git directory is the repository's git directory, and is not
 //     descended into (git keeps submodules' git directories there, in
@@ -32,10 +34,18 @@
 // .git directories by depth: by time (Options.Timeout, default
 // DefaultTimeout), by the directories it reads (Options.MaxDirs, default
 // DefaultMaxDirs) and by the git directories it finds (Options.MaxRepos,
-// default DefaultMaxRepos). When a limit cuts it short, Result.Truncated
-// says which, and the repositories it did not reach are not in Result;
-// breadth first, those are the deepest. Directories it cannot read
-// (permissions) are counted in Result.Unreadable.
+// default DefaultMaxRepos). The time is looked at between getdents calls,
+// so a huge directory cannot hold the scan past it, and subdirectories
+// that could not be read within MaxDirs are never queued. When a limit
+// cuts the scan short, Result.Truncated says which, and the repositories
+// it did not reach are not in Result; breadth first, those are the
+// deepest. Directories it cannot read (permissions) are counted in
+// Result.Unreadable.
+//
+// Written names what changed, since a given time, among the hooks and
+// config of a git directory, by change time: a caller scans before a
+// command and after it to name what the command wrote where nothing could
+// protect it.
 //
 // The package imports nothing of toolhost.
 package gitrepos
