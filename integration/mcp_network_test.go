@@ -96,9 +96,16 @@ func TestMCPInstructionsNameAllowedHosts(t *testing.T) {
 					t.Errorf("the instructions do not name %s:\n%s", host, got)
 				}
 			}
-			for _, part := range []string{"not read yet", "package registries"} {
+			for _, part := range []string{"not read yet", "package registries", "**/"} {
 				if strings.Contains(got, part) {
-					t.Errorf("the instructions say %q, whose registries were read:\n%s", part, got)
+					t.Errorf("the instructions say %q, whose registries were read and whose rules are told in words:\n%s", part, got)
+				}
+			}
+			// The policy is told as the file tools' too, the repositories'
+			// rules in words.
+			for _, part := range []string{"Unreadable to commands and to read_file", "Read-only to commands and to write_file", "the .git/hooks of every repository in the workspace"} {
+				if !strings.Contains(got, part) {
+					t.Errorf("the instructions do not say %q:\n%s", part, got)
 				}
 			}
 		})

@@ -89,12 +89,25 @@ func confinementNote(sb tools.SandboxConfig, registries []string, read bool) str
 		b.WriteString("\nNetwork: commands have none (their own loopback only).")
 	}
 	if len(sb.DenyRead) > 0 {
-		b.WriteString("\nUnreadable to commands: " + strings.Join(sb.DenyRead, ", ") + ".")
+		b.WriteString("\nUnreadable to commands and to read_file (refused by policy, not missing): " + strings.Join(sb.DenyRead, ", ") + ".")
 	}
 	if len(sb.Protect) > 0 {
-		b.WriteString("\nRead-only to commands: " + strings.Join(sb.Protect, ", ") + " (git still commits).")
+		b.WriteString("\nRead-only to commands and to write_file (git still commits): " + strings.Join(protectWords(sb.Protect), ", ") + ".")
 	}
 	return b.String()
+}
+
+// protectWords says the protect entries in words: "**/.git/hooks" is
+// "the .git/hooks of every repository in the workspace".
+func protectWords(entries []string) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		if name, ok := strings.CutPrefix(e, tools.RepoRulePrefix); ok {
+			e = "the .git/" + name + " of every repository in the workspace"
+		}
+		out[i] = e
+	}
+	return out
 }
 
 // Server serves one MCP session over a toolhost session run in-process.
