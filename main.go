@@ -151,7 +151,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 		f.networkAllow = append(f.networkAllow, s)
 		return nil
 	})
-	fs.BoolVar(&f.registries, "network-allow-registries", f.registries, "with --sandbox-network allow, also let through the hosts the machine's Go, npm and pip are configured to use (go env GOPROXY GOSUMDB, npm config get registry, pip's index), read at start")
+	fs.BoolVar(&f.registries, "network-allow-registries", f.registries, "with --sandbox-network allow, also let through the hosts the machine's Go, npm and pip are configured to use (go env GOPROXY GOSUMDB; npm's registry and pip's index, read from their settings files and environment), read at start")
 	fs.Func("protect", "a `PATH` in the root a workspace-write command may read but not change (repeatable; **/.git/NAME is NAME in every repository of the root; adds to the defaults: **/.git/hooks and **/.git/config under toolhost mcp)", func(s string) error {
 		f.protect = append(f.protect, s)
 		return nil
