@@ -4,6 +4,7 @@ package integration
 
 import (
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,11 +89,12 @@ func TestSandboxLimitsContain(t *testing.T) {
 	s.shutdown()
 }
 
-// TestSandboxCachesPointIntoTheSession checks a workspace-write command's
-// caches: GOCACHE goes to the session's cache directory whatever the server
-// has, GOMODCACHE only when the child's environment lacks it, and a request
-// that sets one keeps its own.
-func TestSandboxCachesPointIntoTheSession(t *testing.T) {
+// TestSandboxCachesPointIntoTheRootCache checks a workspace-write
+// command's caches: they go to the root's cache directory in the state
+// directory, or to the session's where there is no state directory; a
+// cache variable of the server's environment is kept, and a request that
+// sets one keeps its own.
+func TestSandboxCachesPointIntoTheRootCache(t *testing.T) {
 	own := t.TempDir()
 	show := []string{"sh", "-c", `echo "$GOCACHE"; echo "$GOMODCACHE"`}
 	cache := func(s *server, params map[string]any) []string {
@@ -101,11 +103,13 @@ func TestSandboxCachesPointIntoTheSession(t *testing.T) {
 		return strings.Split(strings.TrimSuffix(res.Stdout, "\n"), "\n")
 	}
 
-	plain := start(t, options{})
+	state := t.TempDir()
+	plain := start(t, options{env: tcEnv(state)})
 	plain.initialize(nil)
 	got := cache(plain, map[string]any{"argv": show})
-	if len(got) != 2 || !strings.HasSuffix(got[0], "/cache/go-build") || !strings.HasSuffix(got[1], "/cache/go-mod") {
-		t.Errorf("without GOMODCACHE in the server's environment: %q, want both in the session's cache", got)
+	caches := filepath.Join(state, "toolhost", "caches") + "/"
+	if len(got) != 2 || !strings.HasPrefix(got[0], caches) || !strings.HasSuffix(got[0], "/go-build") || !strings.HasSuffix(got[1], "/go-mod") || filepath.Dir(got[0]) != filepath.Dir(got[1]) {
+		t.Errorf("with a state directory: %q, want both in one directory of %s", got, caches)
 	}
 	got = cache(plain, map[string]any{"argv": show, "env": map[string]any{"GOCACHE": own}})
 	if len(got) != 2 || got[0] != own {
@@ -113,11 +117,12 @@ func TestSandboxCachesPointIntoTheSession(t *testing.T) {
 	}
 	plain.shutdown()
 
+	// No HOME, no XDG_STATE_HOME: no state directory.
 	inherited := start(t, options{env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMODCACHE=" + own}})
-	inherited.initialize(&protocol.InitializeParams{InitializationOptions: &protocol.InitializationOptions{Env: &protocol.EnvOptions{Allow: []string{"GOMODCACHE"}}}})
+	inherited.initialize(nil)
 	got = cache(inherited, map[string]any{"argv": show})
 	if len(got) != 2 || !strings.HasSuffix(got[0], "/cache/go-build") || got[1] != own {
-		t.Errorf("with GOMODCACHE allowed from the server's environment: %q, want GOCACHE in the session's cache and GOMODCACHE %q", got, own)
+		t.Errorf("with GOMODCACHE in the server's environment and no state directory: %q, want GOCACHE in the session's cache and GOMODCACHE %q", got, own)
 	}
 	inherited.shutdown()
 }

@@ -7,10 +7,14 @@ import (
 
 // cacheVars are the variables that point tools at their caches, each with
 // its directory in the cache directory ("" for the directory itself).
+// GOPATH is there for what Go keeps in it besides the module cache: the
+// checksum database's state (pkg/sumdb), which go mod download writes, and
+// would otherwise find read-only in ~/go.
 var cacheVars = map[string]string{
 	"XDG_CACHE_HOME":   "",
 	"GOCACHE":          "go-build",
 	"GOMODCACHE":       "go-mod",
+	"GOPATH":           "go-path",
 	"npm_config_cache": "npm",
 	"PIP_CACHE_DIR":    "pip",
 }

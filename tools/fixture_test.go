@@ -106,6 +106,7 @@ func (f *fixture) cacheEnv(env map[string]*string) map[string]*string {
 		"npm_config_cache": ptr(filepath.Join(f.cacheDir(), "npm")),
 		"PIP_CACHE_DIR":    ptr(filepath.Join(f.cacheDir(), "pip")),
 		"GOMODCACHE":       ptr(filepath.Join(f.cacheDir(), "go-mod")),
+		"GOPATH":           ptr(filepath.Join(f.cacheDir(), "go-path")),
 	}
 	for k, v := range env {
 		out[k] = v
