@@ -291,7 +291,10 @@
 //     private /tmp (the host's is read-only and visible).
 //   - What lies in the host's /tmp is out of a confined command's sight,
 //     whatever needs it: an X11 socket in /tmp/.X11-unix, a program or a
-//     file there outside the policy's directories.
+//     file there outside the policy's directories. A root that lies in the
+//     host's /tmp lies in the command's /tmp too, at its own path, so a
+//     command that empties /tmp (rm -rf "$TMPDIR"/*, since TMPDIR is /tmp)
+//     empties the root as well, as rm -rf /tmp/* always could.
 //   - Without a PID namespace (an unprivileged server, or an architecture
 //     other than amd64 and arm64): setpriority of processes outside and
 //     their /proc/<pid>.
