@@ -14,7 +14,7 @@ import (
 // unconfined is the unconfined runCommand's median.
 func (b *bench) confinementFloor(unconfined time.Duration) string {
 	const how = "a confined command is forked from a thread of its own, made for it and ended after it (Pdeathsig is tied to the thread that forks, and Landlock and the namespaces cannot be undone on a thread), " +
-		"which drops capabilities from its bounding set (17 prctl calls), unshares a mount namespace (every mount made a read-only slave, the root, the command's TMPDIR and the session cache bound read-write) and builds and applies a Landlock ruleset (one rule per writable directory and device) before the fork; "
+		"which drops capabilities from its bounding set (17 prctl calls), unshares a mount namespace (every mount made a read-only slave, the root, the command's TMPDIR (bound on /tmp) and the root's cache bound read-write) and builds and applies a Landlock ruleset (one rule per writable directory and device) before the fork; "
 	cmd := exec.Command("go", "test", "-count=1", "-run", "^$", "-bench", "^BenchmarkLayers$", "-benchtime", "300x", "./sandbox")
 	cmd.Dir = b.repo
 	out, err := cmd.CombinedOutput()

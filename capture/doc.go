@@ -24,7 +24,8 @@
 // after the server that owns it. The session removes it at its end; a
 // SIGKILLed server cannot, and the next server's SweepTempDirs removes it
 // once that pid is gone (or belongs to a process started at another time).
-// The session directory (its cache and confined commands' TMPDIRs,
+// The session directory (confined commands' TMPDIRs, and the cache of a
+// session that cannot keep one per root in the state directory,
 // toolhost-session-…) and the root of unconfined commands' TMPDIRs
 // (toolhost-tmp-…) are named and swept the same way (MkdirOwned).
 // A directory of a live server, one made with --keep-artifacts (whose name
