@@ -18,8 +18,8 @@ type Filesystem string
 // The filesystem modes of the brief.
 const (
 	// WorkspaceWrite writes only under the workspace root, the command's
-	// temporary directory, the cache directory (the root's, or the session's) and the extra
-	// writable directories.
+	// temporary directory, the cache directory (the root's, or the
+	// session's) and the extra writable directories.
 	WorkspaceWrite Filesystem = "workspace-write"
 	// ReadOnly writes only to the command's temporary directory.
 	ReadOnly Filesystem = "read-only"
@@ -49,7 +49,8 @@ type Policy struct {
 	// TempDir is the command's own temporary directory (its TMPDIR),
 	// writable in WorkspaceWrite and ReadOnly.
 	TempDir string
-	// CacheDir is the cache directory (the root's, or the session's), writable in WorkspaceWrite.
+	// CacheDir is the cache directory (the root's, or the session's),
+	// writable in WorkspaceWrite.
 	CacheDir string
 	// Writable are the extra writable directories (--writable), writable in
 	// WorkspaceWrite.
