@@ -97,12 +97,29 @@ func (c *confinement) protectWire(l level) []string {
 	return out
 }
 
+// repoCaches keeps each session's gitrepos.Cache of its root (weakly
+// keyed by its confinement, so that an entry goes with the session), so
+// that the scans before and after its commands read again only the
+// directories that changed.
+var repoCaches sync.Map // weak.Pointer[confinement] → *gitrepos.Cache
+
+// repoCache is c's gitrepos.Cache.
+func repoCache(c *confinement) *gitrepos.Cache {
+	key := weak.Make(c)
+	v, loaded := repoCaches.LoadOrStore(key, new(gitrepos.Cache))
+	if !loaded {
+		runtime.AddCleanup(c, func(k weak.Pointer[confinement]) { repoCaches.Delete(k) }, key)
+	}
+	return v.(*gitrepos.Cache)
+}
+
 // repoWatch is what a command's repository rules found at its start, and
 // what is needed to name, after it, what it wrote where nothing protected.
 type repoWatch struct {
 	root  string
-	names []string  // the rules' NAMEs
-	since time.Time // when the start's scan began, less clockSlack
+	cache *gitrepos.Cache // the session's, for both scans
+	names []string        // the rules' NAMEs
+	since time.Time       // when the start's scan began, less clockSlack
 	start gitrepos.Result
 	err   error // the start's scan failed
 
@@ -154,8 +171,8 @@ func (t *Tools) protectRepos(spec *process.Spec, p *protocol.RunCommandParams, s
 	slices.Sort(names)
 	// Since the scan began: what changed while it ran counts as the
 	// command's, rather than as nobody's.
-	w := &repoWatch{root: c.root, names: slices.Compact(names), since: time.Now().Add(-clockSlack)}
-	w.start, w.err = gitrepos.Scan(c.root, repoScan)
+	w := &repoWatch{root: c.root, cache: repoCache(c), names: slices.Compact(names), since: time.Now().Add(-clockSlack)}
+	w.start, w.err = w.cache.Scan(c.root, repoScan)
 	if w.err != nil {
 		return w
 	}
@@ -232,7 +249,7 @@ func boundPaths(res *protocol.ToolResult) []string {
 // since the start where nothing protected it; it also returns the limit
 // that cut that scan short, if one did.
 func (w *repoWatch) written(bound []string) ([]string, string) {
-	res, err := gitrepos.Scan(w.root, repoScan)
+	res, err := w.cache.Scan(w.root, repoScan)
 	if err != nil {
 		return nil, ""
 	}

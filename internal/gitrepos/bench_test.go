@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -37,4 +38,32 @@ func BenchmarkScan10k(b *testing.B) {
 			}
 		})
 	}
+	// A first scan with a cache, which fills it.
+	b.Run("filling", func(b *testing.B) {
+		for b.Loop() {
+			res, err := new(Cache).Scan(root, Options{Timeout: 10e9})
+			if err != nil || res.Truncated != "" || len(res.Repos) != 10 {
+				b.Fatal(err, res.Truncated, len(res.Repos))
+			}
+		}
+	})
+	// The scan again with a cache that holds the whole tree.
+	b.Run("cached", func(b *testing.B) {
+		var c Cache
+		for {
+			res, err := c.Scan(root, Options{Timeout: 10e9})
+			if err != nil || res.Truncated != "" || len(res.Repos) != 10 {
+				b.Fatal(err, res.Truncated, len(res.Repos))
+			}
+			if res.Listed == 0 || runtime.GOOS != "linux" {
+				break
+			}
+		}
+		for b.Loop() {
+			res, err := c.Scan(root, Options{Timeout: 10e9})
+			if err != nil || res.Truncated != "" || len(res.Repos) != 10 {
+				b.Fatal(err, res.Truncated, len(res.Repos))
+			}
+		}
+	})
 }

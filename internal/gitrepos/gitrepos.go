@@ -42,6 +42,43 @@
 // deepest. Directories it cannot read (permissions) are counted in
 // Result.Unreadable.
 //
+// A Cache (Cache.Scan) makes the next scan of a root that mostly did not
+// change cheap: it keeps, for each directory a scan read whole, its
+// identity (device, inode) and change time (ctime, in nanoseconds) as
+// fstat gave them just before its entries were read, when that read
+// began, and what the entries said (the subdirectories, in order; the
+// .git entry and its type; the bare-repository markers). The next scan
+// looks at such a directory with one system call, fstatat relative to its
+// parent's descriptor without following a symlink (only a directory with
+// subdirectories, or with a .git file, is opened, for them), and takes
+// what the cache holds when it is the same directory and its change time
+// is the same. That is sound because a directory's change time moves
+// whenever an entry is added, removed or renamed in it (its modification
+// time too, but a process can set that back; the change time it cannot),
+// and an entry's type cannot change without that; what a .git file
+// names is read again at every scan, since rewriting the file changes
+// nothing of its directory. Two things could still fool it, and are kept
+// out:
+//
+//   - a change made in the same clock tick as the listing, which can bear
+//     the same change time as one made just before it: a listing is only
+//     trusted when the change time was older than the listing's start by
+//     50 ms (git's "racy" rule), else the directory is read again;
+//   - a clock the change times do not come from: only local filesystems
+//     that stamp them in nanoseconds are cached (ext4, XFS, Btrfs, tmpfs,
+//     overlayfs, F2FS, ZFS, bcachefs; a change time of whole seconds is
+//     never trusted), and only directories on the root's own device.
+//
+// A directory that changed, or whose identity did (replaced, renamed
+// over, a symlink now, which is not followed), is read again; what the
+// cache holds of its subdirectories still there is kept only if it is
+// the same directory, and each is looked at in turn; a new one is read
+// whole. The limits apply as without a cache (every directory looked at
+// counts in Dirs, Result.Listed counts those read), and a scan cut short
+// caches only the directories it read whole: what it did not see stays
+// as it was, to be looked at next time. The first scan with a cache costs
+// one fstat more a directory. Only Linux caches.
+//
 // Written names what changed, since a given time, among the hooks and
 // config of a git directory, by change time: a caller scans before a
 // command and after it to name what the command wrote where nothing could
@@ -59,8 +96,9 @@ import (
 
 // The default limits of a scan. A directory costs three system calls
 // (openat, getdents until it returns nothing, close), so the time limit is
-// what larger trees reach first (BENCHMARKS.md has the figures); the
-// count of git directories bounds the mounts a caller makes of them.
+// what larger trees reach first (BENCHMARKS.md has the figures), but with
+// a Cache an unchanged one costs one; the count of git directories bounds
+// the mounts a caller makes of them.
 const (
 	DefaultTimeout  = 200 * time.Millisecond
 	DefaultMaxDirs  = 100_000
@@ -136,8 +174,11 @@ const (
 type Result struct {
 	// Repos are the repositories, sorted by Dir.
 	Repos []Repo
-	// Dirs counts the directories read.
+	// Dirs counts the directories read (with a Cache, looked at).
 	Dirs int
+	// Listed counts those of Dirs whose entries were read (getdents);
+	// with a Cache, the others were found unchanged, by one stat each.
+	Listed int
 	// Truncated names the limit that cut the scan short (LimitTime,
 	// LimitDirs or LimitRepos), or "" when it read the whole tree.
 	Truncated string

@@ -29,10 +29,14 @@ type node struct {
 }
 
 // item is a directory to read: name in parent, rel from the root. The
-// root's item has no parent, and name is its absolute path.
+// root's item has no parent, and name is its absolute path. With a cache,
+// old is what it holds of the directory (nil if nothing), and slot is
+// where what the directory holds now goes (nil: it is not cached).
 type item struct {
 	parent    *node
 	name, rel string
+	old       *dnode
+	slot      **dnode
 }
 
 // scanner is one scan's shared state.
@@ -42,6 +46,9 @@ type scanner struct {
 	start    time.Time
 	deadline time.Time
 	open     atomic.Int32 // directory descriptors held by nodes
+	// dev is the root's device, the only one whose directories are
+	// cached.
+	dev uint64
 
 	mu         sync.Mutex
 	cond       sync.Cond
@@ -51,25 +58,38 @@ type scanner struct {
 	done       bool
 	truncated  string
 	dirs       int
+	listed     int
 	unreadable int
 	gitDirs    int
 	repos      []Repo
 }
 
-// Scan finds the git repositories under root (an absolute directory, which
-// may be given through symlinks), within opt's limits. It fails only when
-// root cannot be opened as a directory.
-func Scan(root string, opt Options) (Result, error) {
+// scan is Scan, with c (nil: no cache).
+func scan(root string, opt Options, c *Cache) (Result, error) {
 	opt = opt.withDefaults()
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return Result{}, &os.PathError{Op: "open", Path: root, Err: err}
 	}
-	_ = unix.Close(fd)
 	s := &scanner{root: filepath.Clean(root), opt: opt, start: time.Now()}
 	s.deadline = s.start.Add(opt.Timeout)
 	s.cond.L = &s.mu
-	s.queue = append(s.queue, item{name: s.root, rel: "."})
+	top := item{name: s.root, rel: "."}
+	if c != nil {
+		var st unix.Stat_t
+		var fs unix.Statfs_t
+		if unix.Fstat(fd, &st) == nil && unix.Fstatfs(fd, &fs) == nil && localFS(int64(fs.Type)) {
+			if c.root != s.root {
+				c.root, c.top = s.root, nil
+			}
+			s.dev = st.Dev
+			top.old, top.slot = c.top, &c.top
+		} else {
+			c.root, c.top = "", nil
+		}
+	}
+	_ = unix.Close(fd)
+	s.queue = append(s.queue, top)
 	var wg sync.WaitGroup
 	for range opt.Workers {
 		wg.Go(s.work)
@@ -79,8 +99,25 @@ func Scan(root string, opt Options) (Result, error) {
 	for _, it := range s.queue[s.head:] {
 		s.release(it.parent)
 	}
-	slices.SortFunc(s.repos, func(a, b Repo) int { return strings.Compare(a.Dir, b.Dir) })
-	return Result{Repos: s.repos, Dirs: s.dirs, Truncated: s.truncated, Unreadable: s.unreadable, Duration: time.Since(s.start)}, nil
+	slices.SortFunc(s.repos, func(a, b Repo) int {
+		return cmp.Or(strings.Compare(a.Dir, b.Dir), strings.Compare(string(a.Kind), string(b.Kind)))
+	})
+	return Result{Repos: s.repos, Dirs: s.dirs, Listed: s.listed, Truncated: s.truncated, Unreadable: s.unreadable, Duration: time.Since(s.start)}, nil
+}
+
+// localFS reports whether a filesystem of type magic (statfs's f_type)
+// stamps change times from this machine's clock, in nanoseconds, so that
+// the cache can trust them: not a network one, whose server has its own
+// clock, nor one whose times are coarse.
+func localFS(magic int64) bool {
+	switch uint32(magic) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC,
+		unix.OVERLAYFS_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC,
+		0x2fc12fc1, // zfs
+		0xca451a4e: // bcachefs
+		return true
+	}
+	return false
 }
 
 // work reads directories until there are none left or a limit is reached.
@@ -124,10 +161,13 @@ func (s *scanner) work() {
 		s.mu.Unlock()
 
 		children, found = children[:0], found[:0]
-		st := s.read(it, buf, &children, &found)
+		st, listed := s.read(it, buf, &children, &found)
 
 		s.mu.Lock()
 		s.busy--
+		if listed {
+			s.listed++
+		}
 		switch st {
 		case readUnreadable:
 			s.unreadable++
@@ -189,8 +229,36 @@ const (
 )
 
 // read reads the directory of it, appending its subdirectories to children
-// and the repository it is (if any) to found.
-func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) readState {
+// and the repository it is (if any) to found; it says whether it read the
+// directory's entries, rather than taking them from the cache.
+//
+// With a cache, a directory is opened only when it has subdirectories (or
+// a .git file to read), and one without is looked at with one fstatat
+// relative to its parent: what the cache holds of either is taken when
+// holds says so, else the directory is read and what it holds replaces
+// it there.
+func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (readState, bool) {
+	old := it.old
+	if old != nil && it.parent != nil && len(old.subs) == 0 && (!old.hasGit || old.gitType != unix.DT_REG) {
+		var st unix.Stat_t
+		err := unix.Fstatat(it.parent.fd, it.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		switch {
+		case err == nil && s.holds(old, &st):
+			s.release(it.parent)
+			s.markers(old, -1, it.rel, found)
+			return readDone, false
+		case err == unix.ENOENT || err == unix.ENOTDIR || err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			// Gone, or no longer a directory, as read would find.
+			s.release(it.parent)
+			*it.slot = nil
+			return readDone, false
+		}
+		// Changed, or not to be trusted yet: read it.
+	}
+	var began int64
+	if it.slot != nil {
+		began = time.Now().UnixNano()
+	}
 	var fd int
 	var err error
 	if it.parent == nil {
@@ -200,17 +268,34 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) rea
 		s.release(it.parent)
 	}
 	if err != nil {
+		if it.slot != nil {
+			*it.slot = nil
+		}
 		// Gone, or no longer a directory (a symlink now): nothing to read.
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
-			return readDone
+			return readDone, false
 		}
-		return readUnreadable
+		return readUnreadable, false
 	}
-	var (
-		gitType                 uint8 = unix.DT_UNKNOWN
-		hasGit, head, obj, refs bool
-		first                   = len(*children)
-	)
+	// The directory's identity and change time, before its entries are
+	// read: a change made after this bears a later time (holds).
+	var st unix.Stat_t
+	keep := it.slot != nil && unix.Fstat(fd, &st) == nil && st.Dev == s.dev
+	first := len(*children)
+	if keep && old != nil && s.holds(old, &st) {
+		for i := range old.subs {
+			sb := &old.subs[i]
+			*children = append(*children, item{name: sb.name, rel: join(it.rel, sb.name), old: sb.node, slot: &sb.node})
+		}
+		s.markers(old, fd, it.rel, found)
+		s.adopt(fd, *children, first)
+		return readDone, false
+	}
+	if it.slot != nil {
+		*it.slot = nil // until it has been read whole
+	}
+	d := dnode{gitType: unix.DT_UNKNOWN}
+	var head, obj, refs bool
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
@@ -219,7 +304,7 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) rea
 		if err != nil {
 			_ = unix.Close(fd)
 			*children = (*children)[:first]
-			return readUnreadable
+			return readUnreadable, true
 		}
 		if n <= 0 {
 			break
@@ -228,7 +313,7 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) rea
 			// A huge directory: what it holds is not all known.
 			_ = unix.Close(fd)
 			*children = (*children)[:first]
-			return readTimedOut
+			return readTimedOut, true
 		}
 		for off := 0; off < n; {
 			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16,
@@ -248,7 +333,7 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) rea
 			}
 			switch string(nameb) {
 			case ".git":
-				hasGit, gitType = true, typ
+				d.hasGit, d.gitType = true, typ
 				continue // never descended into
 			case "HEAD":
 				head = typ != unix.DT_DIR
@@ -263,27 +348,90 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) rea
 			}
 		}
 	}
-	abs := s.root
-	if it.rel != "." {
-		abs = s.root + "/" + it.rel
-	}
-	if hasGit {
-		*found = append(*found, s.gitRepo(fd, it.rel, abs, gitType))
-	}
-	if head && obj && refs {
-		*found = append(*found, Repo{Dir: it.rel, Kind: KindBare, GitDirs: []string{abs}})
-	}
-	if k := len(*children) - first; k > 0 {
-		nd := &node{fd: fd}
-		nd.refs.Store(int32(k))
-		s.open.Add(1)
-		for i := first; i < len(*children); i++ {
-			(*children)[i].parent = nd
+	d.bare = head && obj && refs
+	s.markers(&d, fd, it.rel, found)
+	if keep {
+		d.ino, d.ctime, d.listed = st.Ino, st.Ctim.Nano(), began
+		kids := (*children)[first:]
+		d.subs = make([]dsub, len(kids))
+		// What the cache holds of the subdirectories still there is kept,
+		// if this is the directory it was: each is looked at in turn.
+		var prev map[string]*dnode
+		j := 0
+		for i := range kids {
+			d.subs[i].name = kids[i].name
+			if old == nil || old.ino != st.Ino {
+				continue
+			}
+			if j < len(old.subs) && old.subs[j].name == kids[i].name {
+				d.subs[i].node = old.subs[j].node
+				j++
+				continue
+			}
+			if prev == nil {
+				prev = make(map[string]*dnode, len(old.subs))
+				for _, sb := range old.subs {
+					prev[sb.name] = sb.node
+				}
+			}
+			d.subs[i].node = prev[kids[i].name]
 		}
-	} else {
-		_ = unix.Close(fd)
+		nd := &d
+		for i := range kids {
+			kids[i].old, kids[i].slot = nd.subs[i].node, &nd.subs[i].node
+		}
+		*it.slot = nd
 	}
-	return readDone
+	s.adopt(fd, *children, first)
+	return readDone, true
+}
+
+// holds reports whether st, the directory's as it is now, says that what
+// d holds of it holds still: it is the same directory (device, inode), it
+// has not changed since (its change time, which any entry added, removed
+// or renamed sets, and which no process can set back), and that time was
+// already older than its listing by racySlack then, so that no change in
+// the same clock tick as the listing can have gone unnoticed (git's
+// "racy" rule). A filesystem whose change times are whole seconds is
+// never trusted.
+func (s *scanner) holds(d *dnode, st *unix.Stat_t) bool {
+	c := st.Ctim.Nano()
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Dev == s.dev && st.Ino == d.ino &&
+		c == d.ctime && c%1e9 != 0 && c < d.listed-int64(racySlack)
+}
+
+// markers appends to found the repositories that d, the directory rel
+// (open as fd, or -1 when it has no .git file to read), is.
+func (s *scanner) markers(d *dnode, fd int, rel string, found *[]Repo) {
+	if !d.hasGit && !d.bare {
+		return
+	}
+	abs := s.root
+	if rel != "." {
+		abs = s.root + "/" + rel
+	}
+	if d.hasGit {
+		*found = append(*found, s.gitRepo(fd, rel, abs, d.gitType))
+	}
+	if d.bare {
+		*found = append(*found, Repo{Dir: rel, Kind: KindBare, GitDirs: []string{abs}})
+	}
+}
+
+// adopt makes fd the parent of children[first:], to be closed when the
+// last of them has been opened, or closes it now when there are none.
+func (s *scanner) adopt(fd int, children []item, first int) {
+	k := len(children) - first
+	if k == 0 {
+		_ = unix.Close(fd)
+		return
+	}
+	nd := &node{fd: fd}
+	nd.refs.Store(int32(k))
+	s.open.Add(1)
+	for i := first; i < len(children); i++ {
+		children[i].parent = nd
+	}
 }
 
 // gitRepo is the repository of the directory rel (abs), open as fd, whose

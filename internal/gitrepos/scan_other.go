@@ -3,6 +3,7 @@
 package gitrepos
 
 import (
+	"cmp"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,11 +12,11 @@ import (
 	"time"
 )
 
-// Scan finds the git repositories under root within opt's limits, as on
-// Linux but with one worker and the portable directory reads of package
-// os: a directory swapped for a symlink between its listing and its open
-// is followed here.
-func Scan(root string, opt Options) (Result, error) {
+// scan is Scan, as on Linux but with one worker and the portable
+// directory reads of package os, and without a cache (c is not used): a
+// directory swapped for a symlink between its listing and its open is
+// followed here.
+func scan(root string, opt Options, _ *Cache) (Result, error) {
 	opt = opt.withDefaults()
 	start := time.Now()
 	root = filepath.Clean(root)
@@ -38,6 +39,7 @@ func Scan(root string, opt Options) (Result, error) {
 		rel := queue[0]
 		queue = queue[1:]
 		res.Dirs++
+		res.Listed++
 		abs := root
 		if rel != "." {
 			abs = root + "/" + rel
@@ -87,7 +89,9 @@ func Scan(root string, opt Options) (Result, error) {
 			break
 		}
 	}
-	slices.SortFunc(res.Repos, func(a, b Repo) int { return strings.Compare(a.Dir, b.Dir) })
+	slices.SortFunc(res.Repos, func(a, b Repo) int {
+		return cmp.Or(strings.Compare(a.Dir, b.Dir), strings.Compare(string(a.Kind), string(b.Kind)))
+	})
 	res.Duration = time.Since(start)
 	return res, nil
 }
