@@ -10,6 +10,7 @@
 //
 //	manager.go          Manager, Config, Spec, Result: starting commands, Shutdown
 //	manager_command.go  Command: one command's state, Snapshot, Cancel, attribution
+//	start.go            Reserve, Launch, Abort: a command that exists before its start
 //	supervisor.go       the supervisor goroutine of every command: steps, stops, the end
 //	tracker.go          step markers of a plain command turned into steps, heartbeats
 //	spawn*.go           forking one process with its pipes (or terminal), pumps and waiter
@@ -89,6 +90,16 @@
 // server still sees every pid and kills the tree as above, and when the
 // command's own process ends, the sandbox's Finish kills what is left in
 // the namespace at once (SIGKILL, no grace).
+//
+// A command can exist before it runs: Reserve gives it its ids and a place
+// among the running commands (and Promote a handle) while its caller still
+// prepares the start, which Launch then makes. Until Launch takes it, it
+// has no process to leave behind: a Cancel (or Shutdown) ends it at once,
+// and Launch then forks nothing (ErrStopped). Once Launch has taken it, a
+// stop is the supervisor's, as for any started command, and the guarantees
+// above hold from its first fork; a start that fails leaves nothing but
+// what a failed Start would (begin's cleanup), and ends the command
+// "failed".
 //
 // A SIGKILLed server runs no code: each command's direct child dies by
 // Pdeathsig (SIGKILL), but grandchildren live on. Where cgroups are in use,

@@ -204,7 +204,7 @@ func (q *turnQueue) done(t Turn) {
 
 // HasInput reports whether the command was started to take input: a
 // pseudo-terminal or an open stdin.
-func (c *Command) HasInput() bool { return c.spec.OpenStdin || c.anyPty }
+func (c *Command) HasInput() bool { return c.launched() && (c.spec.OpenStdin || c.anyPty) }
 
 // InputTurn reserves the next place in the command's queue of writes: the
 // caller then calls WriteInput with it, exactly once. It fails, reserving
@@ -306,7 +306,7 @@ func (c *Command) WriteInput(ctx context.Context, t Turn, data []byte, eof bool)
 // Resize sets the size of the command's terminal, for the running step
 // and the steps to come.
 func (c *Command) Resize(size Winsize) error {
-	if !c.anyPty {
+	if !c.launched() || !c.anyPty {
 		return ErrNoTerminal
 	}
 	if err := c.notRunning(); err != nil {

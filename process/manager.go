@@ -66,6 +66,9 @@ const (
 	StatusCompleted = "completed"
 	StatusTimedOut  = "timedOut"
 	StatusCancelled = "cancelled"
+	// StatusFailed ends a command that Reserve made whose start failed
+	// (Abort, or Launch's error): nothing of it ran; Result.Err says why.
+	StatusFailed = "failed"
 )
 
 // The timeouts that end a command (Result.TimeoutReason).
@@ -444,7 +447,10 @@ type HeartbeatEvent struct {
 // Result is a finished command.
 type Result struct {
 	CommandID, HandleID string
-	Status              string // completed | timedOut | cancelled
+	Status              string // completed | timedOut | cancelled | failed
+	// Err is why a command that Reserve made never started (Status
+	// failed): Abort's error, or Launch's. Nil for any other status.
+	Err error
 	// TimeoutReason is TimeoutDeadline or TimeoutInactivity when Status is
 	// timedOut, else "".
 	TimeoutReason string
@@ -541,6 +547,7 @@ func (m *Manager) Start(spec Spec, obs Observer) (*Command, error) {
 		m.mu.Unlock()
 		return nil, err
 	}
+	close(c.ready) // before it is shared: the fields begin set are
 	if spec.Handle {
 		m.reg.add(c)
 	}

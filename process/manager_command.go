@@ -73,9 +73,20 @@ type Command struct {
 	pumps conc.WaitGroup
 	// stopCh is closed by the first stop request (Cancel or the timeout).
 	stopCh chan struct{}
-	// done is closed exactly once, by the supervisor, after the Result is
-	// final (see supervise).
+	// done is closed exactly once, after the Result is final: by the
+	// supervisor (see supervise), or by endUnstarted for a command that
+	// Reserve made and that ended before its first process was forked.
 	done chan struct{}
+	// ready is closed exactly once, when the command's start is over: by
+	// Start and Launch once the first process is forked (before the
+	// supervisor runs), or by endUnstarted. The fields begin and Launch
+	// set (spec, steps, capture, tmpDir, the writers, the timers) are read
+	// by other goroutines only after it is closed (see launched); Launch
+	// writes those that readers under mu look at under mu.
+	ready chan struct{}
+	// reserved says Reserve made the command; set before it is shared.
+	// Its startedAt is then the reservation's time, not the fork's.
+	reserved bool
 	// exitKick (buffered, 1) gets a value, without blocking, each time a
 	// step's main process has been waited for: it wakes a kill ladder.
 	exitKick chan struct{}
@@ -89,6 +100,11 @@ type Command struct {
 	// signalled says the supervisor acted on the stop while a step still
 	// ran (or before a step started): the status is then stopReason.
 	signalled bool
+	// launching says Launch took a reserved command: from then on a stop
+	// is the supervisor's to act on (or Launch's, when the start fails),
+	// not requestStop's, which ends a reserved command not launching at
+	// once (endUnstarted).
+	launching bool
 	// pid and pgid are the current (or last) step's.
 	pid, pgid int
 	// pgids are the groups of every step so far; dead ones are pruned.
@@ -130,6 +146,7 @@ func newCommand(m *Manager, seq uint64, spec Spec, steps []Step, obs Observer) *
 		obs:      obs,
 		stopCh:   make(chan struct{}),
 		done:     make(chan struct{}),
+		ready:    make(chan struct{}),
 		exitKick: make(chan struct{}, 1),
 		mains:    make(map[int]struct{}),
 		settled:  make(map[int]struct{}),
@@ -219,7 +236,9 @@ func (c *Command) begin() (*proc, error) {
 			c.cg = nil
 		}
 	}
-	c.startedAt = time.Now()
+	if !c.reserved {
+		c.startedAt = time.Now()
+	}
 	p, err := c.spawnStep(0, env, path)
 	if err != nil {
 		abandon()
@@ -397,8 +416,15 @@ func (c *Command) Promote() (string, bool) {
 }
 
 // Capture returns the command's capture: its artifact files' lengths,
-// the inline output so far, and the broadcast of new bytes.
-func (c *Command) Capture() *capture.Capture { return c.capture }
+// the inline output so far, and the broadcast of new bytes. It is nil
+// while a command that Reserve made starts (Started is not closed yet),
+// and for one that ended before its first process was forked.
+func (c *Command) Capture() *capture.Capture {
+	if !c.launched() {
+		return nil
+	}
+	return c.capture
+}
 
 // checkIdle runs when the inactivity timer fires: it stops the command if
 // nothing arrived for Spec.InactivityTimeout, else re-arms the timer for
@@ -431,7 +457,8 @@ func (c *Command) PGID() int {
 	return c.pgid
 }
 
-// StartedAt returns when the first process was forked.
+// StartedAt returns when the first process was forked; for a command that
+// Reserve made, when it was reserved.
 func (c *Command) StartedAt() time.Time { return c.startedAt }
 
 // Done is closed once the command has ended, its processes are gone and its
@@ -456,6 +483,9 @@ func (c *Command) Result() Result {
 // written so far (capture.Capture.Snapshot), the steps so far and what
 // confined the first process.
 func (c *Command) Current() Result {
+	if !c.Spawned() {
+		return c.unstartedResult()
+	}
 	out := c.capture.Snapshot()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -492,21 +522,29 @@ func (c *Command) Cancel(grace time.Duration) {
 
 // requestStop records the first stop request and wakes the supervisor;
 // why is the timeout's reason when reason is StatusTimedOut.
+// A reserved command that Launch has not taken ends at once, with the
+// stop's status: nothing of it runs, and Launch will fork nothing.
 func (c *Command) requestStop(reason, why string, grace time.Duration) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.stopReason != "" {
+		c.mu.Unlock()
 		return
 	}
 	c.stopReason, c.stopWhy, c.stopGrace = reason, why, grace
 	close(c.stopCh)
+	unstarted := c.reserved && !c.launching
+	c.mu.Unlock()
+	if unstarted {
+		c.endUnstarted(reason, nil)
+	}
 }
 
 // Snapshot returns the command's progress now. OutputBytes counts the
 // user-visible bytes (stdout, and stderr without markers) so far.
 func (c *Command) Snapshot() Snapshot {
 	out := int64(0)
-	if c.capture != nil {
+	spawned := c.Spawned()
+	if spawned {
 		out = c.capture.Bytes()
 	}
 	c.mu.Lock()
@@ -525,6 +563,9 @@ func (c *Command) Snapshot() Snapshot {
 		return s
 	}
 	s.Elapsed = time.Since(c.startedAt)
+	if !spawned {
+		return s // starting: no pid, no ports, no input yet
+	}
 	s.Ports = slices.Clone(c.ports)
 	c.input.mu.Lock()
 	if c.input.f != nil {

@@ -24,6 +24,14 @@ const (
 	// server killed what was left of its tree). What became of the
 	// command is not known.
 	StatusLost Status = "lost"
+	// StatusFailed says a command never started after its runCommand had
+	// answered "running": a runCommand's yieldMs passed while its start
+	// (the snapshot before it, the scan of its repositories, the sandbox,
+	// the spawn) was still under way, and that start then failed. Nothing
+	// of the command ran; the toolResult's error carries what the
+	// runCommand would have answered as its error (-32005 for a spawn
+	// failure, -32009 for an unavailable sandbox, the snapshot's error).
+	StatusFailed Status = "failed"
 )
 
 // StepStatus is the status of one step, in a stepTransition or a StepResult.
@@ -95,8 +103,14 @@ type RunCommandParams struct {
 	// and goes on as a handle, as a longRunning's does (progress, wait,
 	// readOutput, cancel, and exactly one toolResult notification, sent
 	// after that answer). A command that ends first answers its final
-	// ToolResult, without a handle. 0 to 3600000. Default: no yield, the
-	// request waits for the end.
+	// ToolResult, without a handle. It counts from the request's arrival,
+	// the start included (the snapshot before the command, the scan of
+	// its repositories, the sandbox, the spawn): a start that outlasts it
+	// is answered "running" at yieldMs all the same, the handle still
+	// starting (no pid yet), and a start that fails after that answer ends
+	// the handle "failed" in its toolResult, whose error says why; one
+	// that fails before is the error answer. 0 to 3600000. Default: no
+	// yield, the request waits for the end.
 	YieldMs *int64 `json:"yieldMs,omitempty"`
 	// OutputLimitBytes is the inline output kept per stream, head and tail,
 	// 1 to 4194304. Default: the session's
@@ -329,13 +343,23 @@ type ToolResult struct {
 	Seq int64 `json:"seq,omitempty"`
 	// Status is "completed" (the command exited by itself, whatever its
 	// code), "timedOut" or "cancelled" (cancel, $/cancelRequest,
-	// window/workDoneProgress/cancel, the session's end). The first stop
+	// window/workDoneProgress/cancel, the session's end), or "failed" (a
+	// runCommand's start failed after it answered "running"). The first stop
 	// decides: a command that exits on its own before a stop is acted on
 	// stays "completed". It is "running" only in the snapshot a yielding
 	// runCommand or a wait that timed out answers: then exitCode and signal
 	// are null, endedAt is the moment of the snapshot, durationMs the time
 	// so far, the output and artifacts' byteCount and lineCount what was
-	// written so far, and artifacts' sha256 is "".
+	// written so far, and artifacts' sha256 is "". A runCommand answers
+	// "running" with its handleId at yieldMs, counted from the request's
+	// arrival, even while the command is still starting (the snapshot
+	// before it, the scan of its repositories, the sandbox, the spawn):
+	// the handle exists from the request on, and wait, cancel, readOutput
+	// and progress find it. While it starts its progress has no pid (0),
+	// it has no output, and startedAt is when the request was taken up; a
+	// cancel then ends it at once, "cancelled", and it never runs. A start
+	// that fails after that answer ends the handle "failed" (see error),
+	// in its one toolResult.
 	Status Status `json:"status"`
 	// TimeoutReason says which timeout ended a "timedOut" command:
 	// "deadline" (timeoutMs) or "inactivity" (inactivityTimeoutMs). Absent
@@ -350,7 +374,8 @@ type ToolResult struct {
 	// Signal names the signal that ended the process ("SIGTERM",
 	// "SIGKILL"), or is null.
 	Signal *string `json:"signal"`
-	// StartedAt is when the first process was forked.
+	// StartedAt is when the first process was forked; for a runCommand
+	// with yieldMs, when the request was taken up (its start is inside).
 	StartedAt time.Time `json:"startedAt"`
 	// EndedAt is when the result became final: processes gone, pipes
 	// drained.
@@ -405,6 +430,21 @@ type ToolResult struct {
 	// Events counts the stdout lines of a longRunning with stdoutFormat
 	// "jsonl"; absent otherwise.
 	Events *EventCounts `json:"events,omitempty"`
+	// Error is why a command with status "failed" never started: the
+	// JSON-RPC error its runCommand would have answered had the start
+	// ended before yieldMs. Absent for any other status.
+	Error *ResultError `json:"error,omitempty"`
+}
+
+// ResultError is a JSON-RPC error carried in a toolResult: code, message
+// and data as an error response would have them.
+type ResultError struct {
+	// Code is the error's code (-32005 spawn failed, ...).
+	Code int `json:"code"`
+	// Message says what failed.
+	Message string `json:"message"`
+	// Data is the error's data, as in an error response.
+	Data *ErrorData `json:"data,omitempty"`
 }
 
 // EventCounts counts how a jsonl stdout's lines were read.

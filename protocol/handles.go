@@ -191,6 +191,9 @@ type ReadOutputResult struct {
 	// artifact: nothing more will come.
 	EOF bool `json:"eof"`
 	// Running says the command was still running when the bytes were read.
+	// A runCommand's handle still starting (it answered "running" before
+	// its start ended) has no output yet: data is empty, offsets 0, and
+	// running true; once it ended without starting, eof is true.
 	Running bool `json:"running"`
 }
 

@@ -124,10 +124,14 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *protocol.Lon
 // Exactly one toolResult per handle: this function is the only sender of
 // toolResult, every handle reaches it exactly once (longRunning after
 // Start, runCommand once Promote made it a handle, and a command is
-// promoted at most once: the runCommand that started it does it), and the
-// goroutine sends after Done, when the result is final. t.senders owns the
+// promoted at most once: the runCommand that started it does it, still
+// starting or not), and the goroutine sends after Done, when the result
+// is final. A handle whose start failed after the answer is no
+// exception: its start ends it (process.Command.Abort, Launch) and this
+// goroutine sends that "failed" result, once. t.senders owns the
 // goroutine and Shutdown waits for it, so a session's end still sends
-// every result.
+// every result. $/progress end is sent here too (w.finish), once: for a
+// command that spawned, only after its start has sent begin (w.ready).
 func (t *Tools) sendToolResult(s *rpc.Session, answered <-chan struct{}, w *watcher, cmd *process.Command, token *protocol.ProgressToken, wantToken bool) {
 	t.handleStarted(cmd, cmd.Snapshot().Label)
 	t.senders.Go(func() {
@@ -139,6 +143,12 @@ func (t *Tools) sendToolResult(s *rpc.Session, answered <-chan struct{}, w *watc
 			token = t.createToken(s, w, cmd)
 		}
 		<-cmd.Done()
+		if cmd.Spawned() {
+			// A runCommand's start that outlasted its yieldMs calls
+			// w.started right after the command launched: its begin goes
+			// before this end.
+			<-w.ready
+		}
 		res := t.finalResult(cmd)
 		w.finish(res)
 		if token != nil {

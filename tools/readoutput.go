@@ -69,7 +69,35 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *protocol.Read
 	if !ok {
 		return nil, handleNotFound(p.HandleID)
 	}
+	var deadline <-chan time.Time // set at the first wait
 	cp := cmd.Capture()
+	if cp == nil {
+		// A runCommand's command still starting has no output yet; one
+		// that ended before it started has none ever. With waitMs, wait
+		// for its start (or end) first.
+		if waitMs > 0 {
+			s.Detach(ctx) // it only waits
+			tm := time.NewTimer(time.Duration(waitMs) * time.Millisecond)
+			defer tm.Stop()
+			deadline = tm.C
+			select {
+			case <-cmd.Started():
+			case <-deadline:
+			case <-ctx.Done():
+				return nil, protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: protocol.MethodReadOutput, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
+					"request cancelled while waiting for output")
+			}
+		}
+		if cp = cmd.Capture(); cp == nil {
+			ended := false
+			select {
+			case <-cmd.Done():
+				ended = true
+			default:
+			}
+			return &protocol.ReadOutputResult{Encoding: protocol.EncodingUTF8, EOF: ended, Running: !ended}, nil
+		}
+	}
 	stdoutPath, stderrPath, outputPath := cp.Paths()
 	path, length := outputPath, func(l capture.Lengths) int64 { return l.Output }
 	switch stream {
@@ -79,7 +107,6 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *protocol.Read
 		path, length = stderrPath, func(l capture.Lengths) int64 { return l.Stderr }
 	}
 
-	var deadline <-chan time.Time // set at the first wait
 	for {
 		// In this order: the broadcast is taken before the lengths, so a
 		// write after them closes it; closed before the lengths, so that

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"errors"
 	"time"
 
 	"github.com/toolhost/toolhost/process"
@@ -61,7 +62,24 @@ func toolResult(r process.Result) protocol.ToolResult {
 		Sandbox:       sandboxApplied(r.Sandbox, r.NetworkAllow),
 		Network:       networkUse(r.Network),
 		LimitExceeded: limitOf(r.LimitExceeded),
+		Error:         startError(r.Err),
 	}
+}
+
+// startError is the wire's form of why a command never started (a
+// "failed" result): the error its runCommand would have answered.
+func startError(err error) *protocol.ResultError {
+	if err == nil {
+		return nil
+	}
+	var e *protocol.Error
+	if !errors.As(err, &e) {
+		errors.As(procError(err), &e)
+	}
+	if e == nil {
+		return &protocol.ResultError{Code: protocol.CodeInternalError, Message: err.Error()}
+	}
+	return &protocol.ResultError{Code: e.Code, Message: e.Message, Data: e.Data}
 }
 
 // limitOf returns the name of an exceeded limit, or nil.

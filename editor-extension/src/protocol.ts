@@ -235,7 +235,7 @@ export interface LogMessageParams {
 }
 
 /** Status is how a command ended, or "running" while it has not. */
-export type Status = "running" | "completed" | "timedOut" | "cancelled" | "lost";
+export type Status = "running" | "completed" | "timedOut" | "cancelled" | "lost" | "failed";
 
 /** The statuses of a command. */
 export const StatusRunning = "running" satisfies Status;
@@ -251,6 +251,16 @@ export const StatusCancelled = "cancelled" satisfies Status;
  * command is not known.
  */
 export const StatusLost = "lost" satisfies Status;
+/**
+ * StatusFailed says a command never started after its runCommand had
+ * answered "running": a runCommand's yieldMs passed while its start
+ * (the snapshot before it, the scan of its repositories, the sandbox,
+ * the spawn) was still under way, and that start then failed. Nothing
+ * of the command ran; the toolResult's error carries what the
+ * runCommand would have answered as its error (-32005 for a spawn
+ * failure, -32009 for an unavailable sandbox, the snapshot's error).
+ */
+export const StatusFailed = "failed" satisfies Status;
 
 /** StepStatus is the status of one step, in a stepTransition or a StepResult. */
 export type StepStatus = "start" | "done" | "fail" | "skip" | "cancelled" | "running";
@@ -334,8 +344,14 @@ export interface RunCommandParams {
    * and goes on as a handle, as a longRunning's does (progress, wait,
    * readOutput, cancel, and exactly one toolResult notification, sent
    * after that answer). A command that ends first answers its final
-   * ToolResult, without a handle. 0 to 3600000. Default: no yield, the
-   * request waits for the end.
+   * ToolResult, without a handle. It counts from the request's arrival,
+   * the start included (the snapshot before the command, the scan of
+   * its repositories, the sandbox, the spawn): a start that outlasts it
+   * is answered "running" at yieldMs all the same, the handle still
+   * starting (no pid yet), and a start that fails after that answer ends
+   * the handle "failed" in its toolResult, whose error says why; one
+   * that fails before is the error answer. 0 to 3600000. Default: no
+   * yield, the request waits for the end.
    */
   yieldMs?: number;
   /**
@@ -524,13 +540,23 @@ export interface ToolResult {
   /**
    * Status is "completed" (the command exited by itself, whatever its
    * code), "timedOut" or "cancelled" (cancel, $/cancelRequest,
-   * window/workDoneProgress/cancel, the session's end). The first stop
+   * window/workDoneProgress/cancel, the session's end), or "failed" (a
+   * runCommand's start failed after it answered "running"). The first stop
    * decides: a command that exits on its own before a stop is acted on
    * stays "completed". It is "running" only in the snapshot a yielding
    * runCommand or a wait that timed out answers: then exitCode and signal
    * are null, endedAt is the moment of the snapshot, durationMs the time
    * so far, the output and artifacts' byteCount and lineCount what was
-   * written so far, and artifacts' sha256 is "".
+   * written so far, and artifacts' sha256 is "". A runCommand answers
+   * "running" with its handleId at yieldMs, counted from the request's
+   * arrival, even while the command is still starting (the snapshot
+   * before it, the scan of its repositories, the sandbox, the spawn):
+   * the handle exists from the request on, and wait, cancel, readOutput
+   * and progress find it. While it starts its progress has no pid (0),
+   * it has no output, and startedAt is when the request was taken up; a
+   * cancel then ends it at once, "cancelled", and it never runs. A start
+   * that fails after that answer ends the handle "failed" (see error),
+   * in its one toolResult.
    */
   status: Status;
   /**
@@ -552,7 +578,10 @@ export interface ToolResult {
    * "SIGKILL"), or is null.
    */
   signal?: string | null;
-  /** StartedAt is when the first process was forked. */
+  /**
+   * StartedAt is when the first process was forked; for a runCommand
+   * with yieldMs, when the request was taken up (its start is inside).
+   */
   startedAt: string;
   /**
    * EndedAt is when the result became final: processes gone, pipes
@@ -629,6 +658,25 @@ export interface ToolResult {
    * "jsonl"; absent otherwise.
    */
   events?: EventCounts;
+  /**
+   * Error is why a command with status "failed" never started: the
+   * JSON-RPC error its runCommand would have answered had the start
+   * ended before yieldMs. Absent for any other status.
+   */
+  error?: ResultError;
+}
+
+/**
+ * ResultError is a JSON-RPC error carried in a toolResult: code, message
+ * and data as an error response would have them.
+ */
+export interface ResultError {
+  /** Code is the error's code (-32005 spawn failed, ...). */
+  code: number;
+  /** Message says what failed. */
+  message: string;
+  /** Data is the error's data, as in an error response. */
+  data?: ErrorData;
 }
 
 /** EventCounts counts how a jsonl stdout's lines were read. */
@@ -886,7 +934,12 @@ export interface ReadOutputResult {
    * artifact: nothing more will come.
    */
   eof: boolean;
-  /** Running says the command was still running when the bytes were read. */
+  /**
+   * Running says the command was still running when the bytes were read.
+   * A runCommand's handle still starting (it answered "running" before
+   * its start ended) has no output yet: data is empty, offsets 0, and
+   * running true; once it ended without starting, eof is true.
+   */
   running: boolean;
 }
 
