@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -183,6 +184,11 @@ func TestMCPRunCommandYieldsWhileStarting(t *testing.T) {
 	if res.Status != protocol.StatusRunning || res.HandleID == "" {
 		t.Fatalf("run_command while its start is held: %s (handle %q), want running behind a handle", res.Status, res.HandleID)
 	}
+	var bad protocol.ToolResult
+	s.ok("run_command", map[string]any{"argv": []string{"toolhost-no-such-program"}, "snapshot": true, "yieldMs": 20}, &bad)
+	if bad.Status != protocol.StatusRunning || bad.HandleID == "" {
+		t.Fatalf("run_command of a missing program while its start is held: %s (handle %q), want running behind a handle", bad.Status, bad.HandleID)
+	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_UN); err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +196,10 @@ func TestMCPRunCommandYieldsWhileStarting(t *testing.T) {
 	s.ok("wait_command", map[string]any{"handleId": res.HandleID}, &end)
 	if end.Status != protocol.StatusCompleted || end.Stdout != "out\n" {
 		t.Errorf("wait_command: %s stdout %q, want completed %q", end.Status, end.Stdout, "out\n")
+	}
+	// The failed start's text says what failed, not only that it did.
+	out := s.call("wait_command", map[string]any{"handleId": bad.HandleID})
+	if txt := text(out); !strings.Contains(txt, "failed") || !strings.Contains(txt, "error -32005") || !strings.Contains(txt, "toolhost-no-such-program") {
+		t.Errorf("wait_command of the failed start: %q, want it to say failed with error -32005 naming the program", txt)
 	}
 }

@@ -107,6 +107,14 @@ func statusLine(res *protocol.ToolResult) string {
 	} else if res.Signal != nil {
 		s += ", ended by " + *res.Signal
 	}
+	if res.Error != nil {
+		// A start that failed after the answer: what the call would have
+		// answered.
+		s += fmt.Sprintf(": error %d: %s", res.Error.Code, res.Error.Message)
+		if d := res.Error.Data; d != nil && d.Reason != "" && !strings.Contains(res.Error.Message, d.Reason) {
+			s += " (" + d.Reason + ")"
+		}
+	}
 	return s
 }
 

@@ -71,7 +71,7 @@ func TestHelperProcess(t *testing.T) {
 // helperArgv runs the test binary as helper mode; the env switch goes in
 // through Spec.Env, since children see only the allowlist.
 func helperSpec(mode string, args ...string) Spec {
-	argv := append([]string{os.Args[0], "-test.run=^TestHelperProcess$", "--"}, args...)
+	argv := append([]string{helperBin, "-test.run=^TestHelperProcess$", "--"}, args...)
 	return Spec{Argv: argv, Env: map[string]*string{helperEnv: ptr(mode)}}
 }
 
