@@ -85,13 +85,43 @@ type repoRule struct {
 
 // SetPolicy makes p the policy of every later call. Entries that are not
 // absolute are an error wrapping ErrInvalid; entries that do not exist
-// yet still apply, by name, once they do.
+// yet still apply, by name, once they do. An empty policy costs nothing.
 func (w *Workspace) SetPolicy(p Policy) error {
 	c, err := compilePolicy(p)
 	if err != nil {
 		return err
 	}
+	if len(c.rules) == 0 && len(c.repo) == 0 {
+		c = nil
+	}
 	w.pol.Store(c)
+	return nil
+}
+
+// recheck asks the policy again of f, a file opened by name that is not
+// the one resolve looked at (a write renamed a new file over the name in
+// between, or a rename moved a directory): the kernel's name for the
+// descriptor is resolved afresh, every directory on the way matched by
+// id, and it must still name the very file opened.
+func (w *Workspace) recheck(op, p string, f *os.File, st fs.FileInfo) error {
+	changed := func() error {
+		return newErr(op, p, ErrConflict, "the file changed while it was being opened, and it could not be checked again; nothing was read, read it again")
+	}
+	name, ok := fdPath(f)
+	if !ok {
+		return changed()
+	}
+	loc, err := w.resolve(op, name, resolveExisting, accessRead)
+	if errors.Is(err, ErrPolicy) {
+		var pe *PathError
+		if errors.As(err, &pe) {
+			pe.Path = p
+		}
+		return err
+	}
+	if err != nil || loc.info == nil || !os.SameFile(st, loc.info) {
+		return changed()
+	}
 	return nil
 }
 

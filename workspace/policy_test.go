@@ -164,3 +164,44 @@ func TestPolicyInsideAndCheck(t *testing.T) {
 		t.Errorf("SetPolicy of a relative entry: %v, want ErrInvalid", err)
 	}
 }
+
+// TestPolicyReadsDuringWrites: with a policy, a reader of a file that
+// writes keep renaming new contents over gets the old or the new content,
+// never an error: the file opened is checked again, not refused.
+func TestPolicyReadsDuringWrites(t *testing.T) {
+	_, w := policyFixture(t)
+	if _, err := w.WriteFile(WriteOptions{Path: "f.txt", Content: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	writer := make(chan error, 1)
+	go func() { // owned by the test: it waits on writer
+		defer close(writer)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := w.WriteFile(WriteOptions{Path: "f.txt", Content: string(rune('a' + i%2))}); err != nil {
+				writer <- err
+				return
+			}
+		}
+	}()
+	for range 2000 {
+		r, err := w.ReadFile(ReadOptions{Path: "f.txt"})
+		if err != nil {
+			t.Errorf("read during writes: %v", err)
+			break
+		}
+		if r.Content != "a" && r.Content != "b" {
+			t.Errorf("read %q, want a or b", r.Content)
+			break
+		}
+	}
+	close(done)
+	if err := <-writer; err != nil {
+		t.Errorf("write: %v", err)
+	}
+}

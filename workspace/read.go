@@ -100,10 +100,12 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 	}
 	if pol := w.pol.Load(); pol != nil {
 		// resolve asked the policy of the file it saw; the one opened must
-		// be that file (not one a rename put there since), and not a
+		// pass it too (not be one a rename put there since), and not be a
 		// hard link of a denied file.
 		if !os.SameFile(st, fi) {
-			return nil, newErr(op, o.Path, ErrConflict, "%s changed while it was being opened; nothing was read, read it again", loc.abs())
+			if err := w.recheck(op, o.Path, f, st); err != nil {
+				return nil, err
+			}
 		}
 		if err := pol.checkOpened(op, o.Path, loc.abs(), st); err != nil {
 			return nil, err
