@@ -9,11 +9,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolhost/toolhost/internal/testtmp"
 )
 
 // helperEnv names the variable that turns the test binary into a helper
@@ -28,66 +29,22 @@ func TestMain(m *testing.M) {
 		fmt.Println(helper(os.Args[1:]))
 		os.Exit(0)
 	}
-	done, err := outOfTmp()
+	bin, done, err := testtmp.OutOfTmp("sb")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	helperBin = bin
 	code := m.Run()
 	Drain() // every test finishes its sandboxes: a leak hangs here
 	done()
 	os.Exit(code)
 }
 
-// helperBin is this test binary, at a path a confined command sees.
+// helperBin is this test binary, at a path a confined command sees
+// (testtmp.OutOfTmp: the private /tmp's own tests make their files in /tmp
+// again).
 var helperBin = os.Args[0]
-
-// outOfTmp moves the tests' temporary directories (TMPDIR) and the helper
-// binary (helperBin) out of the host's /tmp, where go test builds the
-// binary: a confined command's private /tmp hides the host's, and the
-// tests that are not about it expect to find their files at their paths.
-// The private /tmp's own tests make their files in /tmp again. It returns
-// what removes the directory made.
-func outOfTmp() (func(), error) {
-	bin, err := filepath.Abs(os.Args[0])
-	if err != nil {
-		return nil, err
-	}
-	if !strictlyUnder(filepath.Clean(os.TempDir()), hostTmp) && !strictlyUnder(bin, hostTmp) {
-		return func() {}, nil
-	}
-	dir, err := os.MkdirTemp("/var/tmp", "sb")
-	if err != nil {
-		return nil, fmt.Errorf("a temporary directory outside /tmp: %w", err)
-	}
-	helperBin = filepath.Join(dir, filepath.Base(bin))
-	if err := os.Link(bin, helperBin); err != nil {
-		if err := copyFile(bin, helperBin); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-	}
-	os.Setenv("TMPDIR", dir) // short: unix socket paths are made there
-	return func() { os.RemoveAll(dir) }, nil
-}
-
-// copyFile copies the executable src to dst.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
 
 // outcome renders a system call's error the way the tests compare it.
 func outcome(op string, err error) string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -100,29 +101,35 @@ func (w *Workspace) SetPolicy(p Policy) error {
 
 // recheck asks the policy again of f, a file opened by name that is not
 // the one resolve looked at (a write renamed a new file over the name in
-// between, or a rename moved a directory): the kernel's name for the
-// descriptor is resolved afresh, every directory on the way matched by
-// id, and it must still name the very file opened.
+// between, or a rename moved a directory): the directory the kernel's
+// name for the descriptor lies in is resolved afresh, every directory on
+// the way matched by id, and the file itself is matched by name and by id.
+// Writes that go on renaming new files over the name change nothing here:
+// the file opened is checked, wherever its name now leads.
 func (w *Workspace) recheck(op, p string, f *os.File, st fs.FileInfo) error {
-	changed := func() error {
-		return newErr(op, p, ErrConflict, "the file changed while it was being opened, and it could not be checked again; nothing was read, read it again")
-	}
 	name, ok := fdPath(f)
 	if !ok {
-		return changed()
+		return newErr(op, p, ErrConflict, "the file changed while it was being opened, and it could not be checked again; nothing was read, read it again")
 	}
-	loc, err := w.resolve(op, name, resolveExisting, accessRead)
-	if errors.Is(err, ErrPolicy) {
-		var pe *PathError
-		if errors.As(err, &pe) {
-			pe.Path = p
+	dir, base := path.Split(name)
+	loc, err := w.resolve(op, dir, resolveExisting, accessRead)
+	if err == nil {
+		real := append(splitComps(loc.abs()), base)
+		if r := w.pol.Load().byName(real, accessRead); r != nil {
+			err = refuse(op, p, joinAbs(real), r)
+		} else if r := w.pol.Load().byID(st, accessRead); r != nil {
+			err = refuse(op, p, joinAbs(real), r)
 		}
+	}
+	var pe *PathError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrPolicy) && errors.As(err, &pe):
+		pe.Path = p
 		return err
 	}
-	if err != nil || loc.info == nil || !os.SameFile(st, loc.info) {
-		return changed()
-	}
-	return nil
+	return newErr(op, p, ErrConflict, "the file changed while it was being opened, and it could not be checked again (%v); nothing was read, read it again", err)
 }
 
 // compilePolicy compiles p.
