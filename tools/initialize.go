@@ -331,6 +331,7 @@ func (t *Tools) Shutdown(ctx context.Context) {
 		// itself is ours.
 		artifacts.remove(t.cfg.KeepArtifacts)
 		conf.remove()
+		closeRepoCache(conf)
 		t.closeStore()
 	}
 }

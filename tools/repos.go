@@ -100,7 +100,9 @@ func (c *confinement) protectWire(l level) []string {
 // repoCaches keeps each session's gitrepos.Cache of its root (weakly
 // keyed by its confinement, so that an entry goes with the session), so
 // that the scans before and after its commands read again only the
-// directories that changed.
+// directories that changed. Each holds an inotify instance and watches:
+// closeRepoCache closes it when the session ends (or, failing that, when
+// its confinement is collected).
 var repoCaches sync.Map // weak.Pointer[confinement] → *gitrepos.Cache
 
 // repoCache is c's gitrepos.Cache.
@@ -108,9 +110,24 @@ func repoCache(c *confinement) *gitrepos.Cache {
 	key := weak.Make(c)
 	v, loaded := repoCaches.LoadOrStore(key, new(gitrepos.Cache))
 	if !loaded {
-		runtime.AddCleanup(c, func(k weak.Pointer[confinement]) { repoCaches.Delete(k) }, key)
+		runtime.AddCleanup(c, dropRepoCache, key)
 	}
 	return v.(*gitrepos.Cache)
+}
+
+// closeRepoCache closes c's gitrepos.Cache, if it has one: its session
+// ended.
+func closeRepoCache(c *confinement) {
+	if c != nil {
+		dropRepoCache(weak.Make(c))
+	}
+}
+
+// dropRepoCache removes the gitrepos.Cache of k and closes it.
+func dropRepoCache(k weak.Pointer[confinement]) {
+	if v, ok := repoCaches.LoadAndDelete(k); ok {
+		v.(*gitrepos.Cache).Close()
+	}
 }
 
 // repoWatch is what a command's repository rules found at its start, and

@@ -13,15 +13,35 @@ import (
 const racySlack = 50 * time.Millisecond
 
 // Cache keeps what scans of one root saw, so that the next scan of it
-// costs one system call for each directory that did not change. A Cache
-// is used by one scan at a time (others wait), and belongs to one root: a
-// scan of another root empties it first. The zero value is an empty
-// Cache; a nil *Cache caches nothing. Only Linux caches; elsewhere Scan
-// ignores it.
+// costs nothing for each directory that did not change and has an
+// inotify watch, and one system call for one without. A Cache is used by
+// one scan at a time (others wait), and belongs to one root: a scan of
+// another root empties it first. The zero value is an empty Cache; a nil
+// *Cache caches nothing. A Cache that scanned holds an inotify instance
+// until Close. Only Linux caches; elsewhere Scan ignores it.
 type Cache struct {
 	mu   sync.Mutex
 	root string
 	top  *dnode // the root's
+	dev  uint64 // the root's device, when top was read
+	// w is the cache's inotify instance (Linux), made by its first scan;
+	// nil when none could be made (closed: none is tried again), or after
+	// Close.
+	w      *watcher
+	closed bool
+}
+
+// Close releases c's inotify instance and watches. A closed Cache still
+// scans, revalidating each directory by its change time.
+func (c *Cache) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.w.close()
+	c.w, c.closed = nil, true
+	return nil
 }
 
 // dnode is a directory a scan listed whole: its identity and change time
@@ -37,6 +57,18 @@ type dnode struct {
 	hasGit  bool  // it holds an entry named .git
 	gitType uint8 // of that entry, as getdents's d_type
 	bare    bool  // it holds a HEAD that is no directory, objects/ and refs/
+
+	// wd is its inotify watch (0: none), added before its listing or its
+	// revalidation, so that every change since is an event on it. Set by
+	// the worker that reads it (or, to 0, by one that gives the watch to
+	// the same directory by another path), read by others: through sync/atomic.
+	wd int32
+	// dirty (an event came on its watch) and dead (it was deleted,
+	// renamed or unmounted: what the cache holds is no longer at its
+	// name) are set by the drain of the queue before a scan's workers
+	// start; dirty is cleared by the worker that reads it again.
+	dirty, dead bool
+	mark        uint32 // the watcher's sweep's
 }
 
 // dsub is a subdirectory of a dnode.

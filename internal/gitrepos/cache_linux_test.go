@@ -93,8 +93,9 @@ func TestCacheListsOnlyWhatChanged(t *testing.T) {
 	if i := len(res.Repos) - 2; res.Repos[i].Dir != "sub" || !cmp.Equal(res.Repos[i].GitDirs, []string{"/elsewhere"}) {
 		t.Errorf("after sub/.git was rewritten: repositories %+v, want sub's to be /elsewhere", res.Repos)
 	}
+	c.Close()
 	if after := openFDs(t); after != fds {
-		t.Errorf("%d descriptors open after the scans, %d before", after, fds)
+		t.Errorf("%d descriptors open after the scans and Close, %d before", after, fds)
 	}
 }
 
@@ -105,6 +106,7 @@ func TestCacheScanCutShort(t *testing.T) {
 	}
 	root := tree(t, spec)
 	var c Cache
+	defer c.Close()
 	for _, opt := range []Options{{MaxDirs: 10}, {MaxRepos: 3}, {Timeout: time.Nanosecond}} {
 		res, err := c.Scan(root, opt)
 		if err != nil {
@@ -137,6 +139,7 @@ func TestCacheOtherRoot(t *testing.T) {
 	a := tree(t, map[string]string{"x/.git/": ""})
 	b := tree(t, map[string]string{"y/.git/": ""})
 	var c Cache
+	defer c.Close()
 	settle(t, &c, a)
 	res, err := c.Scan(b, noLimits)
 	if err != nil {

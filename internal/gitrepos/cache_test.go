@@ -247,62 +247,79 @@ func (m *mutator) mutate() string {
 // TestCacheFindsWhatAFreshScanFinds mutates random trees and compares,
 // after each change, a scan with a cache that has seen every earlier state
 // with a fresh scan; changes are made as soon as a scan returns, within
-// the clock tick of its listings.
+// the clock tick of its listings. It runs with each of cacheModes (on
+// Linux: change times only, inotify, and inotify with so few watches that
+// most directories have none), and now and then the cache loses its
+// events, as when the queue overflows.
 func TestCacheFindsWhatAFreshScanFinds(t *testing.T) {
-	for seed := range uint64(3) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			fds := openFDs(t)
-			m := &mutator{t: t, rng: rand.New(rand.NewPCG(seed, 34)), root: tree(t, nil), dirs: []string{"."}}
-			for range 60 {
-				m.mutate()
+	for _, mode := range cacheModes {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprint(mode.name, "/", seed), func(t *testing.T) {
+				testCacheFindsWhatAFreshScanFinds(t, mode, seed)
+			})
+		}
+	}
+}
+
+func testCacheFindsWhatAFreshScanFinds(t *testing.T, mode cacheMode, seed uint64) {
+	fds := openFDs(t)
+	m := &mutator{t: t, rng: rand.New(rand.NewPCG(seed, 34)), root: tree(t, nil), dirs: []string{"."}}
+	for range 60 {
+		m.mutate()
+	}
+	var c Cache
+	mode.setup(t, &c)
+	lose := rand.New(rand.NewPCG(seed, 35)) // apart, so m's changes are as they were
+	var taken, rounds int
+	var log []string
+	// Until the cache has been trusted for many directories (its
+	// listings older than the clock's slack): at least 150 rounds.
+	for rounds < 150 || runtime.GOOS == "linux" && taken < 1000 {
+		rounds++
+		if rounds > 20_000 {
+			t.Fatalf("the cache took %d directories in %d rounds", taken, rounds)
+		}
+		if lose.IntN(25) == 0 {
+			loseEvents(&c)
+		}
+		if m.rng.IntN(10) == 0 {
+			// A scan cut short: what it did not see stays unknown.
+			opt := Options{MaxDirs: 1 + m.rng.IntN(len(m.dirs)), MaxRepos: 1 + m.rng.IntN(5)}
+			if m.rng.IntN(2) == 0 {
+				opt = Options{Timeout: time.Nanosecond}
 			}
-			var c Cache
-			var taken, rounds int
-			var log []string
-			// Until the cache has been trusted for many directories (its
-			// listings older than the clock's slack): at least 150 rounds.
-			for rounds < 150 || runtime.GOOS == "linux" && taken < 1000 {
-				rounds++
-				if rounds > 20_000 {
-					t.Fatalf("the cache took %d directories in %d rounds", taken, rounds)
-				}
-				if m.rng.IntN(10) == 0 {
-					// A scan cut short: what it did not see stays unknown.
-					opt := Options{MaxDirs: 1 + m.rng.IntN(len(m.dirs)), MaxRepos: 1 + m.rng.IntN(5)}
-					if m.rng.IntN(2) == 0 {
-						opt = Options{Timeout: time.Nanosecond}
-					}
-					if _, err := c.Scan(m.root, opt); err != nil {
-						t.Fatal(err)
-					}
-				}
-				var fresh, cached Result
-				var err error
-				if rounds%2 == 0 {
-					if cached, err = c.Scan(m.root, noLimits); err == nil {
-						fresh, err = Scan(m.root, noLimits)
-					}
-				} else {
-					if fresh, err = Scan(m.root, noLimits); err == nil {
-						cached, err = c.Scan(m.root, noLimits)
-					}
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(fresh, cached, ignoreCost); diff != "" {
-					t.Fatalf("after %q: cached scan mismatch (-want +got):\n%s", log, diff)
-				}
-				taken += cached.Dirs - cached.Listed
-				log = log[:0]
-				for range 1 + m.rng.IntN(3) {
-					log = append(log, m.mutate())
-				}
+			if _, err := c.Scan(m.root, opt); err != nil {
+				t.Fatal(err)
 			}
-			t.Logf("%d rounds, %d directories now, %d taken from the cache", rounds, len(m.dirs), taken)
-			if after := openFDs(t); after != fds {
-				t.Errorf("%d descriptors open after the scans, %d before", after, fds)
+		}
+		var fresh, cached Result
+		var err error
+		if rounds%2 == 0 {
+			if cached, err = c.Scan(m.root, noLimits); err == nil {
+				fresh, err = Scan(m.root, noLimits)
 			}
-		})
+		} else {
+			if fresh, err = Scan(m.root, noLimits); err == nil {
+				cached, err = c.Scan(m.root, noLimits)
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(fresh, cached, ignoreCost); diff != "" {
+			t.Fatalf("after %q: cached scan mismatch (-want +got):\n%s", log, diff)
+		}
+		taken += cached.Dirs - cached.Listed
+		log = log[:0]
+		for range 1 + m.rng.IntN(3) {
+			log = append(log, m.mutate())
+		}
+	}
+	t.Logf("%d rounds, %d directories now, %d taken from the cache", rounds, len(m.dirs), taken)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := openFDs(t); after != fds {
+		t.Errorf("%d descriptors open after the scans and Close, %d before", after, fds)
 	}
 }

@@ -72,12 +72,42 @@
 // A directory that changed, or whose identity did (replaced, renamed
 // over, a symlink now, which is not followed), is read again; what the
 // cache holds of its subdirectories still there is kept only if it is
-// the same directory, and each is looked at in turn; a new one is read
-// whole. The limits apply as without a cache (every directory looked at
-// counts in Dirs, Result.Listed counts those read), and a scan cut short
-// caches only the directories it read whole: what it did not see stays
-// as it was, to be looked at next time. The first scan with a cache costs
-// one fstat more a directory. Only Linux caches.
+// the same directory (by the listing's inode numbers), and each is looked
+// at in turn; a new one is read whole. The limits apply as without a
+// cache (every directory looked at counts in Dirs, Result.Listed counts
+// those read), and a scan cut short caches only the directories it read
+// whole: what it did not see stays as it was, to be looked at next time.
+// The first scan with a cache costs one fstat more a directory. Only
+// Linux caches.
+//
+// On Linux a Cache learns of most changes without even that stat, from
+// inotify: each directory it holds gets a watch (IN_CREATE, IN_DELETE,
+// IN_MOVED_FROM, IN_MOVED_TO, IN_DELETE_SELF, IN_MOVE_SELF, IN_ATTRIB; not a
+// file's writes: a .git file is read at every scan), added through
+// /proc/self/fd/N of the descriptor it is read from, before it is read (or,
+// for one the cache held before, before the fstat that revalidates it), so
+// that every change after that is an event. The kernel queues an event as
+// part of the operation, before the system call returns, so every change
+// that completed before a scan began is in the queue when the scan drains it
+// (without blocking, at its start): a directory with no event since is taken
+// as the cache holds it, with no system call, and its watched subdirectories
+// with it; one with an event is revalidated by its change time as above (and
+// read again if it changed), and one deleted, renamed or unmounted
+// (IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_IGNORED) is dropped from the
+// cache, to be read whole where its name now leads. A directory below one
+// taken without a system call is opened by its path from the root (openat2
+// with RESOLVE_NO_SYMLINKS), or looked at with fstatat by its path and taken
+// only if it is the same directory. A lost event (the queue overflowed, or
+// it could not be read) or a change of the mount table (/proc/self/mountinfo
+// polled; a mount raises no event in the directory mounted over) drops every
+// watch: that scan revalidates each directory by its change time, and
+// watches it again. A Cache takes at most an eighth of the user's watches
+// (fs.inotify.max_user_watches, read once), and 20,000, so that editors (VS
+// Code watches a workspace's every directory) and other tools keep theirs; a
+// scan spends at most 50 ms adding them (the next scans add the rest), and a
+// directory without one (past the share, or when the kernel refuses one:
+// ENOSPC, EMFILE) is revalidated by its change time as above. Close releases
+// the instance.
 //
 // Written names what changed, since a given time, among the hooks and
 // config of a git directory, by change time: a caller scans before a
@@ -97,7 +127,7 @@ import (
 // The default limits of a scan. A directory costs three system calls
 // (openat, getdents until it returns nothing, close), so the time limit is
 // what larger trees reach first (BENCHMARKS.md has the figures), but with
-// a Cache an unchanged one costs one; the count of git directories bounds
+// a Cache an unchanged one costs one, or none when watched; the count of git directories bounds
 // the mounts a caller makes of them.
 const (
 	DefaultTimeout  = 200 * time.Millisecond
@@ -177,7 +207,8 @@ type Result struct {
 	// Dirs counts the directories read (with a Cache, looked at).
 	Dirs int
 	// Listed counts those of Dirs whose entries were read (getdents);
-	// with a Cache, the others were found unchanged, by one stat each.
+	// with a Cache, the others were found unchanged, by their watch or
+	// by one stat each.
 	Listed int
 	// Truncated names the limit that cut the scan short (LimitTime,
 	// LimitDirs or LimitRepos), or "" when it read the whole tree.

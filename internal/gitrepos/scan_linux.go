@@ -37,6 +37,11 @@ type item struct {
 	name, rel string
 	old       *dnode
 	slot      **dnode
+	// trusted says that old, if it is not dead, is the directory at
+	// name: its parent was taken from the cache, unchanged, so that it
+	// needs no look if it is watched and had no event.
+	trusted bool
+	ino     uint64 // d_ino, as its parent's listing read it (0: not read)
 }
 
 // scanner is one scan's shared state.
@@ -49,6 +54,15 @@ type scanner struct {
 	// dev is the root's device, the only one whose directories are
 	// cached.
 	dev uint64
+	// rootfd is the root, open for the scan: the directories below one
+	// taken from the cache unopened are opened from it, by their path.
+	rootfd int
+	// w is the cache's inotify instance, nil when none.
+	w *watcher
+	// watchUntil is when the scan stops adding watches (after watchTime,
+	// or a quarter of its time if less), so that a first scan is not cut
+	// short by them; the next scans add the rest.
+	watchUntil time.Time
 
 	mu         sync.Mutex
 	cond       sync.Cond
@@ -73,22 +87,42 @@ func scan(root string, opt Options, c *Cache) (Result, error) {
 	}
 	s := &scanner{root: filepath.Clean(root), opt: opt, start: time.Now()}
 	s.deadline = s.start.Add(opt.Timeout)
+	s.watchUntil = s.start.Add(min(watchTime, opt.Timeout/4))
 	s.cond.L = &s.mu
 	top := item{name: s.root, rel: "."}
 	if c != nil {
 		var st unix.Stat_t
 		var fs unix.Statfs_t
 		if unix.Fstat(fd, &st) == nil && unix.Fstatfs(fd, &fs) == nil && localFS(int64(fs.Type)) {
-			if c.root != s.root {
-				c.root, c.top = s.root, nil
+			if c.root != s.root || c.dev != st.Dev {
+				c.root, c.dev, c.top = s.root, st.Dev, nil
 			}
 			s.dev = st.Dev
+			if c.w == nil && !c.closed {
+				if c.w = newWatcher(); c.w == nil {
+					c.closed = true // none can be had: revalidate by stat
+				}
+			}
+			if c.w != nil {
+				c.w.drain()
+				s.w = c.w
+			}
+			if c.top != nil && c.top.dead {
+				c.top = nil
+			}
 			top.old, top.slot = c.top, &c.top
+			// The root is opened by its path: it is the directory cached
+			// if it is the same one.
+			top.trusted = c.top != nil && c.top.ino == st.Ino
 		} else {
 			c.root, c.top = "", nil
+			if c.w != nil {
+				c.w.reset()
+			}
 		}
 	}
-	_ = unix.Close(fd)
+	s.rootfd = fd
+	defer unix.Close(fd)
 	s.queue = append(s.queue, top)
 	var wg sync.WaitGroup
 	for range opt.Workers {
@@ -99,11 +133,19 @@ func scan(root string, opt Options, c *Cache) (Result, error) {
 	for _, it := range s.queue[s.head:] {
 		s.release(it.parent)
 	}
+	if s.w != nil {
+		s.w.sweep(c.top, s.listed > 0 || s.truncated != "")
+	}
 	slices.SortFunc(s.repos, func(a, b Repo) int {
 		return cmp.Or(strings.Compare(a.Dir, b.Dir), strings.Compare(string(a.Kind), string(b.Kind)))
 	})
 	return Result{Repos: s.repos, Dirs: s.dirs, Listed: s.listed, Truncated: s.truncated, Unreadable: s.unreadable, Duration: time.Since(s.start)}, nil
 }
+
+// watchTime is the most of its time a scan spends adding watches: an add
+// costs about 10 µs on a virtual machine (the path /proc/self/fd/N is
+// resolved), as much as reading a small directory.
+const watchTime = 50 * time.Millisecond
 
 // localFS reports whether a filesystem of type magic (statfs's f_type)
 // stamps change times from this machine's clock, in nanoseconds, so that
@@ -158,13 +200,15 @@ func (s *scanner) work() {
 		}
 		s.dirs++
 		s.busy++
+		budget := s.opt.MaxDirs - s.dirs - (len(s.queue) - s.head)
 		s.mu.Unlock()
 
 		children, found = children[:0], found[:0]
-		st, listed := s.read(it, buf, &children, &found)
+		st, listed, taken := s.read(it, buf, &children, &found, budget)
 
 		s.mu.Lock()
 		s.busy--
+		s.dirs += taken
 		if listed {
 			s.listed++
 		}
@@ -237,21 +281,46 @@ const (
 // relative to its parent: what the cache holds of either is taken when
 // holds says so, else the directory is read and what it holds replaces
 // it there.
-func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (readState, bool) {
+func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo, budget int) (readState, bool, int) {
 	old := it.old
-	if old != nil && it.parent != nil && len(old.subs) == 0 && (!old.hasGit || old.gitType != unix.DT_REG) {
+	if old != nil && old.dead {
+		old = nil // deleted, renamed or unmounted: not what is there now
+	}
+	if old != nil && s.clean(old) && !needsFD(old) {
+		// Watched since before its listing, and no event since.
+		if it.trusted {
+			s.release(it.parent)
+			return readDone, false, s.walk(old, it.rel, -1, children, found, &budget)
+		}
+		// Its parent was read again: is it the same directory?
 		var st unix.Stat_t
-		err := unix.Fstatat(it.parent.fd, it.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if it.parent != nil && unix.Fstatat(it.parent.fd, it.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && s.same(old, &st) {
+			s.release(it.parent)
+			return readDone, false, s.walk(old, it.rel, -1, children, found, &budget)
+		}
+	}
+	if old != nil && len(old.subs) == 0 && !needsFD(old) && !s.watching(old) {
+		// No watch to add: one look, relative to its parent if it is
+		// open, else by its path from the root (whose components are
+		// directories the cache holds, unchanged: what it finds is taken
+		// only if it is the same directory).
+		dirfd, name := s.rootfd, it.rel
+		if it.parent != nil {
+			dirfd, name = it.parent.fd, it.name
+		}
+		var st unix.Stat_t
+		err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 		switch {
 		case err == nil && s.holds(old, &st):
 			s.release(it.parent)
+			old.dirty = false
 			s.markers(old, -1, it.rel, found)
-			return readDone, false
+			return readDone, false, 0
 		case err == unix.ENOENT || err == unix.ENOTDIR || err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			// Gone, or no longer a directory, as read would find.
 			s.release(it.parent)
 			*it.slot = nil
-			return readDone, false
+			return readDone, false, 0
 		}
 		// Changed, or not to be trusted yet: read it.
 	}
@@ -261,11 +330,24 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (re
 	}
 	var fd int
 	var err error
-	if it.parent == nil {
-		fd, err = unix.Open(it.name, dirFlags&^unix.O_NOFOLLOW, 0)
-	} else {
+	switch {
+	case it.parent != nil:
 		fd, err = unix.Openat(it.parent.fd, it.name, dirFlags, 0)
 		s.release(it.parent)
+	case it.rel == ".":
+		fd, err = unix.Open(it.name, dirFlags&^unix.O_NOFOLLOW, 0)
+	default:
+		// Below a directory taken unopened: by its path, following no
+		// symlink anywhere in it.
+		how := unix.OpenHow{Flags: dirFlags, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
+		for range 8 {
+			if fd, err = unix.Openat2(s.rootfd, it.rel, &how); err != unix.EAGAIN && err != unix.EINTR {
+				break
+			}
+		}
+		if errors.Is(err, unix.EXDEV) {
+			err = unix.ENOENT // no longer beneath the root: not there
+		}
 	}
 	if err != nil {
 		if it.slot != nil {
@@ -273,23 +355,51 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (re
 		}
 		// Gone, or no longer a directory (a symlink now): nothing to read.
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
-			return readDone, false
+			return readDone, false, 0
 		}
-		return readUnreadable, false
+		return readUnreadable, false, 0
 	}
 	// The directory's identity and change time, before its entries are
-	// read: a change made after this bears a later time (holds).
+	// read: a change made after this bears a later time (holds). With
+	// inotify, the watch is added first (unless the directory has one
+	// already), so that a change after it is an event.
 	var st unix.Stat_t
+	var wd int32
+	if it.slot != nil && s.watching(old) && (old == nil || atomic.LoadInt32(&old.wd) == 0) {
+		wd = s.w.add(fd) // before the fstat
+	}
 	keep := it.slot != nil && unix.Fstat(fd, &st) == nil && st.Dev == s.dev
+	if keep && wd == 0 && old != nil && atomic.LoadInt32(&old.wd) != 0 {
+		if old.ino == st.Ino {
+			wd = atomic.LoadInt32(&old.wd) // its watch, since before
+		} else if s.watching(nil) {
+			if wd = s.w.add(fd); wd != 0 && unix.Fstat(fd, &st) != nil {
+				keep = false
+			}
+		}
+	}
+	if !keep {
+		wd = 0 // an unbound watch is dropped by the sweep
+	}
 	first := len(*children)
+	if keep && old != nil && old.ino == st.Ino && s.clean(old) {
+		// Watched, no event: as it was; it has a .git file to read.
+		n := s.walk(old, it.rel, fd, children, found, &budget)
+		_ = unix.Close(fd)
+		return readDone, false, n
+	}
 	if keep && old != nil && s.holds(old, &st) {
+		old.dirty = false
+		if wd != 0 && atomic.LoadInt32(&old.wd) != wd {
+			s.w.bind(wd, old)
+		}
 		for i := range old.subs {
 			sb := &old.subs[i]
-			*children = append(*children, item{name: sb.name, rel: join(it.rel, sb.name), old: sb.node, slot: &sb.node})
+			*children = append(*children, item{name: sb.name, rel: join(it.rel, sb.name), old: sb.node, slot: &sb.node, trusted: true})
 		}
 		s.markers(old, fd, it.rel, found)
 		s.adopt(fd, *children, first)
-		return readDone, false
+		return readDone, false, 0
 	}
 	if it.slot != nil {
 		*it.slot = nil // until it has been read whole
@@ -304,7 +414,7 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (re
 		if err != nil {
 			_ = unix.Close(fd)
 			*children = (*children)[:first]
-			return readUnreadable, true
+			return readUnreadable, true, 0
 		}
 		if n <= 0 {
 			break
@@ -313,12 +423,13 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (re
 			// A huge directory: what it holds is not all known.
 			_ = unix.Close(fd)
 			*children = (*children)[:first]
-			return readTimedOut, true
+			return readTimedOut, true, 0
 		}
 		for off := 0; off < n; {
 			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16,
 			// d_type u8, d_name (NUL-terminated).
 			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
+			dino := *(*uint64)(unsafe.Pointer(&buf[off]))
 			typ := buf[off+18]
 			nameb := buf[off+19 : off+reclen]
 			if i := indexNUL(nameb); i >= 0 {
@@ -344,7 +455,7 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (re
 			}
 			if typ == unix.DT_DIR {
 				name := string(nameb)
-				*children = append(*children, item{name: name, rel: join(it.rel, name)})
+				*children = append(*children, item{name: name, rel: join(it.rel, name), ino: dino})
 			}
 		}
 	}
@@ -355,7 +466,11 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (re
 		kids := (*children)[first:]
 		d.subs = make([]dsub, len(kids))
 		// What the cache holds of the subdirectories still there is kept,
-		// if this is the directory it was: each is looked at in turn.
+		// if this is the directory it was and each is the directory it
+		// was by the listing's inode number: each is looked at in turn
+		// (not trusted), and one that is not looked at (a scan cut
+		// short) is still the directory it holds when its parent is
+		// taken from the cache next time.
 		var prev map[string]*dnode
 		j := 0
 		for i := range kids {
@@ -364,7 +479,9 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (re
 				continue
 			}
 			if j < len(old.subs) && old.subs[j].name == kids[i].name {
-				d.subs[i].node = old.subs[j].node
+				if n := old.subs[j].node; n != nil && n.ino == kids[i].ino {
+					d.subs[i].node = n
+				}
 				j++
 				continue
 			}
@@ -374,16 +491,66 @@ func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo) (re
 					prev[sb.name] = sb.node
 				}
 			}
-			d.subs[i].node = prev[kids[i].name]
+			if n := prev[kids[i].name]; n != nil && n.ino == kids[i].ino {
+				d.subs[i].node = n
+			}
 		}
 		nd := &d
 		for i := range kids {
 			kids[i].old, kids[i].slot = nd.subs[i].node, &nd.subs[i].node
 		}
 		*it.slot = nd
+		if wd != 0 {
+			s.w.bind(wd, nd)
+		}
 	}
 	s.adopt(fd, *children, first)
-	return readDone, true
+	return readDone, true, 0
+}
+
+// watching reports whether a watch is to be added for old, a directory
+// the cache holds (nil: none): there is an inotify instance, with room,
+// the scan has time for it, and old has none yet.
+func (s *scanner) watching(old *dnode) bool {
+	return s.w != nil && (old == nil || atomic.LoadInt32(&old.wd) == 0) && !s.w.full() && time.Now().Before(s.watchUntil)
+}
+
+// clean reports whether d is watched and had no event since it was
+// listed or revalidated: what the cache holds of it holds still.
+func (s *scanner) clean(d *dnode) bool {
+	return atomic.LoadInt32(&d.wd) != 0 && !d.dirty && !d.dead
+}
+
+// needsFD reports whether d's directory must be opened however it is
+// found: it has a .git file, whose pointer is read at every scan.
+func needsFD(d *dnode) bool {
+	return d.hasGit && d.gitType == unix.DT_REG
+}
+
+// same reports whether st is d's directory.
+func (s *scanner) same(d *dnode, st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Dev == s.dev && st.Ino == d.ino
+}
+
+// walk takes d, the directory rel, as the cache holds it (open as fd, or
+// -1 when it has no .git file to read), and in turn those below it that
+// are clean, with no system call, up to budget of them; it appends the
+// others to children, to be opened by their path (their parents are not
+// open), and returns how many it took below d.
+func (s *scanner) walk(d *dnode, rel string, fd int, children *[]item, found *[]Repo, budget *int) int {
+	s.markers(d, fd, rel, found)
+	n := 0
+	for i := range d.subs {
+		sb := &d.subs[i]
+		crel := join(rel, sb.name)
+		if c := sb.node; c != nil && *budget > 0 && s.clean(c) && !needsFD(c) {
+			*budget--
+			n += 1 + s.walk(c, crel, -1, children, found, budget)
+			continue
+		}
+		*children = append(*children, item{name: sb.name, rel: crel, old: sb.node, slot: &sb.node, trusted: true})
+	}
+	return n
 }
 
 // holds reports whether st, the directory's as it is now, says that what
