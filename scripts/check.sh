@@ -50,7 +50,11 @@ go vet ./...
 GOOS=darwin go vet ./... # the Linux-only code stays behind build tags
 
 section "go test -race"
-go test -race -count=1 ./...
+# The integration package runs a few hundred tests through the binary,
+# two at a time on two cores; on a slow or busy machine it passes go
+# test's default 10 minutes, which would end the run without a failure
+# of its own.
+go test -race -count=1 -timeout 30m ./...
 
 section "benchmarks still build"
 go test -run '^$' -bench '^$' ./... >/dev/null
