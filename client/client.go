@@ -597,10 +597,31 @@ func (c *Client) write(ctx context.Context, msg jsonrpc2.Message) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
+		// A write fails (EPIPE) when the server has gone, often before
+		// the read loop has seen its end: that end, with how the process
+		// exited and its stderr ("Connection refused"), says why, where
+		// the write's error does not.
+		t := time.NewTimer(writeEndWait)
+		defer t.Stop()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		c.mu.Lock()
+		err := c.err
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		return fmt.Errorf("%w: writing to the server: %v", ErrClosed, werr)
 	}
 	return nil
 }
+
+// writeEndWait bounds how long a failed write waits for the transport's
+// end to be recorded: the process's end is given 2 s (process.ended).
+const writeEndWait = 3 * time.Second
 
 // inbound is a notification or server request on its way to the
 // dispatcher; it owns its bytes.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -66,51 +67,11 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 	start := max(o.Line, 1)
 	whole := start == 1 && o.Limit == 0
 
-	loc, err := w.resolve(op, o.Path, resolveExisting, accessRead)
+	f, loc, st, err := w.openRead(op, o.Path)
 	if err != nil {
 		return nil, err
 	}
-	if len(loc.comps) == 0 {
-		return nil, newErr(op, o.Path, ErrNotRegular, "%s is a directory", loc.abs())
-	}
-	fi := loc.info // resolve's Lstat of the name, when it ended there
-	if fi == nil {
-		if fi, err = loc.r.h.Lstat(loc.rel()); err != nil {
-			return nil, osErr(op, o.Path, err)
-		}
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		// resolve followed every link, so one here was put there since.
-		return nil, newErr(op, o.Path, ErrConflict, "%s became a symlink while it was being read", loc.abs())
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, newErr(op, o.Path, ErrNotRegular, "%s is %s", loc.abs(), describeMode(fi.Mode()))
-	}
-	f, err := loc.r.h.OpenFile(loc.rel(), openReadFlags, 0)
-	if err != nil {
-		return nil, osErr(op, o.Path, err)
-	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, osErr(op, o.Path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, newErr(op, o.Path, ErrNotRegular, "%s is %s", loc.abs(), describeMode(st.Mode()))
-	}
-	if pol := w.pol.Load(); pol != nil {
-		// resolve asked the policy of the file it saw; the one opened must
-		// pass it too (not be one a rename put there since), and not be a
-		// hard link of a denied file.
-		if !os.SameFile(st, fi) {
-			if err := w.recheck(op, o.Path, f, st); err != nil {
-				return nil, err
-			}
-		}
-		if err := pol.checkOpened(op, o.Path, loc.abs(), st); err != nil {
-			return nil, err
-		}
-	}
 	tooLarge := func(size int64) error {
 		e := newErr(op, o.Path, ErrTooLarge, "the file is %d bytes, over maxBytes %d; page with line and limit, or raise maxBytes", size, maxBytes)
 		e.Size, e.Limit = size, maxBytes
@@ -151,6 +112,68 @@ func (w *Workspace) ReadFile(o ReadOptions) (*ReadResult, error) {
 		res.Content = unsafe.String(&pg.content[0], len(pg.content))
 	}
 	return res, nil
+}
+
+// openReadTries bounds how often openRead resolves and opens again a file
+// that writes keep renaming new contents over.
+const openReadTries = 3
+
+// openRead resolves p for reading and opens the regular file it names,
+// asking the policy (see resolve) of the very file opened. A file a
+// concurrent write renamed in between is checked again by its name; one
+// that is gone again by then is looked up anew, a few times.
+func (w *Workspace) openRead(op, p string) (*os.File, location, fs.FileInfo, error) {
+	for try := 1; ; try++ {
+		loc, err := w.resolve(op, p, resolveExisting, accessRead)
+		if err != nil {
+			return nil, loc, nil, err
+		}
+		if len(loc.comps) == 0 {
+			return nil, loc, nil, newErr(op, p, ErrNotRegular, "%s is a directory", loc.abs())
+		}
+		fi := loc.info // resolve's Lstat of the name, when it ended there
+		if fi == nil {
+			if fi, err = loc.r.h.Lstat(loc.rel()); err != nil {
+				return nil, loc, nil, osErr(op, p, err)
+			}
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			// resolve followed every link, so one here was put there since.
+			return nil, loc, nil, newErr(op, p, ErrConflict, "%s became a symlink while it was being read", loc.abs())
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, loc, nil, newErr(op, p, ErrNotRegular, "%s is %s", loc.abs(), describeMode(fi.Mode()))
+		}
+		f, err := loc.r.h.OpenFile(loc.rel(), openReadFlags, 0)
+		if err != nil {
+			return nil, loc, nil, osErr(op, p, err)
+		}
+		st, err := f.Stat()
+		if err == nil && !st.Mode().IsRegular() {
+			err = newErr(op, p, ErrNotRegular, "%s is %s", loc.abs(), describeMode(st.Mode()))
+		} else if err != nil {
+			err = osErr(op, p, err)
+		}
+		pol := w.pol.Load()
+		if err == nil && pol != nil {
+			// resolve asked the policy of the file it saw; the one opened
+			// must pass it too (not be one a rename put there since), and
+			// not be a hard link of a denied file.
+			if !os.SameFile(st, fi) {
+				err = w.recheck(op, p, f, st)
+			}
+			if err == nil {
+				err = pol.checkOpened(op, p, loc.abs(), st)
+			}
+		}
+		if err == nil {
+			return f, loc, st, nil
+		}
+		f.Close()
+		if !errors.Is(err, ErrConflict) || try == openReadTries {
+			return nil, loc, nil, err
+		}
+	}
 }
 
 // readWhole reads r, a file of size bytes when it was opened, to its end
