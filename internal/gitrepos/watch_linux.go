@@ -200,12 +200,14 @@ func (w *watcher) drop(wd int32, d *dnode) {
 // w is at its limit or the watch cannot be added (ENOSPC: the user's
 // watches are all taken). The watch stands for no directory until bind.
 func (w *watcher) add(fd int) int32 {
-	if w.full() {
+	// The check and the add are one step under mu: checked apart, the
+	// two workers could each take the last watch below the limit.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd < 0 || len(w.byWD) >= w.limit {
 		return 0
 	}
 	wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if err != nil {
 		// ENOSPC, the user's watches all taken: try no more until the
 		// watches are made again.
