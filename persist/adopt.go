@@ -150,7 +150,7 @@ func (h *Holder) revive(s *session, cfg SessionConfig) (*rpc.Table, error) {
 	tc.OnHandle = func(hs tools.HandleStarted) { j.handle(hs) }
 	tc.Logger = cfg.Tools.Logger
 	s.tools = tools.New(tc)
-	s.table = newTable(s.tools, tc.DebugMethods)
+	s.table = s.tools.Table()
 	return s.table, nil
 }
 

@@ -184,18 +184,8 @@ func (f *front) prepare(p *protocol.InitializeParams) *rpc.Table {
 		}
 		return f.sess.journal
 	}
-	f.table = newTable(f.fresh, cfg.DebugMethods)
+	f.table = f.fresh.Table()
 	return f.table
-}
-
-// newTable returns the method table of t.
-func newTable(t *tools.Tools, debug bool) *rpc.Table {
-	tab := rpc.NewTable()
-	t.Register(tab)
-	if debug {
-		t.RegisterDebug(tab)
-	}
-	return tab
 }
 
 // Initialize serves the connection's initialize: a resume of the session

@@ -27,8 +27,8 @@ var (
 	DebugSleepRequest = protocol.RequestType[DebugSleepParams, DebugSleepResult]("debug/sleep")
 )
 
-// RegisterDebug puts the debug methods into the table.
-func (t *Tools) RegisterDebug(tab *rpc.Table) {
+// registerDebug puts the debug methods into the table.
+func (t *Tools) registerDebug(tab *rpc.Table) {
 	rpc.Handle(tab, DebugPanicRequest, func(ctx context.Context, s *rpc.Session, _ *protocol.Null) (*protocol.Null, error) {
 		panic("debug/panic was called")
 	})

@@ -208,17 +208,26 @@ func New(cfg Config) *Tools {
 // NewServer returns a server that serves the tools over JSON-RPC.
 func NewServer(cfg Config, opts rpc.Options) *rpc.Server {
 	t := New(cfg)
-	opts.Table = rpc.NewTable()
-	t.Register(opts.Table)
-	if cfg.DebugMethods {
-		t.RegisterDebug(opts.Table)
-	}
+	opts.Table = t.Table()
 	opts.Lifecycle = t
 	return rpc.NewServer(opts)
 }
 
-// Register puts the tools' methods into the table.
-func (t *Tools) Register(tab *rpc.Table) {
+// Table returns a method table that serves t: every method of the
+// protocol, and the debug methods when its Config asks for them. Each
+// server of a session (stdio's, or a persisted session's, again at every
+// resume) takes a table of its own.
+func (t *Tools) Table() *rpc.Table {
+	tab := rpc.NewTable()
+	t.register(tab)
+	if t.cfg.DebugMethods {
+		t.registerDebug(tab)
+	}
+	return tab
+}
+
+// register puts the tools' methods into the table.
+func (t *Tools) register(tab *rpc.Table) {
 	rpc.Handle(tab, protocol.RunCommandRequest, t.runCommand)
 	rpc.Handle(tab, protocol.LongRunningRequest, t.longRunning)
 	rpc.Handle(tab, protocol.CancelRequest, t.cancel)
