@@ -4,7 +4,6 @@ package gitrepos
 
 import (
 	"cmp"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -142,9 +140,9 @@ func scan(root string, opt Options, c *Cache) (Result, error) {
 	return Result{Repos: s.repos, Dirs: s.dirs, Listed: s.listed, Truncated: s.truncated, Unreadable: s.unreadable, Duration: time.Since(s.start)}, nil
 }
 
-// watchTime is the most of its time a scan spends adding watches: an add
-// costs about 10 µs on a virtual machine (the path /proc/self/fd/N is
-// resolved), as much as reading a small directory.
+// watchTime is the most of its time a scan spends adding watches: on a
+// virtual machine an add costs about as much as reading a small directory
+// (the path /proc/self/fd/N is resolved).
 const watchTime = 50 * time.Millisecond
 
 // localFS reports whether a filesystem of type magic (statfs's f_type)
@@ -258,254 +256,6 @@ func (s *scanner) release(n *node) {
 		_ = unix.Close(n.fd)
 		s.open.Add(-1)
 	}
-}
-
-// The flags a directory is opened with: never through a symlink.
-const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
-
-// How a directory's read ended.
-type readState int
-
-const (
-	readDone       readState = iota
-	readUnreadable           // it was there and could not be read
-	readTimedOut             // the scan's time ran out within it
-)
-
-// read reads the directory of it, appending its subdirectories to children
-// and the repository it is (if any) to found; it says whether it read the
-// directory's entries, rather than taking them from the cache.
-//
-// With a cache, a directory is opened only when it has subdirectories (or
-// a .git file to read), and one without is looked at with one fstatat
-// relative to its parent: what the cache holds of either is taken when
-// holds says so, else the directory is read and what it holds replaces
-// it there.
-func (s *scanner) read(it item, buf []byte, children *[]item, found *[]Repo, budget int) (readState, bool, int) {
-	old := it.old
-	if old != nil && old.dead {
-		old = nil // deleted, renamed or unmounted: not what is there now
-	}
-	if old != nil && s.clean(old) && !needsFD(old) {
-		// Watched since before its listing, and no event since.
-		if it.trusted {
-			s.release(it.parent)
-			return readDone, false, s.walk(old, it.rel, -1, children, found, &budget)
-		}
-		// Its parent was read again: is it the same directory?
-		var st unix.Stat_t
-		if it.parent != nil && unix.Fstatat(it.parent.fd, it.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && s.same(old, &st) {
-			s.release(it.parent)
-			return readDone, false, s.walk(old, it.rel, -1, children, found, &budget)
-		}
-	}
-	if old != nil && len(old.subs) == 0 && !needsFD(old) && !s.watching(old) {
-		// No watch to add: one look, relative to its parent if it is
-		// open, else by its path from the root (whose components are
-		// directories the cache holds, unchanged: what it finds is taken
-		// only if it is the same directory).
-		dirfd, name := s.rootfd, it.rel
-		if it.parent != nil {
-			dirfd, name = it.parent.fd, it.name
-		}
-		var st unix.Stat_t
-		err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-		switch {
-		case err == nil && s.holds(old, &st):
-			s.release(it.parent)
-			old.dirty = false
-			s.markers(old, -1, it.rel, found)
-			return readDone, false, 0
-		case err == unix.ENOENT || err == unix.ENOTDIR || err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR:
-			// Gone, or no longer a directory, as read would find.
-			s.release(it.parent)
-			*it.slot = nil
-			return readDone, false, 0
-		}
-		// Changed, or not to be trusted yet: read it.
-	}
-	var began int64
-	if it.slot != nil {
-		began = time.Now().UnixNano()
-	}
-	var fd int
-	var err error
-	switch {
-	case it.parent != nil:
-		fd, err = unix.Openat(it.parent.fd, it.name, dirFlags, 0)
-		s.release(it.parent)
-	case it.rel == ".":
-		fd, err = unix.Open(it.name, dirFlags&^unix.O_NOFOLLOW, 0)
-	default:
-		// Below a directory taken unopened: by its path, following no
-		// symlink anywhere in it.
-		how := unix.OpenHow{Flags: dirFlags, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
-		for range 8 {
-			if fd, err = unix.Openat2(s.rootfd, it.rel, &how); err != unix.EAGAIN && err != unix.EINTR {
-				break
-			}
-		}
-		if errors.Is(err, unix.EXDEV) {
-			err = unix.ENOENT // no longer beneath the root: not there
-		}
-	}
-	if err != nil {
-		if it.slot != nil {
-			*it.slot = nil
-		}
-		// Gone, or no longer a directory (a symlink now): nothing to read.
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
-			return readDone, false, 0
-		}
-		return readUnreadable, false, 0
-	}
-	// The directory's identity and change time, before its entries are
-	// read: a change made after this bears a later time (holds). With
-	// inotify, the watch is added first (unless the directory has one
-	// already), so that a change after it is an event.
-	var st unix.Stat_t
-	var wd int32
-	if it.slot != nil && s.watching(old) && (old == nil || atomic.LoadInt32(&old.wd) == 0) {
-		wd = s.w.add(fd) // before the fstat
-	}
-	keep := it.slot != nil && unix.Fstat(fd, &st) == nil && st.Dev == s.dev
-	if keep && wd == 0 && old != nil && atomic.LoadInt32(&old.wd) != 0 {
-		if old.ino == st.Ino {
-			wd = atomic.LoadInt32(&old.wd) // its watch, since before
-		} else if s.watching(nil) {
-			if wd = s.w.add(fd); wd != 0 && unix.Fstat(fd, &st) != nil {
-				keep = false
-			}
-		}
-	}
-	if !keep {
-		wd = 0 // an unbound watch is dropped by the sweep
-	}
-	first := len(*children)
-	if keep && old != nil && old.ino == st.Ino && s.clean(old) {
-		// Watched, no event: as it was; it has a .git file to read.
-		n := s.walk(old, it.rel, fd, children, found, &budget)
-		_ = unix.Close(fd)
-		return readDone, false, n
-	}
-	if keep && old != nil && s.holds(old, &st) {
-		old.dirty = false
-		if wd != 0 && atomic.LoadInt32(&old.wd) != wd {
-			s.w.bind(wd, old)
-		}
-		for i := range old.subs {
-			sb := &old.subs[i]
-			*children = append(*children, item{name: sb.name, rel: join(it.rel, sb.name), old: sb.node, slot: &sb.node, trusted: true})
-		}
-		s.markers(old, fd, it.rel, found)
-		s.adopt(fd, *children, first)
-		return readDone, false, 0
-	}
-	if it.slot != nil {
-		*it.slot = nil // until it has been read whole
-	}
-	d := dnode{gitType: unix.DT_UNKNOWN}
-	var head, obj, refs bool
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			_ = unix.Close(fd)
-			*children = (*children)[:first]
-			return readUnreadable, true, 0
-		}
-		if n <= 0 {
-			break
-		}
-		if time.Now().After(s.deadline) {
-			// A huge directory: what it holds is not all known.
-			_ = unix.Close(fd)
-			*children = (*children)[:first]
-			return readTimedOut, true, 0
-		}
-		for off := 0; off < n; {
-			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16,
-			// d_type u8, d_name (NUL-terminated).
-			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
-			dino := *(*uint64)(unsafe.Pointer(&buf[off]))
-			typ := buf[off+18]
-			nameb := buf[off+19 : off+reclen]
-			if i := indexNUL(nameb); i >= 0 {
-				nameb = nameb[:i]
-			}
-			off += reclen
-			if isDot(nameb) {
-				continue
-			}
-			if typ == unix.DT_UNKNOWN {
-				typ = lstatType(fd, string(nameb))
-			}
-			switch string(nameb) {
-			case ".git":
-				d.hasGit, d.gitType = true, typ
-				continue // never descended into
-			case "HEAD":
-				head = typ != unix.DT_DIR
-			case "objects":
-				obj = typ == unix.DT_DIR
-			case "refs":
-				refs = typ == unix.DT_DIR
-			}
-			if typ == unix.DT_DIR {
-				name := string(nameb)
-				*children = append(*children, item{name: name, rel: join(it.rel, name), ino: dino})
-			}
-		}
-	}
-	d.bare = head && obj && refs
-	s.markers(&d, fd, it.rel, found)
-	if keep {
-		d.ino, d.ctime, d.listed = st.Ino, st.Ctim.Nano(), began
-		kids := (*children)[first:]
-		d.subs = make([]dsub, len(kids))
-		// What the cache holds of the subdirectories still there is kept,
-		// if this is the directory it was and each is the directory it
-		// was by the listing's inode number: each is looked at in turn
-		// (not trusted), and one that is not looked at (a scan cut
-		// short) is still the directory it holds when its parent is
-		// taken from the cache next time.
-		var prev map[string]*dnode
-		j := 0
-		for i := range kids {
-			d.subs[i].name = kids[i].name
-			if old == nil || old.ino != st.Ino {
-				continue
-			}
-			if j < len(old.subs) && old.subs[j].name == kids[i].name {
-				if n := old.subs[j].node; n != nil && n.ino == kids[i].ino {
-					d.subs[i].node = n
-				}
-				j++
-				continue
-			}
-			if prev == nil {
-				prev = make(map[string]*dnode, len(old.subs))
-				for _, sb := range old.subs {
-					prev[sb.name] = sb.node
-				}
-			}
-			if n := prev[kids[i].name]; n != nil && n.ino == kids[i].ino {
-				d.subs[i].node = n
-			}
-		}
-		nd := &d
-		for i := range kids {
-			kids[i].old, kids[i].slot = nd.subs[i].node, &nd.subs[i].node
-		}
-		*it.slot = nd
-		if wd != 0 {
-			s.w.bind(wd, nd)
-		}
-	}
-	s.adopt(fd, *children, first)
-	return readDone, true, 0
 }
 
 // watching reports whether a watch is to be added for old, a directory
