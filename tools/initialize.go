@@ -15,133 +15,173 @@ import (
 	"github.com/toolhost/toolhost/workspace"
 )
 
-// Initialize sets the session up: it resolves the root and read roots (the
-// command line's, narrowed by the client's), opens the workspace and the
-// artifacts directory and starts the process manager.
+// Initialize sets the session up in three steps: it checks every option
+// the client gives before it opens anything (check), opens the workspace,
+// the artifacts directory, the confinement and the process manager, all
+// undone if one of them fails (open), then installs them and answers
+// (result). A refused initialize leaves nothing open: under --persist the
+// holder of a session lives for days, and the client may be refused any
+// number of times.
 func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.InitializeParams) (*protocol.InitializeResult, error) {
-	opts := p.InitializationOptions
-	if opts == nil {
-		opts = &protocol.InitializationOptions{}
+	set, err := t.check(s, p)
+	if err != nil {
+		return nil, err
 	}
+	o, err := t.open(s, set)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.ws, t.mgr = o.ws, o.mgr
+	t.outputLimit = set.outputLimit
+	t.killGrace = set.killGrace
+	t.artifacts = o.artifacts
+	t.conf = o.conf
+	t.createdAt = time.Now().UTC()
+	t.mu.Unlock()
+	return t.result(ctx, s, o, set.outputLimit), nil
+}
+
+// settings are what an initialize asks for, checked: the command line's
+// defaults where the client gives none.
+type settings struct {
+	opts           *protocol.InitializationOptions // never nil
+	root           string
+	readRoots      []string
+	killGrace      time.Duration
+	defaultTimeout time.Duration
+	outputLimit    int64
+}
+
+// check checks what an initialize asks for before anything is opened: the
+// roots (each resolved through a workspace closed at once), the durations
+// and limits, and the destinations, which it gives the hub.
+func (t *Tools) check(s *rpc.Session, p *protocol.InitializeParams) (*settings, error) {
+	set := &settings{opts: p.InitializationOptions, killGrace: t.cfg.KillGrace, defaultTimeout: t.cfg.DefaultTimeout, outputLimit: t.cfg.OutputLimit}
+	if set.opts == nil {
+		set.opts = &protocol.InitializationOptions{}
+	}
+	opts := set.opts
 	if opts.Resume != nil {
 		// A server that persists answers a resume before it reaches here.
 		return nil, sessionNotFound(opts.Resume.SessionID, protocol.SessionNoPersist,
 			"session not found: this server was not started with --persist, so no session outlives its connection")
 	}
-	root, err := t.chooseRoot(p)
-	if err != nil {
+	var err error
+	if set.root, err = t.chooseRoot(p); err != nil {
 		return nil, err
 	}
-	readRoots, err := t.chooseReadRoots(root, opts.ReadRoots)
-	if err != nil {
+	if set.readRoots, err = t.chooseReadRoots(set.root, opts.ReadRoots); err != nil {
 		return nil, err
 	}
-
-	artifacts, err := openArtifactsDir(t.cfg.ArtifactsDir, opts.ArtifactsDir, t.cfg.KeepArtifacts)
-	if err != nil {
-		return nil, err
-	}
-	cleanup := func() { artifacts.remove(false) }
-	ws, err := workspace.Open(workspace.Config{Root: root, ReadRoots: readRoots, ArtifactsDir: artifacts.path})
-	if err != nil {
-		cleanup()
-		return nil, initError("rootUri", err)
-	}
-
-	conf, err := newConfinement(t.cfg.Sandbox, ws, opts.Sandbox)
-	if err != nil {
-		ws.Close()
-		cleanup()
-		return nil, err
-	}
-	cleanupAll := cleanup
-	cleanup = func() { conf.remove(); cleanupAll() }
-	pol, err := conf.filePolicy(t.cfg.Sandbox)
-	if err == nil {
-		err = ws.SetPolicy(pol)
-	}
-	if err != nil {
-		ws.Close()
-		cleanup()
-		return nil, err
-	}
-
-	killGrace := t.cfg.KillGrace
 	if opts.KillGraceMs != nil {
 		if *opts.KillGraceMs < 0 {
-			cleanup()
 			return nil, protocol.InvalidParams("initializationOptions.killGraceMs", "must not be negative")
 		}
-		killGrace = msDuration(*opts.KillGraceMs)
+		set.killGrace = msDuration(*opts.KillGraceMs)
 	}
-	defaultTimeout := t.cfg.DefaultTimeout
 	if opts.DefaultTimeoutMs != nil {
 		if *opts.DefaultTimeoutMs < 0 {
-			cleanup()
 			return nil, protocol.InvalidParams("initializationOptions.defaultTimeoutMs", "must not be negative")
 		}
-		defaultTimeout = msDuration(*opts.DefaultTimeoutMs)
+		set.defaultTimeout = msDuration(*opts.DefaultTimeoutMs)
 	}
-	outputLimit := t.cfg.OutputLimit
 	if opts.OutputLimitBytes != nil {
 		if *opts.OutputLimitBytes <= 0 || *opts.OutputLimitBytes > maxOutputLimit {
-			cleanup()
 			return nil, protocol.InvalidParams("initializationOptions.outputLimitBytes", "must be between 1 and %d", maxOutputLimit)
 		}
-		outputLimit = *opts.OutputLimitBytes
+		set.outputLimit = *opts.OutputLimitBytes
 	}
 	caps := protocol.ClientCapabilities{}
 	if p.Capabilities != nil {
 		caps = *p.Capabilities
 	}
+	// The hub holds nothing open: a later refusal needs no undoing here,
+	// and the client's next initialize configures it again.
 	if err := t.hub.Configure(s, caps, opts.Sandbox, opts.Destinations); err != nil {
-		cleanup()
+		return nil, err
+	}
+	return set, nil
+}
+
+// opened is what Initialize opens for a session.
+type opened struct {
+	artifacts *artifactsDir
+	ws        *workspace.Workspace
+	conf      *confinement
+	mgr       *process.Manager
+}
+
+// open opens the artifacts directory, the workspace, the confinement and
+// the process manager set asks for. If one fails, it undoes the others
+// before it returns.
+func (t *Tools) open(s *rpc.Session, set *settings) (_ *opened, err error) {
+	o := &opened{}
+	defer func() {
+		if err != nil {
+			if o.ws != nil {
+				o.ws.Close()
+			}
+			o.conf.remove()
+			o.artifacts.remove(false)
+		}
+	}()
+	opts := set.opts
+	if o.artifacts, err = openArtifactsDir(t.cfg.ArtifactsDir, opts.ArtifactsDir, t.cfg.KeepArtifacts); err != nil {
+		return nil, err
+	}
+	if o.ws, err = workspace.Open(workspace.Config{Root: set.root, ReadRoots: set.readRoots, ArtifactsDir: o.artifacts.path}); err != nil {
+		return nil, initError("rootUri", err)
+	}
+	if o.conf, err = newConfinement(t.cfg.Sandbox, o.ws, opts.Sandbox); err != nil {
+		return nil, err
+	}
+	pol, err := o.conf.filePolicy(t.cfg.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	if err = o.ws.SetPolicy(pol); err != nil {
 		return nil, err
 	}
 	var allow []string
 	if opts.Env != nil {
 		allow = opts.Env.Allow
 	}
-	mgr, err := process.NewManager(process.Config{
-		ArtifactsDir:      ws.ArtifactsDir(),
+	o.mgr, err = process.NewManager(process.Config{
+		ArtifactsDir:      o.ws.ArtifactsDir(),
 		ArtifactsCapBytes: t.cfg.ArtifactsCapBytes,
 		KeepArtifacts:     t.cfg.KeepArtifacts || (t.cfg.ArtifactsDir == "" && opts.ArtifactsDir != ""),
-		KillGrace:         killGrace,
-		DefaultTimeout:    defaultTimeout,
-		OutputLimit:       int(outputLimit),
+		KillGrace:         set.killGrace,
+		DefaultTimeout:    set.defaultTimeout,
+		OutputLimit:       int(set.outputLimit),
 		MaxProcesses:      t.cfg.MaxProcesses,
 		EnvAllow:          allow,
 		BaseEnv:           t.cfg.Env,
 		DisableCgroups:    t.cfg.DisableCgroups,
-		TempRoot:          conf.tmpRoot(),
+		TempRoot:          o.conf.tmpRoot(),
 		FirstID:           t.cfg.FirstID,
 		Logger:            newClientLog(t.log, s),
 	})
 	if err != nil {
-		ws.Close()
-		cleanup()
 		if errors.Is(err, process.ErrInvalid) {
 			return nil, protocol.InvalidParams("initializationOptions.env.allow", "%v", err)
 		}
 		return nil, fmt.Errorf("cannot start the process manager: %w", err)
 	}
+	o.conf.measure()
+	return o, nil
+}
 
-	conf.measure()
-
-	t.mu.Lock()
-	t.ws, t.mgr = ws, mgr
-	t.outputLimit = outputLimit
-	t.killGrace = killGrace
-	t.artifacts = artifacts
-	t.conf = conf
-	t.createdAt = time.Now().UTC()
-	t.mu.Unlock()
-	sandboxCap := conf.capability()
-	if conf.mode == SandboxAuto && !sandboxCap.Available {
+// result is initialize's answer for the session o opened, once installed;
+// it warns the client of commands that run unconfined, and connects the
+// destinations when the command line asks it to.
+func (t *Tools) result(ctx context.Context, s *rpc.Session, o *opened, outputLimit int64) *protocol.InitializeResult {
+	sandboxCap := o.conf.capability()
+	if o.conf.mode == SandboxAuto && !sandboxCap.Available {
 		s.LogMessage(protocol.MessageWarning, "toolhost: commands run unconfined: %s", sandboxCap.Reason)
 	}
+	ws := o.ws
 	t.log.Info("workspace ready", "root", ws.Root(), "readRoots", ws.ReadRoots(), "artifactsDir", ws.ArtifactsDir())
-
 	res := &protocol.InitializeResult{
 		SessionID:    t.sessionID,
 		Capabilities: protocol.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap, Resume: t.cfg.Persist, Snapshots: t.cfg.SnapshotDir != nil},
@@ -157,7 +197,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 		}
 		res.Workspace.Destinations = t.hub.List()
 	}
-	return res, nil
+	return res
 }
 
 // chooseRoot returns the root: --root, narrowed by the client's rootUri or

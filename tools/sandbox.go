@@ -168,9 +168,12 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.
 			return nil, fmt.Errorf("cannot create the session directory: %w", err)
 		}
 	}
-	if c.dir, err = filepath.EvalSymlinks(c.dir); err != nil {
+	real, err := filepath.EvalSymlinks(c.dir)
+	if err != nil {
+		os.RemoveAll(c.dir)
 		return nil, err
 	}
+	c.dir = real
 	c.useRootCache(cfg)
 	return c, nil
 }
