@@ -331,37 +331,31 @@
 //
 // # Cost
 //
-// On these machines (2 shared cores; BenchmarkStart, medians of runs
-// interleaved with unconfined ones, about 0.85 ms for a plain true) a
-// confined true costs about 0.08 ms more with scoping alone, 0.15 ms with
-// Landlock's filesystem rules, and 0.26 ms with the mount namespace and the
-// capability drop as well (workspace-write as root). A network namespace
-// adds about 0.6 ms, a v1 pids or memory group 0.4 to 0.6 ms each (moving
-// a thread between v1 cgroups waits for an RCU grace period, and a memory
-// group is slow to make and remove), and the stop at exec for a cpu limit
-// 0.1 to 0.25 ms.
+// Every layer is paid per command, since each is applied to a thread made
+// for it. Against a plain true, scoping alone costs least, Landlock's
+// filesystem rules more, and the mount namespace with the capability drop
+// more again (workspace-write as root). A network namespace costs more
+// than those three together, and so does each v1 pids or memory group
+// (moving a thread between v1 cgroups waits for an RCU grace period, and
+// a memory group is slow to make and remove); the stop at exec for a cpu
+// limit costs less.
 //
-// The proxy namespace costs about 0.15 ms more than the network off
-// (BenchmarkStartProxy: a workspace-write true, the listener made, a
-// netproxy served on it and closed after, interleaved with the network off
-// in the same run; medians 1.73 to 1.98 ms against 1.59 to 1.81 ms, a
-// ratio of 1.04 to 1.11 over six runs of 300 and 1,000; issue 25's target
-// is 1.5).
+// The proxy namespace costs a little more than the network off (the
+// listener made, a netproxy served on it and closed after); its target is
+// at most 1.5 times the network off.
 //
-// 0.1 to 0.25 ms (those figures were taken without a PID namespace).
+// The PID namespace costs its init's fork and exec, the /proc mount, and
+// killing and reaping the namespace at Finish; the unix filter costs
+// little; the agents' protect and denyRead defaults cost a mount for each
+// protected path, pin and existing denied path; a private /tmp costs a
+// mount for it and one for each carried directory. A re-executed server
+// as init would cost far more: toolhost's own start (its packages' init
+// among it) and the memory it holds idle, against those of the small
+// machine-code program used here (pidns_init_*.go).
 //
-// BenchmarkIsolation runs each iteration without a layer and with it, so
-// that both see the same load (the figures are medians of 400, with loads
-// of 3 to 6 from other work on the 2 cores): the PID namespace adds 0.33
-// to 0.45 ms to a confined true of about 1.1 ms (its init's fork and exec
-// about 0.2 ms, the /proc mount 0.05 ms, killing and reaping the namespace
-// at Finish 0.1 ms); the unix filter 0.05 to 0.1 ms; the agents' protect
-// and denyRead defaults (two protected paths and a pin, two of seven
-// denied paths existing) 0.4 to 0.45 ms, about 40 µs a mount.
-// BenchmarkPrivateTmp, interleaved the same way: a private /tmp with two
-// carried directories (three mounts) added 0.49 to 1.14 ms to a confined
-// true that took about 7 ms under a load of 7 to 9. A re-executed
-// server as init would cost far more: toolhost takes about 5 ms from exec
-// to exit of --version (1.4 ms of it its packages' init) and holds 11 MB
-// of memory idle, against 0.22 ms and 16 kB for the init used here.
+// BenchmarkStart, BenchmarkLayers, BenchmarkStartProxy,
+// BenchmarkIsolation and BenchmarkPrivateTmp measure these, each
+// interleaving runs with the layer and without it so that both see the
+// same load; BENCHMARKS.md has, as last measured, the floor of the
+// default confinement (BenchmarkLayers) and the allow-list's cost.
 package sandbox

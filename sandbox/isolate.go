@@ -24,31 +24,7 @@ func planIsolation(p Policy, caps Capabilities, abi int, ly *layers, rep *Report
 	}
 	canMount := caps.MountNS && abi > 0
 
-	// Processes.
-	switch {
-	case caps.PIDNS:
-		ly.pidns = true
-		switch {
-		case !caps.MountNS:
-			*gaps = append(*gaps, "/proc/<pid> of processes outside the sandbox (the PID namespace has no /proc of its own): "+caps.reason("mountns", "no mount namespace can be made"))
-			if p.IsolatePIDs {
-				*missing = append(*missing, "a /proc of its own PID namespace: "+caps.reason("mountns", "no mount namespace can be made"))
-			}
-		case !caps.PIDNSProc:
-			*gaps = append(*gaps, "/proc/<pid> of processes outside the sandbox (the PID namespace has no /proc of its own): "+caps.reason("proc", "the kernel's procfs takes no pidns option"))
-			if p.IsolatePIDs {
-				*missing = append(*missing, "a /proc of its own PID namespace: "+caps.reason("proc", "the kernel's procfs takes no pidns option"))
-			}
-		default:
-			ly.mntns, ly.procfs = true, true
-		}
-	default:
-		why := caps.reason("pidns", "no PID namespace can be made")
-		*gaps = append(*gaps, "processes outside the sandbox are visible: their /proc/<pid>, and setpriority (renice) of them: "+why)
-		if p.IsolatePIDs {
-			*missing = append(*missing, "a PID namespace of its own: "+why)
-		}
-	}
+	planPIDs(p, caps, ly, missing, gaps)
 
 	// Protected paths: read-only where the command could write them. A
 	// rename of a directory above one would put a writable copy in its
@@ -115,6 +91,37 @@ func planIsolation(p Policy, caps Capabilities, abi int, ly *layers, rep *Report
 	}
 	if ly.procfs && !ly.fsHandled {
 		*gaps = append(*gaps, "the PID namespace's /proc: a command with CAP_SYS_ADMIN can unmount it ("+caps.reason("landlock", "no Landlock")+")")
+	}
+}
+
+// planPIDs plans the processes part of planIsolation: a PID namespace of
+// its own wherever one can be made, asked or not, with a /proc of its own
+// where a mount namespace can be made and procfs takes the pidns option.
+// What is not made is a gap, and missing when p.IsolatePIDs asks for it.
+func planPIDs(p Policy, caps Capabilities, ly *layers, missing, gaps *[]string) {
+	switch {
+	case caps.PIDNS:
+		ly.pidns = true
+		switch {
+		case !caps.MountNS:
+			*gaps = append(*gaps, "/proc/<pid> of processes outside the sandbox (the PID namespace has no /proc of its own): "+caps.reason("mountns", "no mount namespace can be made"))
+			if p.IsolatePIDs {
+				*missing = append(*missing, "a /proc of its own PID namespace: "+caps.reason("mountns", "no mount namespace can be made"))
+			}
+		case !caps.PIDNSProc:
+			*gaps = append(*gaps, "/proc/<pid> of processes outside the sandbox (the PID namespace has no /proc of its own): "+caps.reason("proc", "the kernel's procfs takes no pidns option"))
+			if p.IsolatePIDs {
+				*missing = append(*missing, "a /proc of its own PID namespace: "+caps.reason("proc", "the kernel's procfs takes no pidns option"))
+			}
+		default:
+			ly.mntns, ly.procfs = true, true
+		}
+	default:
+		why := caps.reason("pidns", "no PID namespace can be made")
+		*gaps = append(*gaps, "processes outside the sandbox are visible: their /proc/<pid>, and setpriority (renice) of them: "+why)
+		if p.IsolatePIDs {
+			*missing = append(*missing, "a PID namespace of its own: "+why)
+		}
 	}
 }
 

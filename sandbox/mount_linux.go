@@ -250,7 +250,7 @@ func (s *scratch) mask(fd int, st unix.Stat_t) error {
 // (a device cgroup or its mode forbids it), the command, with the same
 // user, cgroups and fewer capabilities, cannot either, and an empty one
 // (an unbound loop device) holds nothing; both are left alone, sparing a
-// mount each (about 40 µs).
+// mount each.
 func maskBlockDevices(sc *scratch) error {
 	ents, err := os.ReadDir("/dev")
 	if err != nil {

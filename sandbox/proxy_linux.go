@@ -43,11 +43,11 @@ func (st *sysState) listenProxy(cmd *exec.Cmd) (uint16, error) {
 // asks for, in order, for the connections it accepts: the proxy's side of
 // every connection a command makes to it, which never leaves the
 // namespace's loopback and carries every byte a download brings in. A
-// machine's default may be BBR (this one's is), which paces what it sends
-// by a timer; on a loopback leg that pacing is pure cost: a 100 MiB curl
-// download through the proxy took 45 to 49 ms with BBR and 33 to 35 ms
-// with cubic or reno, against 20 to 22 ms direct. The upstream connections
-// the proxy dials keep the machine's default: they cross the real network.
+// machine's default may be BBR, which paces what it sends by a timer; on
+// a loopback leg that pacing is pure cost: a curl download through the
+// proxy is markedly slower with BBR than with cubic or reno. The upstream
+// connections the proxy dials keep the machine's default: they cross the
+// real network.
 // Reno is built into every kernel; cubic nearly always is.
 var loopbackCongestion = []string{"cubic", "reno"}
 

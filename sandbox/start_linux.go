@@ -258,14 +258,11 @@ func goLocked(f func()) {
 	})
 }
 
-// confineAndStart is the body of confined up to the report.
+// confineAndStart is the body of confined up to the report. Its steps, in
+// order: the PID namespace's init, the v1 limit groups joined
+// (joinGroups), the thread confined (confineThread), the fork and exec,
+// the child's set-up at its exec (setUpChild), and the groups left.
 func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
-	var joins []*joined
-	defer func() {
-		for _, j := range joins {
-			j.close()
-		}
-	}()
 	if ly.pidns {
 		// First: the init is pid 1, and stays out of the limit groups.
 		init, err := startPIDNS()
@@ -274,7 +271,40 @@ func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
 		}
 		st.init = init
 	}
-	var pidsAtExec *group
+	joins, pidsAtExec, err := st.joinGroups(ly)
+	defer func() {
+		for _, j := range joins {
+			j.close()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	if err := st.confineThread(cmd, &ly); err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	errs := []error{setUpChild(cmd.Process.Pid, ly, pidsAtExec)}
+	for _, j := range joins {
+		errs = append(errs, j.leave())
+	}
+	if err := errors.Join(errs...); err != nil {
+		// The command runs, but not as reported: end it.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
+	}
+	return nil
+}
+
+// joinGroups has the calling thread join the command's v1 groups, so that
+// the child is forked into them, but for its v1 pids group when ly puts
+// the child there at its exec (pidsAtExec, returned). It returns the
+// groups joined, to be left once the child is started and closed in any
+// case, even with an error (those joined before it).
+func (st *sysState) joinGroups(ly layers) (joins []*joined, pidsAtExec *group, err error) {
 	for _, g := range st.groups {
 		if g.version != 1 {
 			continue
@@ -285,10 +315,19 @@ func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
 		}
 		j, err := g.join()
 		if err != nil {
-			return err
+			return joins, pidsAtExec, err
 		}
 		joins = append(joins, j)
 	}
+	return joins, pidsAtExec, nil
+}
+
+// confineThread applies ly's layers to the calling thread, which the
+// child inherits, in this order: capabilities dropped, the network
+// namespace, the proxy's listener in it (which sets ly.proxyPort, for
+// Landlock's connect rule), the mount namespace, Landlock, then the
+// seccomp filters.
+func (st *sysState) confineThread(cmd *exec.Cmd, ly *layers) error {
 	if ly.capDrop {
 		if err := dropCaps(); err != nil {
 			return err
@@ -308,12 +347,12 @@ func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
 		ly.proxyPort = port
 	}
 	if ly.mntns {
-		if err := applyMountNS(ly); err != nil {
+		if err := applyMountNS(*ly); err != nil {
 			return err
 		}
 	}
 	if ly.abi > 0 {
-		if err := restrictThread(ly); err != nil {
+		if err := restrictThread(*ly); err != nil {
 			return err
 		}
 	}
@@ -330,48 +369,43 @@ func (st *sysState) confineAndStart(cmd *exec.Cmd, ly layers) error {
 			return err
 		}
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	pid := cmd.Process.Pid
-	var errs []error
-	if ly.stopAtExec() {
-		errs = append(errs, atExecStop(pid, func() error {
-			var errs []error
-			if ly.netns == NetNSUserNS || pidsAtExec != nil {
-				// The thread is confined: writing under /proc and /sys is
-				// for a goroutine on another thread.
-				errc := make(chan error, 1)
-				go func() {
-					var err error
-					if ly.netns == NetNSUserNS {
-						err = writeIDMaps(pid)
-					}
-					if pidsAtExec != nil {
-						err = errors.Join(err, pidsAtExec.add(pid))
-					}
-					errc <- err
-				}()
-				errs = append(errs, <-errc)
-			}
-			if ly.cpuSeconds > 0 {
-				errs = append(errs, setCPU(pid, ly.cpuSeconds))
-			}
-			return errors.Join(errs...)
-		}))
-	} else if ly.cpuSeconds > 0 {
-		errs = append(errs, setCPU(pid, ly.cpuSeconds))
-	}
-	for _, j := range joins {
-		errs = append(errs, j.leave())
-	}
-	if err := errors.Join(errs...); err != nil {
-		// The command runs, but not as reported: end it.
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return err
-	}
 	return nil
+}
+
+// setUpChild finishes the set-up of pid, the child just started: while
+// it is stopped at its exec (ly.stopAtExec), the id maps of its user
+// namespace, its v1 pids group (pidsAtExec, nil: none) and RLIMIT_CPU;
+// where it is not stopped, RLIMIT_CPU right after the exec.
+func setUpChild(pid int, ly layers, pidsAtExec *group) error {
+	if !ly.stopAtExec() {
+		if ly.cpuSeconds > 0 {
+			return setCPU(pid, ly.cpuSeconds)
+		}
+		return nil
+	}
+	return atExecStop(pid, func() error {
+		var errs []error
+		if ly.netns == NetNSUserNS || pidsAtExec != nil {
+			// The thread is confined: writing under /proc and /sys is
+			// for a goroutine on another thread.
+			errc := make(chan error, 1)
+			go func() {
+				var err error
+				if ly.netns == NetNSUserNS {
+					err = writeIDMaps(pid)
+				}
+				if pidsAtExec != nil {
+					err = errors.Join(err, pidsAtExec.add(pid))
+				}
+				errc <- err
+			}()
+			errs = append(errs, <-errc)
+		}
+		if ly.cpuSeconds > 0 {
+			errs = append(errs, setCPU(pid, ly.cpuSeconds))
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // setCPU sets pid's RLIMIT_CPU: SIGXCPU after seconds of CPU time, SIGKILL
