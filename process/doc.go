@@ -79,10 +79,9 @@
 // and SIGKILL reaches the whole cgroup at once through cgroup.kill. A
 // command's cgroup goes to a later command once it is empty (and was never
 // killed whole): making a cgroup, forking into it for the first time and
-// removing it cost about 230 µs more than forking into one used before.
-// One command has it at a time. Without
-// cgroups such a descendant is out of reach until Shutdown, which kills
-// every orphan re-parented to the server.
+// removing it cost more than forking into one used before. One command
+// has it at a time. Without cgroups such a descendant is out of reach
+// until Shutdown, which kills every orphan re-parented to the server.
 //
 // A confined command where the server may make one (as root) also runs in
 // a PID namespace of its own, under package sandbox's init: its orphans

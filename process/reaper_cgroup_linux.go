@@ -33,7 +33,7 @@ type cgroupSession struct {
 	// idle are empty cgroups of ended commands, at most maxIdleCgroups,
 	// kept open for the next commands: forking into a cgroup that has
 	// been used before costs no more than forking without one, while a
-	// new cgroup costs a mkdir, an rmdir and about 140 µs more in clone.
+	// new cgroup costs a mkdir, an rmdir and more time in clone.
 	idle []*cgroup
 	// seq names the cgroups made: g1, g2, ...
 	seq uint64

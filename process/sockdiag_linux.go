@@ -42,8 +42,8 @@ const (
 // own network namespace, IPv4 and IPv6, by inode, from the kernel's
 // socket diagnostics (NETLINK_SOCK_DIAG, as ss -lt asks). The kernel walks
 // only its table of listening sockets for it: reading /proc/net/tcp walks
-// the whole table of connections, empty buckets and all, which took 11 ms
-// on these machines with three sockets in it. The netlink socket belongs
+// the whole table of connections, empty buckets and all, which costs
+// far more even with only a few sockets in it. The netlink socket belongs
 // to the namespace of the thread that makes it: the caller's goroutine
 // must not be locked to a confining thread (no goroutine but a confining
 // one ever is).

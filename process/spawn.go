@@ -116,108 +116,25 @@ type spawnRequest struct {
 // and the waiter run in owner, which the command's supervisor waits for.
 // If forking into req.cg fails but forking without it works, cgroupBroken
 // is true: the caller should stop using cgroups.
+//
+// Its steps: the pipes or terminal opened (openStdio), the fork
+// (startCmd), the child's ends closed (and on failure the parent's), then
+// the proxy served, the pumps and the waiter (await) started.
 func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken bool, err error) {
-	var (
-		files   []*os.File // every pipe end, for cleanup on failure
-		readers []*os.File
-		writers []*os.File // the child's ends, closed once it is forked
-		input   *os.File
-		stdin   = req.stdin
-	)
-	closeAll := func() {
-		for _, f := range files {
-			_ = f.Close()
-		}
-	}
-	// pipe returns a pipe's end for this process and the child's.
-	pipe := func(childReads bool) (ours, theirs *os.File, err error) {
-		if ours, theirs, err = childPipe(childReads); err != nil {
-			closeAll()
-			return nil, nil, &SpawnError{Argv0: req.argv[0], Reason: "pipe: " + err.Error(), Err: err}
-		}
-		files = append(files, ours, theirs)
-		return ours, theirs, nil
-	}
-	// outs are where the readers' bytes go, in order.
-	var outs []io.Writer
-	var stdout, stderr *os.File
-	if req.pty.On() {
-		master, slave, err := openPty(req.pty)
-		if err != nil {
-			return nil, false, &SpawnError{Argv0: req.argv[0], Reason: err.Error(), Err: err}
-		}
-		files = append(files, master, slave)
-		readers, outs = append(readers, master), append(outs, req.stdout)
-		writers = append(writers, slave)
-		stdin, stdout, stderr, input = slave, slave, slave, master
-	} else {
-		for _, out := range []io.Writer{req.stdout, req.stderr} {
-			r, w, err := pipe(false)
-			if err != nil {
-				return nil, false, err
-			}
-			readers, outs, writers = append(readers, r), append(outs, out), append(writers, w)
-		}
-		stdout, stderr = writers[0], writers[1]
-		if req.openStdin {
-			w, r, err := pipe(true)
-			if err != nil {
-				return nil, false, err
-			}
-			writers = append(writers, r)
-			stdin, input = r, w
-		}
-	}
-	er, ew, err := pipe(false)
+	sio, err := openStdio(req)
 	if err != nil {
 		return nil, false, err
 	}
-	readers, outs, writers = append(readers, er), append(outs, req.events), append(writers, ew)
-	newCmd := func(cg *cgroup) *exec.Cmd {
-		cmd := &exec.Cmd{
-			Path:        req.path,
-			Args:        req.argv,
-			Env:         req.env,
-			Dir:         req.dir,
-			Stdout:      stdout,
-			Stderr:      stderr,
-			ExtraFiles:  []*os.File{ew}, // fd 3: TOOLHOST_EVENTS_FD
-			SysProcAttr: sysProcAttr(req.pty.On()),
-		}
-		if cg != nil {
-			cg.setFD(cmd.SysProcAttr)
-		}
-		// Without one, stdin is the null device: a child reading it gets
-		// EOF. The session's one open /dev/null spares the open, and its
-		// setting up, that os/exec makes for a nil Stdin at every start.
-		switch null, err := devNull(); {
-		case stdin != nil:
-			cmd.Stdin = stdin
-		case err == nil:
-			cmd.Stdin = null
-		}
-		return cmd
-	}
-
-	cmd := newCmd(req.cg)
-	sb, err := forkOnFreshGoroutine(cmd, req.confine)
-	if err != nil && req.cg != nil && !errors.Is(err, sandbox.ErrUnavailable) {
-		// The kernel may refuse CLONE_INTO_CGROUP; the command can still
-		// run, attributed by markers only.
-		cmd = newCmd(nil)
-		if sb, err = forkOnFreshGoroutine(cmd, req.confine); err == nil {
-			cgroupBroken = true
-		}
-	}
-	for _, w := range writers {
+	cmd, sb, cgroupBroken, err := startCmd(req, sio)
+	for _, w := range sio.writers {
 		_ = w.Close() // the child holds its copies
 	}
 	if err != nil {
-		for _, r := range readers {
+		for _, r := range sio.readers {
 			_ = r.Close()
 		}
-		if input != nil {
-			_ = input.Close()
+		if sio.input != nil {
+			_ = sio.input.Close()
 		}
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			return nil, false, err
@@ -231,8 +148,8 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 		started: time.Now(),
 		exited:  make(chan struct{}),
 		eof:     make(chan struct{}),
-		readers: readers,
-		input:   input,
+		readers: sio.readers,
+		input:   sio.input,
 	}
 	if sb != nil {
 		rep := sb.Report()
@@ -244,41 +161,62 @@ func spawnProc(req spawnRequest, owner *conc.WaitGroup) (p *proc, cgroupBroken b
 			owner.Go(func() { _ = p.proxy.Serve(l) })
 		}
 	}
-	p.pending.Store(int32(len(readers)))
-	for i, r := range readers {
-		owner.Go(func() { p.pump(r, outs[i], req.logger) })
+	p.pending.Store(int32(len(sio.readers)))
+	for i, r := range sio.readers {
+		owner.Go(func() { p.pump(r, sio.outs[i], req.logger) })
 	}
-	owner.Go(func() {
-		// Wait returns once the process has exited: the pipes are *os.File,
-		// so os/exec runs no copying goroutines of its own.
-		_ = cmd.Wait()
-		if p.proxy != nil {
-			// The step has ended: so has its way out. Close waits for
-			// every goroutine of the proxy; its Stats are final after.
-			_ = p.proxy.Close()
-		}
-		if sb != nil {
-			limit, err := sb.Finish()
-			if err != nil {
-				req.logger.Warn("ending a confined process", "pid", p.pid, "err", err)
-			}
-			p.limit = limit
-		}
-		p.state = cmd.ProcessState
-		p.ended = time.Now()
-		execRemove(p.pid)
-		kickReaper() // orphan zombies the peek could not see past this one
-		if req.onExit != nil {
-			req.onExit(p)
-		}
-		close(p.exited)
-	})
+	owner.Go(func() { p.await(sb, req) })
 	return p, cgroupBroken, nil
 }
 
-// devNull is the null device, open for reading, that children without a
-// stdin of their own share; it is never closed.
-var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
+// startCmd forks the process of req with sio's ends, into req.cg when
+// there is one; if the kernel refuses that fork for another reason than
+// the confinement, it forks again without the cgroup, and cgroupBroken
+// reports whether that one worked. sb is the process's sandbox, nil when
+// it is not confined.
+func startCmd(req spawnRequest, sio *stdio) (cmd *exec.Cmd, sb *sandbox.Sandbox, cgroupBroken bool, err error) {
+	cmd = sio.command(req, req.cg)
+	sb, err = forkOnFreshGoroutine(cmd, req.confine)
+	if err != nil && req.cg != nil && !errors.Is(err, sandbox.ErrUnavailable) {
+		// The kernel may refuse CLONE_INTO_CGROUP; the command can still
+		// run, attributed by markers only.
+		cmd = sio.command(req, nil)
+		if sb, err = forkOnFreshGoroutine(cmd, req.confine); err == nil {
+			cgroupBroken = true
+		}
+	}
+	return cmd, sb, cgroupBroken, err
+}
+
+// await is p's waiter: it waits for the process to exit, closes its
+// proxy, finishes its sandbox sb (nil: none), records how and when it
+// ended, runs req.onExit and closes p.exited. It runs in the command's
+// owner group.
+func (p *proc) await(sb *sandbox.Sandbox, req spawnRequest) {
+	// Wait returns once the process has exited: the pipes are *os.File,
+	// so os/exec runs no copying goroutines of its own.
+	_ = p.cmd.Wait()
+	if p.proxy != nil {
+		// The step has ended: so has its way out. Close waits for
+		// every goroutine of the proxy; its Stats are final after.
+		_ = p.proxy.Close()
+	}
+	if sb != nil {
+		limit, err := sb.Finish()
+		if err != nil {
+			req.logger.Warn("ending a confined process", "pid", p.pid, "err", err)
+		}
+		p.limit = limit
+	}
+	p.state = p.cmd.ProcessState
+	p.ended = time.Now()
+	execRemove(p.pid)
+	kickReaper() // orphan zombies the peek could not see past this one
+	if req.onExit != nil {
+		req.onExit(p)
+	}
+	close(p.exited)
+}
 
 // forkOnFreshGoroutine starts cmd from a new goroutine, which never holds
 // runtime.LockOSThread, so Pdeathsig is tied to a thread that lives as long

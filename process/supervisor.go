@@ -168,50 +168,7 @@ func (c *Command) end(code *int, sig string) {
 	c.mu.Lock()
 	procs := c.procs
 	c.mu.Unlock()
-	// A pipe that still brings output is drained, however slowly the
-	// client takes it (its events wait for room): only one that has
-	// brought nothing for finalDrain is cut, held open by a process
-	// nothing could attribute.
-	lasts := make([]int64, len(procs))
-	for i, p := range procs {
-		lasts[i] = p.pumped.Load()
-	}
-	// keep reports whether the pipes are still being drained: a pump
-	// hands bytes on (to a client that reads slowly: its events wait for
-	// room), or one brought bytes since the last look, within
-	// finalDrainMax (a stray writer nothing could attribute must not hold
-	// the end forever).
-	started := time.Now()
-	keep := func() bool {
-		var brought, handing bool
-		for i, p := range procs {
-			b, h, now := p.drainState(lasts[i])
-			lasts[i] = now
-			brought, handing = brought || b, handing || h
-		}
-		return handing || (brought && time.Since(started) < finalDrainMax)
-	}
-	deadline := time.NewTimer(finalDrain)
-	for _, p := range procs {
-		for waiting := true; waiting; {
-			select {
-			case <-p.eof:
-				waiting = false
-			case <-deadline.C:
-				if keep() {
-					deadline.Reset(finalDrain)
-					continue
-				}
-				c.m.log.Warn("closing pipes still held open after the command ended", "command", c.id)
-				for _, q := range procs {
-					q.forceClose()
-				}
-				<-p.eof
-				waiting = false
-			}
-		}
-	}
-	deadline.Stop()
+	c.drainPipes(procs)
 	if rec := c.pumps.WaitAndRecover(); rec != nil {
 		c.m.log.Error("pump or waiter panicked", "command", c.id, "panic", rec.String())
 	}
@@ -270,6 +227,54 @@ func (c *Command) end(code *int, sig string) {
 	c.mu.Unlock()
 	c.m.finished(c)
 	close(c.done)
+}
+
+// drainPipes waits until the pipes of procs, the command's processes, all
+// reach EOF once its tree is gone. A pipe that still brings output is
+// drained, however slowly the client takes it (its events wait for room):
+// only one that has brought nothing for finalDrain is cut, held open by a
+// process nothing could attribute.
+func (c *Command) drainPipes(procs []*proc) {
+	lasts := make([]int64, len(procs))
+	for i, p := range procs {
+		lasts[i] = p.pumped.Load()
+	}
+	// keep reports whether the pipes are still being drained: a pump
+	// hands bytes on (to a client that reads slowly: its events wait for
+	// room), or one brought bytes since the last look, within
+	// finalDrainMax (a stray writer nothing could attribute must not hold
+	// the end forever).
+	started := time.Now()
+	keep := func() bool {
+		var brought, handing bool
+		for i, p := range procs {
+			b, h, now := p.drainState(lasts[i])
+			lasts[i] = now
+			brought, handing = brought || b, handing || h
+		}
+		return handing || (brought && time.Since(started) < finalDrainMax)
+	}
+	deadline := time.NewTimer(finalDrain)
+	for _, p := range procs {
+		for waiting := true; waiting; {
+			select {
+			case <-p.eof:
+				waiting = false
+			case <-deadline.C:
+				if keep() {
+					deadline.Reset(finalDrain)
+					continue
+				}
+				c.m.log.Warn("closing pipes still held open after the command ended", "command", c.id)
+				for _, q := range procs {
+					q.forceClose()
+				}
+				<-p.eof
+				waiting = false
+			}
+		}
+	}
+	deadline.Stop()
 }
 
 // waitUntil waits for ch to close or d to pass.
