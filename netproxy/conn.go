@@ -205,10 +205,10 @@ func isTemporaryAccept(err error) bool {
 }
 
 // moveChunk is the most copyChunks moves at a time: one splice(2) of
-// Go's takes up to 1 MiB (its pipe's size) from the source. Chunks of 64
-// KiB cost twelve times the splices and nearly three times the context
-// switches: a curl download through the proxy went from 0.52× a direct
-// one to 0.62× with 1 MiB.
+// Go's takes up to 1 MiB (its pipe's size) from the source. Smaller
+// chunks (64 KiB) cost many times the splices and context switches, and
+// made a curl download through the proxy markedly slower against a direct
+// one.
 const moveChunk = 1 << 20
 
 // copyBufSize is the buffer of a copy that cannot splice.

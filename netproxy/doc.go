@@ -1,6 +1,6 @@
 // Package netproxy is the allow-list proxy of a confined command: the only
 // way out of a command's network namespace when its network is limited to
-// named hosts (issue 25, "A network by name; nothing outside to reach").
+// named hosts: a network by name, with nothing outside to reach.
 //
 // # What it does
 //

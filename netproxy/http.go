@@ -147,21 +147,8 @@ func (f *forwarder) forward(req *http.Request) bool {
 		return answer(err)
 	}
 	k := hostPort{d.host.String(), port}
-	if f.up == nil || f.key != k {
-		f.closeUpstream()
-		up, at, err := p.dial(ctx, d)
-		if err == nil {
-			err = p.track(up)
-		}
-		if err != nil {
-			if !p.isClosed() {
-				p.log.Info("netproxy: upstream error", "protocol", "http", "host", k.host, "port", port, "error", err.Error())
-			}
-			return answer(err)
-		}
-		p.log.Debug("netproxy: connected", "protocol", "http", "host", k.host, "port", port, "addr", at.String())
-		f.up, f.key = s.wrap(up, p.countAllowed(d)), k
-		f.upr = bufio.NewReaderSize(f.up, bodyBuffer)
+	if err := f.connect(ctx, d, k); err != nil {
+		return answer(err)
 	}
 
 	removeHopHeaders(req.Header)
@@ -186,24 +173,9 @@ func (f *forwarder) forward(req *http.Request) bool {
 		writeError(s.client, &UpstreamError{Host: k.host, Port: port, Op: "send the request to", Err: err}, true)
 		return false
 	}
-	var resp *http.Response
-	for {
-		resp, err = http.ReadResponse(f.upr, req)
-		if err != nil {
-			f.closeUpstream()
-			if isTimeout(err) {
-				writeAnswer(s.client, http.StatusGatewayTimeout, NetworkErrorHeader, fmt.Sprintf("toolhost: network error (not a policy refusal): %s did not answer within the timeout", net.JoinHostPort(k.host, strconv.Itoa(port))), true)
-				return false
-			}
-			writeError(s.client, &UpstreamError{Host: k.host, Port: port, Op: "read the response of", Err: err}, true)
-			return false
-		}
-		// Interim answers (100 Continue, 103 Early Hints) are dropped:
-		// the proxy answered 100 Continue itself.
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			continue
-		}
-		break
+	resp := f.readResponse(req, k)
+	if resp == nil {
+		return false
 	}
 	// resp.Body is not closed here, as Close would read the rest of the
 	// body from f.upr: resp.Write closes it, writeSized moves the body
@@ -238,6 +210,57 @@ func (f *forwarder) forward(req *http.Request) bool {
 		f.closeUpstream()
 	}
 	return !resp.Close
+}
+
+// connect makes the upstream connection to k, the host and port d
+// allowed, unless the one f holds goes there already (closing one to
+// elsewhere). A dial or track error is logged (unless the proxy is
+// closing) and returned, for the caller to answer with.
+func (f *forwarder) connect(ctx context.Context, d decision, k hostPort) error {
+	s, p := f.s, f.s.p
+	if f.up != nil && f.key == k {
+		return nil
+	}
+	f.closeUpstream()
+	up, at, err := p.dial(ctx, d)
+	if err == nil {
+		err = p.track(up)
+	}
+	if err != nil {
+		if !p.isClosed() {
+			p.log.Info("netproxy: upstream error", "protocol", "http", "host", k.host, "port", k.port, "error", err.Error())
+		}
+		return err
+	}
+	p.log.Debug("netproxy: connected", "protocol", "http", "host", k.host, "port", k.port, "addr", at.String())
+	f.up, f.key = s.wrap(up, p.countAllowed(d)), k
+	f.upr = bufio.NewReaderSize(f.up, bodyBuffer)
+	return nil
+}
+
+// readResponse reads the upstream's response to req, sent to k, past any
+// interim answer. If it cannot, it closes the upstream connection,
+// answers the client with why (a gateway timeout, or an upstream error)
+// and returns nil: the client connection is to be closed.
+func (f *forwarder) readResponse(req *http.Request, k hostPort) *http.Response {
+	for {
+		resp, err := http.ReadResponse(f.upr, req)
+		if err != nil {
+			f.closeUpstream()
+			if isTimeout(err) {
+				writeAnswer(f.s.client, http.StatusGatewayTimeout, NetworkErrorHeader, fmt.Sprintf("toolhost: network error (not a policy refusal): %s did not answer within the timeout", net.JoinHostPort(k.host, strconv.Itoa(k.port))), true)
+				return nil
+			}
+			writeError(f.s.client, &UpstreamError{Host: k.host, Port: k.port, Op: "read the response of", Err: err}, true)
+			return nil
+		}
+		// Interim answers (100 Continue, 103 Early Hints) are dropped:
+		// the proxy answered 100 Continue itself.
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue
+		}
+		return resp
+	}
 }
 
 // writeSized writes resp, whose body is resp.ContentLength bytes, to the

@@ -25,7 +25,7 @@ type pipValue struct {
 }
 
 // pipSources reads the indexes pip would fetch from, as pip reads its
-// configuration, without running pip (`pip config list` took 1.5 to 2 s
+// configuration, without running pip (`pip config list` can take seconds
 // on a loaded machine). For each of `pip install`, `pip download` and
 // `pip wheel`, a setting (index-url, extra-index-url, find-links,
 // no-index) comes from, the first that sets it:
