@@ -302,10 +302,17 @@ func (w *Workspace) resolve(op, p string, mode resolveMode, acc access) (locatio
 		stack = append(stack, c)
 		last = fi
 	}
-	loc := location{r: cur, comps: stack, missing: missing, dirSyntax: dirSyntax, info: last}
+	return w.settle(op, p, location{r: cur, comps: stack, missing: missing, dirSyntax: dirSyntax, info: last}, pol, acc)
+}
+
+// settle is the end of resolve, given loc as the walk left it: loc is
+// re-anchored in the most specific root, and the real path it names is
+// asked of pol by name for acc, and for a write whether it lies in a git
+// directory the policy protects.
+func (w *Workspace) settle(op, p string, loc location, pol *policy, acc access) (location, error) {
 	// Re-anchor in the most specific root: a read-only root nested in the
 	// workspace (the artifacts dir, say) governs what lies below it.
-	real := append(slices.Clone(cur.realComps), stack...)
+	real := append(slices.Clone(loc.r.realComps), loc.comps...)
 	if r, rest := w.matchReal(real); r != nil {
 		loc.r, loc.comps = r, rest
 	}

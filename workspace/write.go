@@ -103,54 +103,12 @@ func (w *Workspace) WriteFile(o WriteOptions) (*WriteResult, error) {
 		return nil, osErr(op, o.Path, err)
 	}
 	defer dirf.Close()
-	// The parent was opened by name; make sure it is the directory resolve
-	// named, so a swap cannot steer the write into a nested read-only root.
-	if p, ok := fdPath(dirf); ok && p != parent.abs() {
-		return nil, newErr(op, o.Path, ErrConflict, "the parent directory changed while writing (now %s); nothing was written", p)
+	if err := w.checkParent(op, o.Path, dirf, parent); err != nil {
+		return nil, err
 	}
-	// And that no rename put a protected directory at that name since.
-	if pol := w.pol.Load(); pol != nil {
-		st, err := dirf.Stat()
-		if err != nil {
-			return nil, osErr(op, o.Path, err)
-		}
-		if r := pol.byID(st, accessWrite); r != nil {
-			return nil, refuse(op, o.Path, parent.abs(), r)
-		}
-	}
-
-	mode := fs.FileMode(0o644)
-	fi, err := dir.Lstat(base)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if expected != "" && expected != AbsentSha256 {
-			e := newErr(op, o.Path, ErrConflict, "the file does not exist, but expectedSha256 is %s", expected)
-			e.Expected, e.Actual = expected, AbsentSha256
-			return nil, e
-		}
-	case err != nil:
-		return nil, osErr(op, o.Path, err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, newErr(op, o.Path, ErrConflict, "%s became a symlink while writing; nothing was written", loc.abs())
-	case !fi.Mode().IsRegular():
-		return nil, newErr(op, o.Path, ErrNotRegular, "%s is %s", loc.abs(), describeMode(fi.Mode()))
-	default:
-		mode = fi.Mode().Perm()
-		if expected != "" {
-			actual, err := hashFile(dir, base)
-			if err != nil {
-				return nil, osErr(op, o.Path, err)
-			}
-			if actual != expected {
-				reason := "the file changed: its sha256 is not expectedSha256; read it again"
-				if expected == AbsentSha256 {
-					reason = "the file already exists, but expectedSha256 says it must not"
-				}
-				e := newErr(op, o.Path, ErrConflict, "%s", reason)
-				e.Expected, e.Actual = expected, actual
-				return nil, e
-			}
-		}
+	mode, err := checkTarget(op, o.Path, loc, dir, base, expected)
+	if err != nil {
+		return nil, err
 	}
 
 	tmp, err := writeTemp(dir, data, mode)
@@ -168,6 +126,69 @@ func (w *Workspace) WriteFile(o WriteOptions) (*WriteResult, error) {
 	}
 	sum := sha256.Sum256(data)
 	return &WriteResult{Path: loc.abs(), Size: int64(len(data)), Sha256: hex.EncodeToString(sum[:])}, nil
+}
+
+// checkParent makes sure that dirf, the parent directory WriteFile opened
+// by name, is still the directory resolve named (parent), and that the
+// policy does not protect it.
+func (w *Workspace) checkParent(op, path string, dirf *os.File, parent location) error {
+	// The parent was opened by name; make sure it is the directory resolve
+	// named, so a swap cannot steer the write into a nested read-only root.
+	if p, ok := fdPath(dirf); ok && p != parent.abs() {
+		return newErr(op, path, ErrConflict, "the parent directory changed while writing (now %s); nothing was written", p)
+	}
+	// And that no rename put a protected directory at that name since.
+	if pol := w.pol.Load(); pol != nil {
+		st, err := dirf.Stat()
+		if err != nil {
+			return osErr(op, path, err)
+		}
+		if r := pol.byID(st, accessWrite); r != nil {
+			return refuse(op, path, parent.abs(), r)
+		}
+	}
+	return nil
+}
+
+// checkTarget looks at base in dir, the file loc WriteFile replaces: it
+// must be absent or a regular file (not a symlink), and hold what
+// expected says ("" does not check). It returns the mode the new file
+// gets: the old one's permissions, or 0644 for a new file.
+func checkTarget(op, path string, loc location, dir *os.Root, base, expected string) (fs.FileMode, error) {
+	mode := fs.FileMode(0o644)
+	fi, err := dir.Lstat(base)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if expected != "" && expected != AbsentSha256 {
+			e := newErr(op, path, ErrConflict, "the file does not exist, but expectedSha256 is %s", expected)
+			e.Expected, e.Actual = expected, AbsentSha256
+			return 0, e
+		}
+	case err != nil:
+		return 0, osErr(op, path, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return 0, newErr(op, path, ErrConflict, "%s became a symlink while writing; nothing was written", loc.abs())
+	case !fi.Mode().IsRegular():
+		return 0, newErr(op, path, ErrNotRegular, "%s is %s", loc.abs(), describeMode(fi.Mode()))
+	default:
+		mode = fi.Mode().Perm()
+		if expected != "" {
+			actual, err := hashFile(dir, base)
+			if err != nil {
+				return 0, osErr(op, path, err)
+			}
+			if actual != expected {
+				reason := "the file changed: its sha256 is not expectedSha256; read it again"
+				if expected == AbsentSha256 {
+					reason = "the file already exists, but expectedSha256 says it must not"
+				}
+				e := newErr(op, path, ErrConflict, "%s", reason)
+				e.Expected, e.Actual = expected, actual
+				return 0, e
+			}
+		}
+	}
+	return mode, nil
 }
 
 // decodeContent returns the bytes o asks to write.
