@@ -82,10 +82,10 @@ type Artifacts struct {
 	prep conc.WaitGroup
 }
 
-// Prepared ahead of need. Creating a directory or a file costs from 0.1 to
-// over 1 ms of kernel time on some file systems (ext4 without a journal
-// scans past every inode freed in the last minutes for each new one), more
-// than forking and waiting for a short command. So the refill goroutine
+// Prepared ahead of need. Creating a directory or a file costs much kernel
+// time on some file systems (ext4 without a journal scans past every inode
+// freed in the last minutes for each new one), more than forking and
+// waiting for a short command. So the refill goroutine
 // keeps, under dir/.spares/ (0700), each made in dir/.spares/new/ first:
 //
 //   - new/empty-<n>: the session's empty file (0600), never written. Every name

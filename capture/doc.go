@@ -46,9 +46,9 @@
 // and every marker interleaved in arrival order; stdout.log holds stdout and
 // stderr.log the plain stderr lines; Output's ByteCount, LineCount and Sha256
 // describe output.log. How they are made is chosen for the two costs that
-// dominate on the machines this was measured on: creating an inode (0.1 to
-// over 1 ms of kernel time on ext4 without a journal) and writing or hashing
-// every byte of a large output twice.
+// dominate: creating an inode (much kernel time on some file systems, ext4
+// without a journal among them) and writing or hashing every byte of a
+// large output twice.
 //
 //   - A name starts as a hard link to the session's one empty file, which is
 //     never written, and gets an inode of its own with its first byte: a

@@ -64,9 +64,9 @@ func populatedIn(b []byte) bool {
 }
 
 // Events is the cgroup.events file of a v2 cgroup, kept open: a read at
-// offset 0 renders the file anew, so a look costs one pread (1.4 µs on
-// these machines) rather than an open and a read (20 µs). Its methods may
-// be called concurrently until Close.
+// offset 0 renders the file anew, so a look costs one pread rather than
+// an open and a read, many times dearer. Its methods may be called
+// concurrently until Close.
 type Events struct {
 	f *os.File // immutable; closed by Close
 }
