@@ -24,7 +24,7 @@ const tombstoneTTL = 7 * 24 * time.Hour
 // ends in one with status "lost" (written to the journal first, so that
 // it is made once however many holders die), and the session waits,
 // detached, for its linger. Old tombstones go.
-func (h *Holder) adoptDead() {
+func (h *holder) adoptDead() {
 	dir := filepath.Join(h.cfg.Dirs.State, "sessions")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -56,7 +56,7 @@ func (h *Holder) adoptDead() {
 }
 
 // adopt takes over one dead holder's session.
-func (h *Holder) adopt(path string, rp *replay) error {
+func (h *holder) adopt(path string, rp *replay) error {
 	id := rp.first.ID
 	for _, lo := range rp.leftovers {
 		n, err := process.KillLeftovers(lo)
@@ -67,7 +67,7 @@ func (h *Holder) adopt(path string, rp *replay) error {
 		return err
 	}
 	me := self()
-	if err := j.append(record{Kind: "holder", Holder: &me}); err != nil {
+	if err := j.append(record{Kind: kindHolder, Holder: &me}); err != nil {
 		j.close()
 		return err
 	}
@@ -89,7 +89,7 @@ func (h *Holder) adopt(path string, rp *replay) error {
 			continue
 		}
 		j.Numbered(seq, msg)
-		rp.results = append(rp.results, result{seq: seq, message: msg, handle: hs.HandleID})
+		rp.apply(record{Kind: kindResult, Seq: seq, Message: msg})
 		ended[hs.HandleID] = true
 		h.log.Info("a dead holder's handle ends lost", "session", id, "handle", hs.HandleID)
 	}
@@ -101,20 +101,13 @@ func (h *Holder) adopt(path string, rp *replay) error {
 	if rp.first.Workspace != "" {
 		root = rp.first.Workspace
 	}
-	s := &session{id: id, root: root, createdAt: rp.first.CreatedAt, linger: linger, internal: rp.first.MCP,
-		logs: &logSwitch{fallback: h.cfg.Log}, initParams: rp.first.Init, journal: j, adopted: rp}
+	s := h.newSession(&session{id: id, root: root, createdAt: rp.first.CreatedAt, internal: rp.first.MCP,
+		logs: &logSwitch{fallback: h.cfg.Log}, initParams: rp.first.Init, journal: j, adopted: rp}, linger)
 	h.mu.Lock()
 	h.sessions[id] = s
+	s.lingerLocked() // detached from the start
 	h.mu.Unlock()
-	h.detachedAdopted(s)
 	return nil
-}
-
-// detachedAdopted starts an adopted session's linger.
-func (h *Holder) detachedAdopted(s *session) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.lingerLocked(s)
 }
 
 // lostResult is the toolResult of a handle whose holder died.
@@ -135,7 +128,7 @@ func lostResult(hs tools.HandleStarted, pid int, now time.Time) protocol.ToolRes
 // one's, or for an adopted one the table of tools made for it now, from
 // this connection's configuration, keeping the session's id and its
 // handles' numbers (wake initializes them).
-func (h *Holder) revive(s *session, cfg SessionConfig) (*rpc.Table, error) {
+func (h *holder) revive(s *session, cfg SessionConfig) (*rpc.Table, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s.tools != nil {
@@ -157,7 +150,7 @@ func (h *Holder) revive(s *session, cfg SessionConfig) (*rpc.Table, error) {
 // wake initializes an adopted session's tools on the connection rs of
 // the resume, from the session's first initialize, and puts the dead
 // holder's toolResults back in its ledger.
-func (h *Holder) wake(ctx context.Context, s *session, rs *rpc.Session) error {
+func (h *holder) wake(ctx context.Context, s *session, rs *rpc.Session) error {
 	h.mu.Lock()
 	rp := s.adopted
 	s.adopted = nil
@@ -194,7 +187,7 @@ func (h *Holder) wake(ctx context.Context, s *session, rs *rpc.Session) error {
 	rs.SetJournal(s.journal)
 	lo := s.tools.Leftovers()
 	me := self()
-	_ = s.journal.append(record{Kind: "holder", Holder: &me, Leftovers: &lo})
+	_ = s.journal.append(record{Kind: kindHolder, Holder: &me, Leftovers: &lo})
 	h.mu.Lock()
 	s.rs = rs
 	s.init = res

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolhost/toolhost/internal/fsutil"
 	"github.com/toolhost/toolhost/tools"
 )
 
@@ -39,10 +40,10 @@ func (j *journal) compact() {
 	}
 }
 
-// compactOnce does compact's work: the temporary file beside the journal
-// is synced, renamed over it, and the directory synced, as the tombstone
-// is written.
-func (j *journal) compactOnce() (err error) {
+// compactOnce does compact's work: the bulk of the journal is replayed,
+// and what a later holder needs of it written again to a temporary file
+// beside the journal, 0600, which is synced and renamed over it.
+func (j *journal) compactOnce() error {
 	j.mu.Lock()
 	upTo := j.size
 	j.mu.Unlock()
@@ -50,25 +51,28 @@ func (j *journal) compactOnce() (err error) {
 	if err != nil {
 		return err
 	}
-	kept, nWritten, err := compactRecords(bulk, j.keep)
+	rp, err := replayOf(j.path, bulk)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(j.path)
-	tmp, err := os.CreateTemp(dir, ".compact-*")
-	if err != nil {
-		return err
+	if rp.ended {
+		return fmt.Errorf("%s: a tombstone, not a session's journal", j.path)
 	}
-	defer func() {
+	kept := rp.compacted(j.keep)
+	var out bytes.Buffer
+	for _, r := range kept.records() {
+		b, err := json.Marshal(r)
 		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			return err
 		}
-	}()
-	if _, err := tmp.Write(kept); err != nil {
+		out.Write(append(b, '\n'))
+	}
+	tmp, err := fsutil.CreateTemp(j.path, 0o600)
+	if err != nil {
 		return err
 	}
-	if err := tmp.Chmod(0o600); err != nil {
+	defer tmp.Discard()
+	if _, err := tmp.Write(out.Bytes()); err != nil {
 		return err
 	}
 
@@ -84,16 +88,12 @@ func (j *journal) compactOnce() (err error) {
 	if _, err := tmp.Write(tail); err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := tmp.Commit(fsutil.SyncFile); err != nil {
 		return err
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), j.path); err != nil {
-		return err
-	}
-	syncDir(dir)
+	// The rename is done: an error syncing the directory costs durability
+	// only, as it would on a filesystem without it.
+	_ = fsutil.SyncDir(filepath.Dir(j.path))
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		// The compacted journal is in place; appends cannot reach it.
@@ -103,8 +103,13 @@ func (j *journal) compactOnce() (err error) {
 	}
 	j.f.Close()
 	j.f = f
-	j.size = int64(len(kept) + len(tail))
-	j.nWritten = nWritten + bytes.Count(tail, []byte(`{"kind":"written"`))
+	j.size = int64(out.Len() + len(tail))
+	// The journal now replays to kept and the tail.
+	_ = eachRecord(tail, func(r record) error {
+		kept.apply(r)
+		return nil
+	})
+	j.nWritten = kept.nWritten()
 	return nil
 }
 
@@ -122,18 +127,8 @@ func readPrefix(path string, from, to int64) ([]byte, error) {
 	return b, nil
 }
 
-// syncDir syncs a directory, so that a rename in it is durable; an error
-// costs durability only, as it would on a filesystem without it.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-}
-
-// compactRecords returns the lines of the journal b that a later holder
-// needs, verbatim and in their order, and how many written toolResults
-// they keep. It keeps:
+// compacted returns the part of rp that a later holder needs, to be
+// written again in place of its journal (records). It keeps:
 //   - the session record and every holder record (what a dead holder's
 //     commands could leave behind);
 //   - every toolResult not yet written to a connection, and the keep
@@ -143,64 +138,31 @@ func syncDir(dir string) {
 //   - the highest-numbered handle and its toolResult, whatever its age,
 //     so that a later holder numbers new handles after it.
 //
-// A torn line (only the last can be) is dropped; it was never a record.
-func compactRecords(b []byte, keep int) ([]byte, int, error) {
-	type line struct {
-		raw []byte // with its newline
-		r   record
-	}
-	var lines []line
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			break // torn
-		}
-		raw := b[:i+1]
-		b = b[i+1:]
-		var r record
-		if json.Unmarshal(raw, &r) != nil {
-			continue
-		}
-		lines = append(lines, line{raw: raw, r: r})
-	}
-	if len(lines) == 0 || lines[0].r.Kind != "session" || lines[0].r.V != journalVersion {
-		return nil, 0, fmt.Errorf("not a version %d session journal: %w", journalVersion, errJournalVersion)
-	}
-
+// It says what rp says of the holders, the running handles, the
+// toolResults kept and the highest handle number.
+func (rp *replay) compacted(keep int) *replay {
 	resultOf := map[string]int64{} // handle id → the seq of its toolResult
-	handleOf := map[int64]string{} // seq → the handle id of its toolResult
-	written := map[int64]bool{}
+	var writtenSeqs []int64
+	for _, r := range rp.results {
+		if r.handle != "" {
+			resultOf[r.handle] = r.seq
+		}
+		if r.written {
+			writtenSeqs = append(writtenSeqs, r.seq)
+		}
+	}
 	var maxHandle string
 	var maxNumber uint64
-	for _, l := range lines[1:] {
-		switch l.r.Kind {
-		case "result":
-			id := resultHandle(l.r.Message)
-			handleOf[l.r.Seq] = id
-			if id != "" {
-				resultOf[id] = l.r.Seq
-			}
-		case "written":
-			written[l.r.Seq] = true
-		case "handle":
-			if l.r.Handle != nil {
-				if n := handleNumber(*l.r.Handle); maxHandle == "" || n >= maxNumber {
-					maxHandle, maxNumber = l.r.Handle.HandleID, n
-				}
-			}
+	for _, hs := range rp.handles {
+		if n := handleNumber(hs); maxHandle == "" || n >= maxNumber {
+			maxHandle, maxNumber = hs.HandleID, n
 		}
 	}
-	var writtenSeqs []int64
-	for seq := range handleOf {
-		if written[seq] {
-			writtenSeqs = append(writtenSeqs, seq)
-		}
+	keptSeq := map[int64]bool{}
+	for _, r := range rp.results {
+		keptSeq[r.seq] = !r.written // every one not yet written
 	}
 	slices.Sort(writtenSeqs)
-	keptSeq := map[int64]bool{}
-	for seq := range handleOf {
-		keptSeq[seq] = !written[seq] // every one not yet written
-	}
 	for _, seq := range writtenSeqs[max(0, len(writtenSeqs)-keep):] {
 		keptSeq[seq] = true
 	}
@@ -208,46 +170,20 @@ func compactRecords(b []byte, keep int) ([]byte, int, error) {
 		keptSeq[seq] = true
 	}
 
-	var out bytes.Buffer
-	out.Write(lines[0].raw)
-	nWritten := 0
-	wroteWritten := map[int64]bool{}
-	for _, l := range lines[1:] {
-		switch l.r.Kind {
-		case "holder":
-			out.Write(l.raw)
-		case "handle":
-			if l.r.Handle == nil {
-				continue
-			}
-			seq, ended := resultOf[l.r.Handle.HandleID]
-			if !ended || keptSeq[seq] || l.r.Handle.HandleID == maxHandle {
-				out.Write(l.raw)
-			}
-		case "result":
-			if keptSeq[l.r.Seq] {
-				out.Write(l.raw)
-			}
-		case "written":
-			if keptSeq[l.r.Seq] && !wroteWritten[l.r.Seq] {
-				wroteWritten[l.r.Seq] = true
-				nWritten++
-				out.Write(l.raw)
-			}
+	out := &replay{first: rp.first, holders: rp.holders, holder: rp.holder, leftovers: rp.leftovers, bySeq: map[int64]int{}}
+	for _, hs := range rp.handles {
+		seq, ended := resultOf[hs.HandleID]
+		if !ended || keptSeq[seq] || hs.HandleID == maxHandle {
+			out.handles = append(out.handles, hs)
 		}
 	}
-	return out.Bytes(), nWritten, nil
-}
-
-// resultHandle returns the handleId of an encoded toolResult message.
-func resultHandle(message json.RawMessage) string {
-	var p struct {
-		Params struct {
-			HandleID string `json:"handleId"`
-		} `json:"params"`
+	for _, r := range rp.results {
+		if keptSeq[r.seq] {
+			out.bySeq[r.seq] = len(out.results)
+			out.results = append(out.results, r)
+		}
 	}
-	_ = json.Unmarshal(message, &p)
-	return p.Params.HandleID
+	return out
 }
 
 // handleNumber returns the highest N of a handle's ids ("h-N", "c-N").

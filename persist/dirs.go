@@ -17,9 +17,9 @@ type Dirs struct {
 	Run string
 }
 
-// ErrDirRefused is the error of a state or runtime directory with another
+// errDirRefused is the error of a state or runtime directory with another
 // owner or a mode that lets others in.
-var ErrDirRefused = errors.New("directory refused")
+var errDirRefused = errors.New("directory refused")
 
 // ResolveDirs returns the directories for state, the --state-dir flag
 // ("" for the default), creating them 0700 where missing, and checks that
@@ -65,14 +65,14 @@ func ownDir(dir string) error {
 		return err
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory: %w", dir, ErrDirRefused)
+		return fmt.Errorf("%s is not a directory: %w", dir, errDirRefused)
 	}
 	uid, ok := ownerOf(fi)
 	if ok && uid != os.Geteuid() {
-		return fmt.Errorf("%s is owned by uid %d, not this user (uid %d): %w", dir, uid, os.Geteuid(), ErrDirRefused)
+		return fmt.Errorf("%s is owned by uid %d, not this user (uid %d): %w", dir, uid, os.Geteuid(), errDirRefused)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("%s has mode %v; it must be 0700, closed to others: %w", dir, fi.Mode().Perm(), ErrDirRefused)
+		return fmt.Errorf("%s has mode %v; it must be 0700, closed to others: %w", dir, fi.Mode().Perm(), errDirRefused)
 	}
 	return nil
 }

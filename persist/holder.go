@@ -2,7 +2,6 @@ package persist
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,13 +10,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/fsutil"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
@@ -57,8 +56,8 @@ type HolderConfig struct {
 	Log io.Writer
 }
 
-// Holder holds the persisted sessions of one root for one OS user.
-type Holder struct {
+// holder holds the persisted sessions of one root for one OS user.
+type holder struct {
 	cfg  HolderConfig
 	log  *slog.Logger
 	key  string
@@ -86,38 +85,8 @@ type Holder struct {
 	once sync.Once
 }
 
-// session is one persisted session.
-type session struct {
-	id        string
-	root      string
-	createdAt time.Time
-	linger    time.Duration
-	logs      *logSwitch
-
-	// tools, rs, table and init are set once the session is live: made by
-	// an initialize, or revived by a resume. An adopted session (its
-	// holder died) has none until it is resumed.
-	tools      *tools.Tools
-	rs         *rpc.Session
-	table      *rpc.Table
-	init       *protocol.InitializeResult
-	initParams json.RawMessage
-	journal    *journal
-	adopted    *replay // a dead holder's journal, until resumed
-	// internal says a shared MCP server serves the session: no resume
-	// reaches it, and sessions {} leaves it out.
-	internal bool
-
-	// owner, lingerUntil, timer and ending are guarded by Holder.mu.
-	owner       *front // the connection serving it; nil while detached
-	lingerUntil time.Time
-	timer       *time.Timer
-	ending      bool
-	endKind     string // why it is ending: SessionEnded or SessionExpired
-}
-
-// ErrHeld says another holder holds the root; RunHolder exits quietly.
-var ErrHeld = errors.New("another holder holds this root")
+// errHeld says another holder holds the root; RunHolder exits quietly.
+var errHeld = errors.New("another holder holds this root")
 
 // RunHolder serves fronts until the holder has been idle for Idle, or a
 // signal ends it. It returns the process exit code.
@@ -131,9 +100,9 @@ func RunHolder(cfg HolderConfig) int {
 	if cfg.Idle <= 0 {
 		cfg.Idle = 2 * time.Second
 	}
-	h := &Holder{cfg: cfg, log: cfg.Logger, key: holderKey(cfg.Root, cfg.Build), sessions: map[string]*session{}, mcp: map[string]*mcpShared{}, quit: make(chan struct{})}
+	h := &holder{cfg: cfg, log: cfg.Logger, key: holderKey(cfg.Root, cfg.Build), sessions: map[string]*session{}, mcp: map[string]*mcpShared{}, quit: make(chan struct{})}
 	if err := h.listen(); err != nil {
-		if errors.Is(err, ErrHeld) {
+		if errors.Is(err, errHeld) {
 			h.log.Info("another holder serves this root; exiting", "root", cfg.Root)
 			return 0
 		}
@@ -172,17 +141,17 @@ func RunHolder(cfg HolderConfig) int {
 
 // listen takes the root's lock and listens on its socket, replacing a
 // stale one. A holder whose lock is taken while its socket answers is
-// another holder serving: ErrHeld. One whose lock is taken while its
+// another holder serving: errHeld. One whose lock is taken while its
 // socket does not answer is one exiting: listen waits for its lock.
-func (h *Holder) listen() error {
+func (h *holder) listen() error {
 	d := h.cfg.Dirs
-	lock, err := lockFile(d.lockPath(h.key), false)
-	if errors.Is(err, errLocked) {
+	lock, err := fsutil.LockFile(d.lockPath(h.key), false)
+	if errors.Is(err, fsutil.ErrLocked) {
 		if c, derr := net.DialTimeout("unix", d.socketPath(h.key), time.Second); derr == nil {
 			c.Close()
-			return ErrHeld
+			return errHeld
 		}
-		lock, err = lockFile(d.lockPath(h.key), true)
+		lock, err = fsutil.LockFile(d.lockPath(h.key), true)
 	}
 	if err != nil {
 		return fmt.Errorf("holder lock: %w", err)
@@ -210,7 +179,7 @@ func (h *Holder) listen() error {
 
 // accept serves each front on a goroutine of its own until the listener
 // closes.
-func (h *Holder) accept() {
+func (h *holder) accept() {
 	for {
 		c, err := h.ln.AcceptUnix()
 		if err != nil {
@@ -241,7 +210,7 @@ func (h *Holder) accept() {
 
 // armIdleLocked starts the idle timer when the holder holds nothing. The
 // caller holds mu.
-func (h *Holder) armIdleLocked() {
+func (h *holder) armIdleLocked() {
 	if h.closing || h.holdsLocked() {
 		return
 	}
@@ -264,12 +233,12 @@ func (h *Holder) armIdleLocked() {
 
 // holdsLocked reports whether the holder serves a front or holds a
 // session or a shared MCP server. The caller holds mu.
-func (h *Holder) holdsLocked() bool {
+func (h *holder) holdsLocked() bool {
 	return h.conns > 0 || len(h.sessions) > 0 || len(h.mcp) > 0
 }
 
 // stop stops accepting and removes the socket.
-func (h *Holder) stop() {
+func (h *holder) stop() {
 	h.mu.Lock()
 	h.closing = true
 	if h.idle != nil {
@@ -281,155 +250,20 @@ func (h *Holder) stop() {
 }
 
 // endAll ends every session at once: the shared MCP servers first,
-// which end their own.
-func (h *Holder) endAll(reason string) {
-	h.endAllMCP(reason)
-	h.mu.Lock()
-	var all []*session
-	for _, s := range h.sessions {
-		all = append(all, s)
-	}
-	h.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range all {
-		wg.Add(1)
-		go func() { // owned by endAll, which waits for it
-			defer wg.Done()
-			h.end(s, protocol.SessionEnded, reason)
-		}()
-	}
-	wg.Wait()
-}
-
-// end ends a session: its commands are killed, and its journal becomes
-// a tombstone saying why (kind: ended or expired).
-func (h *Holder) end(s *session, kind, why string) {
-	h.mu.Lock()
-	if s.ending {
-		h.mu.Unlock()
-		return
-	}
-	s.ending = true
-	s.endKind = kind
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	h.mu.Unlock()
-	h.log.Info("session ending", "session", s.id, "reason", kind, "why", why)
-	if s.tools != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s.tools.Shutdown(ctx)
-		cancel()
-	}
-	if s.journal != nil {
-		if err := s.journal.end(s.id, h.cfg.Root, kind); err != nil {
-			h.log.Warn("cannot write the session's tombstone", "session", s.id, "err", err)
+// which end their own, then the sessions left.
+func (h *holder) endAll(reason string) {
+	h.endEach(reason, func() (all []*lingering) {
+		for _, m := range h.mcp {
+			all = append(all, &m.lingering)
 		}
-	} else {
-		_ = writeTombstone(h.cfg.Dirs.journalPath(s.id), record{Kind: "ended", V: journalVersion, ID: s.id, Root: h.cfg.Root, Reason: kind, At: time.Now().UTC()})
-	}
-	h.mu.Lock()
-	delete(h.sessions, s.id)
-	h.armIdleLocked()
-	h.mu.Unlock()
-}
-
-// detached starts a session's linger: unless a connection resumes it
-// first, it ends when the linger passes.
-func (h *Holder) detached(s *session, by *front, reason string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if s.owner != by || s.ending {
-		return // another connection took it over meanwhile
-	}
-	s.owner = nil
-	s.logs.set(nil)
-	h.log.Info("session detached", "session", s.id, "reason", reason, "linger", s.linger)
-	h.lingerLocked(s)
-}
-
-// lingerLocked starts a detached session's linger: unless a connection
-// resumes it first, it ends when the linger passes. The caller holds mu.
-func (h *Holder) lingerLocked(s *session) {
-	s.lingerUntil = time.Now().Add(s.linger).UTC()
-	s.timer = time.AfterFunc(s.linger, func() {
-		h.mu.Lock()
-		expired := s.owner == nil && !s.ending && !h.closing
-		if expired {
-			h.work.Add(1) // RunHolder waits for it; nothing is added once closing
-		}
-		h.mu.Unlock()
-		if !expired {
-			return
-		}
-		defer h.work.Done()
-		h.end(s, protocol.SessionExpired, "detached longer than --linger")
+		return all
 	})
-}
-
-// list answers sessions: every session the holder holds.
-func (h *Holder) list() []protocol.SessionInfo {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := []protocol.SessionInfo{}
-	for _, s := range h.sessions {
-		if s.ending || s.internal {
-			continue
+	h.endEach(reason, func() (all []*lingering) {
+		for _, s := range h.sessions {
+			all = append(all, &s.lingering)
 		}
-		info := protocol.SessionInfo{SessionID: s.id, Root: s.root, Attached: s.owner != nil, CreatedAt: s.createdAt}
-		if s.owner == nil {
-			t := s.lingerUntil
-			info.LingerUntil = &t
-		}
-		if s.tools != nil {
-			info.Handles = s.tools.Running()
-		}
-		out = append(out, info)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	return out
-}
-
-// lookup finds the session a resume names, or says why none: a
-// tombstone's reason, or unknown.
-func (h *Holder) lookup(id string) (*session, string) {
-	h.mu.Lock()
-	s := h.sessions[id]
-	var kind string
-	switch {
-	case s != nil && s.internal:
-		s = nil // a shared MCP server's: its id is never given out
-	case s != nil && s.ending:
-		s, kind = nil, s.endKind
-	}
-	h.mu.Unlock()
-	if s != nil {
-		return s, ""
-	}
-	if kind != "" {
-		return nil, kind
-	}
-	if !validID(id) {
-		return nil, protocol.SessionUnknown
-	}
-	rp, err := readJournal(h.cfg.Dirs.journalPath(id))
-	if err == nil && rp.ended && rp.first.Root == h.cfg.Root {
-		return nil, rp.first.Reason
-	}
-	return nil, protocol.SessionUnknown
-}
-
-// validID reports whether id can name a journal file.
-func validID(id string) bool {
-	if !strings.HasPrefix(id, "s-") || len(id) > 64 {
-		return false
-	}
-	for _, r := range id[2:] {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
-			return false
-		}
-	}
-	return true
+		return all
+	})
 }
 
 // firstInitialize decodes the params of the first message when it is an

@@ -1,16 +1,13 @@
 package persist
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/fsutil"
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
@@ -20,20 +17,35 @@ import (
 // record; a journal of another version is left alone.
 const journalVersion = 1
 
-// record is one line of a journal. Kind says which fields it uses:
-//
-//	session  V, ID, Root, Workspace, MCP, CreatedAt, Holder, Leftovers,
-//	         Init (first line)
-//	holder   Holder, Leftovers: a later holder took the session over, with
-//	         its own commands' leftovers
-//	handle   Handle: a handle started
-//	result   Seq, Message: a toolResult was made (the whole encoded message)
-//	written  Seq: that toolResult was written to a connection
-//	ended    V, ID, Root, Reason, At: the session ended (a tombstone, alone)
+// recordKind says what a record says, and which of its fields it uses.
+// replay.apply is where a journal's records are interpreted.
+type recordKind string
+
+// The kinds of record, as they are on disk.
+const (
+	// kindSession: V, ID, Root, Workspace, MCP, CreatedAt, Holder,
+	// Leftovers, LingerMs, Init. The first line.
+	kindSession recordKind = "session"
+	// kindHolder: Holder, Leftovers. A later holder took the session
+	// over, with its own commands' leftovers.
+	kindHolder recordKind = "holder"
+	// kindHandle: Handle. A handle started.
+	kindHandle recordKind = "handle"
+	// kindResult: Seq, Message. A toolResult was made (the whole encoded
+	// message).
+	kindResult recordKind = "result"
+	// kindWritten: Seq. That toolResult was written to a connection.
+	kindWritten recordKind = "written"
+	// kindEnded: V, ID, Root, Reason, At. The session ended: a tombstone,
+	// the journal's only line.
+	kindEnded recordKind = "ended"
+)
+
+// record is one line of a journal; Kind says which fields it uses.
 type record struct {
-	Kind string `json:"kind"`
-	V    int    `json:"v,omitempty"`
-	ID   string `json:"id,omitempty"`
+	Kind recordKind `json:"kind"`
+	V    int        `json:"v,omitempty"`
+	ID   string     `json:"id,omitempty"`
 	// Root is the holder's root: the holder that takes the session over
 	// once its own has died is that root's. Workspace is the session's
 	// workspace root when the client narrowed it to another.
@@ -148,7 +160,7 @@ func (j *journal) appendLocked(b []byte) error {
 
 // Numbered records a toolResult as it is made.
 func (j *journal) Numbered(seq int64, message []byte) {
-	_ = j.append(record{Kind: "result", Seq: seq, Message: message})
+	_ = j.append(record{Kind: kindResult, Seq: seq, Message: message})
 }
 
 // Written records that a toolResult reached a connection, and starts a
@@ -156,7 +168,7 @@ func (j *journal) Numbered(seq int64, message []byte) {
 // than it keeps (so that each costs O(1) on average, as the ledger's
 // pruning does).
 func (j *journal) Written(seq int64) {
-	b, err := json.Marshal(record{Kind: "written", Seq: seq})
+	b, err := json.Marshal(record{Kind: kindWritten, Seq: seq})
 	if err != nil {
 		return
 	}
@@ -174,14 +186,14 @@ func (j *journal) Written(seq int64) {
 
 // handle records a handle that started.
 func (j *journal) handle(h tools.HandleStarted) {
-	_ = j.append(record{Kind: "handle", Handle: &h})
+	_ = j.append(record{Kind: kindHandle, Handle: &h})
 }
 
 // end replaces the journal, whole, by its tombstone, once a compaction
 // under way has given up.
 func (j *journal) end(id, root, reason string) error {
 	j.close()
-	return writeTombstone(j.path, record{Kind: "ended", V: journalVersion, ID: id, Root: root, Reason: reason, At: time.Now().UTC()})
+	return writeTombstone(j.path, record{Kind: kindEnded, V: journalVersion, ID: id, Root: root, Reason: reason, At: time.Now().UTC()})
 }
 
 // close closes the journal, leaving it as it is, and waits for a
@@ -196,112 +208,12 @@ func (j *journal) close() {
 	j.compactor.Wait()
 }
 
-// writeTombstone writes r as the whole file at path: a temporary file
-// beside it, synced, then renamed over it.
+// writeTombstone writes r as the whole file at path, 0600: a temporary
+// file beside it, synced, then renamed over it.
 func writeTombstone(path string, r record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tomb-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o600)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
-}
-
-// replay is what a journal says of its session.
-type replay struct {
-	first     record                // the session record, or the tombstone
-	holder    holderID              // the last holder that took it
-	leftovers []process.Leftovers   // every holder's, to kill
-	handles   []tools.HandleStarted // in start order
-	results   []result              // in seq order
-	ended     bool                  // a tombstone
-}
-
-// result is a toolResult a journal holds.
-type result struct {
-	seq     int64
-	message json.RawMessage
-	written bool
-	handle  string // its handleId
-}
-
-// errJournalVersion is the error of a journal of another format version.
-var errJournalVersion = errors.New("journal of another version")
-
-// readJournal replays the journal at path. A torn last line (a write cut
-// by a crash) is ignored.
-func readJournal(path string) (*replay, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	rp := &replay{}
-	bySeq := map[int64]int{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	first := true
-	for sc.Scan() {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			continue // a torn line
-		}
-		if first {
-			first = false
-			if r.V != journalVersion {
-				return nil, fmt.Errorf("%s: version %d: %w", path, r.V, errJournalVersion)
-			}
-			rp.first = r
-			rp.ended = r.Kind == "ended"
-			if r.Holder != nil {
-				rp.holder = *r.Holder
-			}
-			if r.Leftovers != nil {
-				rp.leftovers = append(rp.leftovers, *r.Leftovers)
-			}
-			continue
-		}
-		switch r.Kind {
-		case "holder":
-			if r.Holder != nil {
-				rp.holder = *r.Holder
-			}
-			if r.Leftovers != nil {
-				rp.leftovers = append(rp.leftovers, *r.Leftovers)
-			}
-		case "handle":
-			if r.Handle != nil {
-				rp.handles = append(rp.handles, *r.Handle)
-			}
-		case "result":
-			bySeq[r.Seq] = len(rp.results)
-			rp.results = append(rp.results, result{seq: r.Seq, message: r.Message, handle: resultHandle(r.Message)})
-		case "written":
-			if i, ok := bySeq[r.Seq]; ok {
-				rp.results[i].written = true
-			}
-		}
-	}
-	if first {
-		return nil, fmt.Errorf("%s: empty journal", path)
-	}
-	return rp, sc.Err()
+	return fsutil.WriteFile(path, append(b, '\n'), 0o600, fsutil.SyncFile)
 }

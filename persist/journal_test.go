@@ -157,7 +157,7 @@ func checkCompacted(t *testing.T, p *journalPair, keep int) {
 		t.Fatal(err)
 	}
 	t.Logf("compacted %d bytes, uncompacted %d", gi.Size(), ri.Size())
-	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(p.got.path), ".compact-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(p.got.path), ".*.tmp-*")); len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
@@ -248,7 +248,7 @@ func TestJournalEndsDuringCompaction(t *testing.T) {
 		if !rp.ended {
 			t.Fatalf("run %d: the journal is not a tombstone after end", i)
 		}
-		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(p.got.path), ".compact-*")); len(left) > 0 {
+		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(p.got.path), ".*.tmp-*")); len(left) > 0 {
 			t.Fatalf("run %d: temporary files left: %v", i, left)
 		}
 		p.ref.close()

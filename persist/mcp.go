@@ -9,9 +9,9 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -57,17 +57,14 @@ type ConfigureMCP func(args, env []string, cwd string, logs io.Writer) (MCPConfi
 
 // mcpShared is a shared MCP server the holder keeps.
 type mcpShared struct {
-	key    string
-	srv    SharedMCP
-	logs   *logSwitch
-	linger time.Duration
+	key  string
+	srv  SharedMCP
+	logs *logSwitch
 
-	// attached counts the connections served; timer is the linger while
-	// none is; ending says no connection attaches any more. Guarded by
-	// Holder.mu.
-	attached int
-	timer    *time.Timer
-	ending   bool
+	// lingering is attached to each MCP front's socket the server serves,
+	// and closes the server (holder.closeMCP) once it has been without
+	// one for its linger.
+	lingering
 }
 
 // mcpKey names an MCP command line: the connections of one share its
@@ -79,12 +76,12 @@ func mcpKey(args []string) string {
 
 // serveMCP serves an MCP front: one more connection to the shared server
 // of its command line, made if there is none.
-func (h *Holder) serveMCP(c *net.UnixConn, hl *hello, stdin, stdout, stderr *os.File, refuse func(string, ...any)) {
+func (h *holder) serveMCP(c *net.UnixConn, hl *hello, stdin, stdout, stderr *os.File, refuse func(string, ...any)) {
 	if h.cfg.ConfigureMCP == nil {
 		refuse("this holder does not serve MCP")
 		return
 	}
-	m, err := h.attachMCP(hl, stderr)
+	m, err := h.attachMCP(c, hl, stderr)
 	if err != nil {
 		refuse("%v", err)
 		return
@@ -95,28 +92,29 @@ func (h *Holder) serveMCP(c *net.UnixConn, hl *hello, stdin, stdout, stderr *os.
 	// is a fraction of an MCP request's.
 	in, restore, err := pollable(stdin)
 	if err != nil {
-		h.detachMCP(m)
+		h.detachMCP(m, c)
 		refuse("%v", err)
 		return
 	}
 	defer restore()
 	h.serveUntilGone(c, func() int {
 		code := m.srv.ServeConn(io.MultiReader(bytes.NewReader(hl.Prefix), in), stdout)
-		h.detachMCP(m)
+		h.detachMCP(m, c)
 		return code
 	}, func() { in.Close() })
 	in.Close()
 }
 
-// attachMCP returns the shared server of hl's command line, with one
-// more connection attached, making it when there is none.
-func (h *Holder) attachMCP(hl *hello, stderr io.Writer) (*mcpShared, error) {
+// attachMCP returns the shared server of hl's command line, with the
+// connection of the front's socket c attached, making it when there is
+// none (or only one that is ending).
+func (h *holder) attachMCP(c *net.UnixConn, hl *hello, stderr io.Writer) (*mcpShared, error) {
 	key := mcpKey(hl.Args)
 	h.mcpMu.Lock()
 	defer h.mcpMu.Unlock()
 	h.mu.Lock()
-	if m := h.mcp[key]; m != nil && !m.ending {
-		h.attachLocked(m, stderr)
+	if m := h.mcp[key]; m != nil && m.attachLocked(c, false) {
+		m.logs.set(stderr)
 		h.mu.Unlock()
 		h.log.Info("an MCP connection attached", "mcp", key)
 		return m, nil
@@ -127,7 +125,8 @@ func (h *Holder) attachMCP(hl *hello, stderr io.Writer) (*mcpShared, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &mcpShared{key: key, logs: logs, linger: mc.Linger}
+	m := &mcpShared{key: key, logs: logs}
+	m.lingering = newLingering(h, mc.Linger, "no MCP connection attached for --linger", func(_, why string) { h.closeMCP(m, why) })
 	m.srv = mc.New(h.innerServer(logs, mc.Linger))
 	h.mu.Lock()
 	if h.closing {
@@ -135,120 +134,55 @@ func (h *Holder) attachMCP(hl *hello, stderr io.Writer) (*mcpShared, error) {
 		m.srv.Close("the holder is stopping")
 		return nil, errors.New("the holder is stopping")
 	}
-	h.mcp[key] = m
-	h.attachLocked(m, stderr)
+	h.mcp[key] = m // replacing one that is ending, if any
+	m.attachLocked(c, false)
 	h.work.Add(1)
 	h.mu.Unlock()
 	go func() { // owned by h.work, which RunHolder waits for
 		defer h.work.Done()
 		<-m.srv.Done()
-		h.endMCP(m, "its toolhost session ended")
+		m.end(protocol.SessionEnded, "its toolhost session ended")
 	}()
 	h.log.Info("an MCP session made", "mcp", key)
 	return m, nil
 }
 
-// attachLocked attaches one more connection to m; its logs go to that
-// connection's stderr. The caller holds mu.
-func (h *Holder) attachLocked(m *mcpShared, stderr io.Writer) {
-	m.attached++
-	if m.timer != nil {
-		m.timer.Stop()
-		m.timer = nil
-	}
-	m.logs.set(stderr)
-}
-
-// detachMCP is told that a connection of m has ended: with none left, m
-// lingers, and ends unless one attaches within its linger.
-func (h *Holder) detachMCP(m *mcpShared) {
+// detachMCP is told that the connection of the front's socket c to m
+// has ended: with none left, m lingers, and ends unless one attaches
+// within its linger.
+func (h *holder) detachMCP(m *mcpShared, c *net.UnixConn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m.attached--
-	if m.attached > 0 || m.ending || h.closing {
+	if !m.detachLocked(c) {
 		return
 	}
 	m.logs.set(nil)
 	h.log.Info("no MCP connection attached; the MCP session lingers", "mcp", m.key, "linger", m.linger)
-	m.timer = time.AfterFunc(m.linger, func() {
-		h.mu.Lock()
-		expired := m.attached == 0 && !h.closing && h.takeMCPLocked(m)
-		if expired {
-			h.work.Add(1) // RunHolder waits for it; nothing is added once closing
-		}
-		h.mu.Unlock()
-		if !expired {
-			return
-		}
-		defer h.work.Done()
-		h.closeMCP(m, "no MCP connection attached for --linger")
-	})
 }
 
-// takeMCPLocked makes m ending, once: no connection attaches to it from
-// then on. It reports whether this call did. The caller holds mu.
-func (h *Holder) takeMCPLocked(m *mcpShared) bool {
-	if m.ending {
-		return false
-	}
-	m.ending = true
-	if m.timer != nil {
-		m.timer.Stop()
-	}
-	if h.mcp[m.key] == m {
-		delete(h.mcp, m.key)
-	}
-	return true
-}
-
-// endMCP ends m: no connection attaches to it any more, and its session
-// is closed.
-func (h *Holder) endMCP(m *mcpShared, why string) {
-	h.mu.Lock()
-	h.takeMCPLocked(m)
-	h.mu.Unlock()
-	h.closeMCP(m, why)
-}
-
-// closeMCP closes m's server, which is ending, and lets the holder go
+// closeMCP closes m's server, once m is ending, and lets the holder go
 // idle.
-func (h *Holder) closeMCP(m *mcpShared, why string) {
+func (h *holder) closeMCP(m *mcpShared, why string) {
 	h.log.Info("MCP session ending", "mcp", m.key, "why", why)
 	m.srv.Close(why)
 	h.mu.Lock()
+	if h.mcp[m.key] == m {
+		delete(h.mcp, m.key)
+	}
 	h.armIdleLocked()
 	h.mu.Unlock()
-}
-
-// endAllMCP ends every shared MCP server at once.
-func (h *Holder) endAllMCP(reason string) {
-	h.mu.Lock()
-	var all []*mcpShared
-	for _, m := range h.mcp {
-		all = append(all, m)
-	}
-	h.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, m := range all {
-		wg.Add(1)
-		go func() { // owned by endAllMCP, which waits for it
-			defer wg.Done()
-			h.endMCP(m, reason)
-		}()
-	}
-	wg.Wait()
 }
 
 // innerServer returns what makes a shared MCP server's toolhost server:
 // one served as a front's would be, on the pipes the MCP server gives it,
 // with persistence (a journal) and a linger of its own for the case its
 // pipe ends without shutdown.
-func (h *Holder) innerServer(logs *logSwitch, linger time.Duration) InnerServer {
+func (h *holder) innerServer(logs *logSwitch, linger time.Duration) InnerServer {
 	return func(tc tools.Config, opts rpc.Options) *rpc.Server {
-		f := &front{h: h, cfg: SessionConfig{Tools: tc, RPC: opts, Linger: linger}, log: opts.Logger, logs: logs, stderr: logs, internal: true}
+		cn := &conn{h: h, cfg: SessionConfig{Tools: tc, RPC: opts, Linger: linger}, log: opts.Logger, logs: logs, stderr: logs, internal: true}
 		opts.Persist = true
-		opts.Lifecycle = f
-		opts.Table = f.prepare(nil)
+		opts.Lifecycle = cn
+		opts.Table = cn.prepare(nil)
 		return rpc.NewServer(opts)
 	}
 }

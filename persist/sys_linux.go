@@ -2,7 +2,6 @@ package persist
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -142,36 +141,6 @@ func (h holderID) alive() bool {
 func self() holderID {
 	return holderID{PID: os.Getpid(), Start: procStart(os.Getpid())}
 }
-
-// lockFile takes the exclusive lock of path, waiting for it when wait;
-// without wait, errLocked says another process holds it.
-func lockFile(path string, wait bool) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	how := unix.LOCK_EX
-	if !wait {
-		how |= unix.LOCK_NB
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), how)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, errLocked
-		}
-		return nil, err
-	}
-	return f, nil
-}
-
-// errLocked says another holder holds the lock.
-var errLocked = errors.New("another holder holds the lock")
 
 // BuildID names this binary: its device, inode, size and modification
 // time, read once. Two builds of one version are told apart.

@@ -17,13 +17,10 @@ func sendFrame(c *net.UnixConn, b []byte, fds []int) error { return errUnsupport
 func recvFrame(c *net.UnixConn, want int) ([]byte, []*os.File, error) {
 	return nil, nil, errUnsupported
 }
-func peerUID(c *net.UnixConn) (int, error)              { return 0, errUnsupported }
-func procStart(pid int) uint64                          { return 0 }
-func (h holderID) alive() bool                          { return false }
-func self() holderID                                    { return holderID{PID: os.Getpid()} }
-func lockFile(path string, wait bool) (*os.File, error) { return nil, errUnsupported }
-func BuildID(version string) string                     { return version }
-
-var errLocked = errors.New("another holder holds the lock")
+func peerUID(c *net.UnixConn) (int, error) { return 0, errUnsupported }
+func procStart(pid int) uint64             { return 0 }
+func (h holderID) alive() bool             { return false }
+func self() holderID                       { return holderID{PID: os.Getpid()} }
+func BuildID(version string) string        { return version }
 
 func pollable(f *os.File) (*os.File, func(), error) { return nil, nil, errUnsupported }
