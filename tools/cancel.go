@@ -15,9 +15,6 @@ func (t *Tools) cancel(ctx context.Context, s *rpc.Session, p *protocol.CancelPa
 	if p.HandleID == "" {
 		return nil, protocol.InvalidParams("handleId", "required")
 	}
-	if r, handled, err := forwardHandle(ctx, s, t, protocol.CancelRequest, p, func(p *protocol.CancelParams) *string { return &p.HandleID }); handled {
-		return r, err
-	}
 	_, mgr := t.state()
 	cmd, ok := mgr.Lookup(p.HandleID)
 	if !ok {

@@ -55,32 +55,3 @@ func (t *Tools) routeHandle(id string) (hub.Target, error) {
 	}
 	return tg, nil
 }
-
-// forwardHandle forwards a request about a destination's handle (id(p) is
-// "NAME/h-3") with the handle's id there, and waits for the answer;
-// handled is false for a handle of this server.
-func forwardHandle[P, R any](ctx context.Context, s *rpc.Session, t *Tools, rt protocol.RequestType[P, R], p *P, id func(*P) *string) (r *R, handled bool, err error) {
-	rest, handled, err := forwardHandleLater(s, t, rt, p, id)
-	if !handled || err != nil {
-		return nil, handled, err
-	}
-	s.Detach(ctx) // it waits on the destination, computing nothing
-	r, err = rest(ctx)
-	return r, true, err
-}
-
-// forwardHandleLater is forwardHandle for a handler in two parts
-// (rpc.HandleOrdered): it routes now and returns the forwarding, to run
-// as the rest.
-func forwardHandleLater[P, R any](s *rpc.Session, t *Tools, rt protocol.RequestType[P, R], p *P, id func(*P) *string) (rest func(context.Context) (*R, error), handled bool, err error) {
-	tg, err := t.routeHandle(*id(p))
-	if err != nil {
-		return nil, true, err
-	}
-	if tg.Dest == nil {
-		return nil, false, nil
-	}
-	q := *p
-	*id(&q) = tg.Far
-	return func(ctx context.Context) (*R, error) { return forward(ctx, s, tg.Dest, tg.Epoch, rt, &q) }, true, nil
-}

@@ -76,65 +76,47 @@ func (t *Tools) writeInput(ctx context.Context, s *rpc.Session, p *protocol.Writ
 	}, nil
 }
 
-// resize sets a handle's terminal size, at once; a destination's, once it
-// answers.
-func (t *Tools) resize(_ context.Context, s *rpc.Session, p *protocol.ResizeParams) (*protocol.ResizeResult, func(context.Context) (*protocol.ResizeResult, error), error) {
+// resize sets a handle's terminal size, at once (a destination's is
+// forwarded: byHandle).
+func (t *Tools) resize(_ context.Context, _ *rpc.Session, p *protocol.ResizeParams) (*protocol.ResizeResult, func(context.Context) (*protocol.ResizeResult, error), error) {
 	if p.HandleID == "" {
 		return nil, nil, protocol.InvalidParams("handleId", "required")
 	}
-	if rest, handled, err := forwardHandleLater(s, t, protocol.ResizeRequest, p, func(p *protocol.ResizeParams) *string { return &p.HandleID }); handled {
-		return nil, rest, err
-	}
-	res, err := t.localResize(p)
-	return res, nil, err
-}
-
-// localResize sets the terminal size of a handle of this server.
-func (t *Tools) localResize(p *protocol.ResizeParams) (*protocol.ResizeResult, error) {
 	if err := checkSide("rows", p.Rows); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkSide("cols", p.Cols); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd, err := t.lookup(p.HandleID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cmd.Resize(process.Winsize{Rows: p.Rows, Cols: p.Cols}); err != nil {
-		return nil, inputError(p.HandleID, err)
+		return nil, nil, inputError(p.HandleID, err)
 	}
-	return &protocol.ResizeResult{}, nil
+	return &protocol.ResizeResult{}, nil, nil
 }
 
-// signal sends a signal to a handle's foreground process group, at once;
-// to a destination's, once it answers.
-func (t *Tools) signal(_ context.Context, s *rpc.Session, p *protocol.SignalParams) (*protocol.SignalResult, func(context.Context) (*protocol.SignalResult, error), error) {
+// signal sends a signal to a handle's foreground process group, at once
+// (a destination's is forwarded: byHandle).
+func (t *Tools) signal(_ context.Context, _ *rpc.Session, p *protocol.SignalParams) (*protocol.SignalResult, func(context.Context) (*protocol.SignalResult, error), error) {
 	if p.HandleID == "" {
 		return nil, nil, protocol.InvalidParams("handleId", "required")
 	}
-	if rest, handled, err := forwardHandleLater(s, t, protocol.SignalRequest, p, func(p *protocol.SignalParams) *string { return &p.HandleID }); handled {
-		return nil, rest, err
-	}
-	res, err := t.localSignal(p)
-	return res, nil, err
-}
-
-// localSignal signals a handle of this server.
-func (t *Tools) localSignal(p *protocol.SignalParams) (*protocol.SignalResult, error) {
 	sig, err := process.LookupSignal(p.Signal)
 	if err != nil {
-		return nil, protocol.InvalidParams("signal", "%v", err)
+		return nil, nil, protocol.InvalidParams("signal", "%v", err)
 	}
 	cmd, err := t.lookup(p.HandleID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pgrp, err := cmd.Signal(sig)
 	if err != nil {
-		return nil, inputError(p.HandleID, err)
+		return nil, nil, inputError(p.HandleID, err)
 	}
-	return &protocol.SignalResult{ProcessGroupID: pgrp}, nil
+	return &protocol.SignalResult{ProcessGroupID: pgrp}, nil, nil
 }
 
 // lookup returns a handle's command, or HandleNotFound.

@@ -14,14 +14,6 @@ import (
 // longRunning starts a command, or a recipe of steps, behind a handle and
 // answers at once. The handle ends in exactly one toolResult notification.
 func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *protocol.LongRunningParams) (*protocol.LongRunningResult, error) {
-	if d, err := t.destination(p.Destination); d != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		q := *p
-		q.Destination = ""
-		return forward(ctx, s, d, 0, protocol.LongRunningRequest, &q)
-	}
 	ws, mgr := t.state()
 	if p.YieldMs != nil {
 		return nil, protocol.InvalidParams("yieldMs", "is for runCommand: a longRunning answers at once")

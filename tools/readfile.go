@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/workspace"
@@ -15,14 +14,16 @@ import (
 // hold more than 64 MiB of file (and its JSON encoding) in memory.
 const maxReadBytes = 64 << 20
 
-// readFileEncoded is readFile with its result encoded by
+// encodedReadFile is readFile's handler h with its result encoded by
 // appendReadFileResult.
-func (t *Tools) readFileEncoded(ctx context.Context, s *rpc.Session, p *protocol.ReadFileParams) ([]byte, error) {
-	r, err := t.readFile(ctx, s, p)
-	if err != nil {
-		return nil, err
+func encodedReadFile(h handler[protocol.ReadFileParams, protocol.ReadFileResult]) func(context.Context, *rpc.Session, *protocol.ReadFileParams) ([]byte, error) {
+	return func(ctx context.Context, s *rpc.Session, p *protocol.ReadFileParams) ([]byte, error) {
+		r, err := h(ctx, s, p)
+		if err != nil {
+			return nil, err
+		}
+		return appendReadFileResult(make([]byte, 0, len(r.Content)+len(r.Content)/16+len(r.Path)+192), r)
 	}
-	return appendReadFileResult(make([]byte, 0, len(r.Content)+len(r.Content)/16+len(r.Path)+192), r)
 }
 
 // appendReadFileResult appends r to dst as encoding/json encodes it (the
@@ -58,23 +59,6 @@ func appendReadFileResult(dst []byte, r *protocol.ReadFileResult) ([]byte, error
 // readFile reads a file, or a range of its lines, inside the root, a read
 // root or the artifacts directory.
 func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *protocol.ReadFileParams) (*protocol.ReadFileResult, error) {
-	d, err := t.destination(p.Destination)
-	q := *p
-	epoch := 0
-	if d == nil && err == nil {
-		// A destination's path, as its answers name it.
-		var tg hub.Target
-		if tg, _, err = t.hub.RoutePath(p.Path); tg.Dest != nil {
-			d, epoch, q.Path = tg.Dest, tg.Epoch, tg.Far
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if d != nil {
-		q.Destination = ""
-		return forward(ctx, s, d, epoch, protocol.ReadFileRequest, &q)
-	}
 	switch {
 	case p.Path == "":
 		return nil, protocol.InvalidParams("path", "required")

@@ -33,9 +33,6 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *protocol.Read
 	if p.HandleID == "" {
 		return nil, protocol.InvalidParams("handleId", "required")
 	}
-	if r, handled, err := forwardHandle(ctx, s, t, protocol.ReadOutputRequest, p, func(p *protocol.ReadOutputParams) *string { return &p.HandleID }); handled {
-		return r, err
-	}
 	stream := p.Stream
 	switch stream {
 	case "":

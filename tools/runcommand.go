@@ -31,24 +31,7 @@ const maxYieldMs = 3_600_000
 // its one toolResult. A start that ends before yieldMs changes nothing on
 // the wire: its failure is the error answer, as without yieldMs.
 func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunCommandParams) (*protocol.ToolResult, error) {
-	arrived := rpc.Arrived(ctx)
-	if arrived.IsZero() {
-		arrived = time.Now()
-	}
-	if d, err := t.destination(p.Destination); d != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx) // it waits on the destination
-		q := *p
-		q.Destination = ""
-		if p.YieldMs != nil {
-			// The far side counts from its own arrival: give it what is left.
-			left := max(0, *p.YieldMs-time.Since(arrived).Milliseconds())
-			q.YieldMs = &left
-		}
-		return forward(ctx, s, d, 0, protocol.RunCommandRequest, &q)
-	}
+	arrived := arrival(ctx)
 	ws, mgr := t.state()
 	spec, err := t.commandSpec(ws, p, nil)
 	if err != nil {
@@ -105,6 +88,15 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunC
 		return t.awaitCommand(ctx, s, w, cmd, p.WorkDoneToken, nil)
 	}
 	return t.awaitCommand(ctx, s, w, cmd, p.WorkDoneToken, tm.C)
+}
+
+// arrival is when the request ctx serves arrived (rpc.Arrived); now for
+// a call from no request.
+func arrival(ctx context.Context) time.Time {
+	if arrived := rpc.Arrived(ctx); !arrived.IsZero() {
+		return arrived
+	}
+	return time.Now()
 }
 
 // startNow makes a runCommand's start without yieldMs: the snapshot before

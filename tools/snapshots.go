@@ -74,15 +74,6 @@ func (t *Tools) skips() (root string, skip []string) {
 
 // takeSnapshot takes a snapshot of the root.
 func (t *Tools) takeSnapshot(ctx context.Context, s *rpc.Session, p *protocol.SnapshotParams) (*protocol.SnapshotInfo, error) {
-	if d, err := t.destination(p.Destination); d != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		q := *p
-		q.Destination = ""
-		return forward(ctx, s, d, 0, protocol.SnapshotRequest, &q)
-	}
 	info, err := t.take(ctx, p.Label)
 	if err != nil {
 		return nil, err
@@ -143,41 +134,10 @@ func (t *Tools) routeSnapshot(id, field string) (hub.Target, error) {
 	return tg, nil
 }
 
-// forwardSnapshot forwards a request about a destination's snapshot (the
-// id fields gives is "NAME/ID") with the snapshot's id there, to the
-// destination's current session: a snapshot outlives the far session that
-// took it. The forwarded params name no destination. handled is false for
-// a snapshot of this server.
-func forwardSnapshot[P, R any](ctx context.Context, s *rpc.Session, t *Tools, rt protocol.RequestType[P, R], p *P, fields func(*P) (id, dest *string)) (r *R, handled bool, err error) {
-	id, _ := fields(p)
-	tg, err := t.routeSnapshot(*id, "snapshotId")
-	if err != nil || tg.Dest == nil {
-		return nil, err != nil, err
-	}
-	q := *p
-	qid, qdest := fields(&q)
-	*qid, *qdest = tg.Far, ""
-	s.Detach(ctx)
-	r, err = forward(ctx, s, tg.Dest, 0, rt, &q)
-	return r, true, err
-}
-
 // restore makes the root what a snapshot holds.
 func (t *Tools) restore(ctx context.Context, s *rpc.Session, p *protocol.RestoreParams) (*protocol.RestoreResult, error) {
 	if p.SnapshotID == "" {
 		return nil, protocol.InvalidParams("snapshotId", "required")
-	}
-	if r, handled, err := forwardSnapshot(ctx, s, t, protocol.RestoreRequest, p, func(p *protocol.RestoreParams) (*string, *string) { return &p.SnapshotID, &p.Destination }); handled {
-		return r, err
-	}
-	if d, err := t.destination(p.Destination); d != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		q := *p
-		q.Destination = ""
-		return forward(ctx, s, d, 0, protocol.RestoreRequest, &q)
 	}
 	st, err := t.store()
 	if err != nil {
@@ -221,35 +181,6 @@ func (t *Tools) diff(ctx context.Context, s *rpc.Session, p *protocol.DiffParams
 	if p.From == "" {
 		return nil, protocol.InvalidParams("from", "required")
 	}
-	tg, err := t.routeSnapshot(p.From, "from")
-	if err != nil {
-		return nil, err
-	}
-	if tg.Dest != nil {
-		q := *p
-		q.From, q.Destination = tg.Far, ""
-		if q.To != "" {
-			to, err := t.routeSnapshot(q.To, "to")
-			if err != nil {
-				return nil, err
-			}
-			if to.Dest != tg.Dest {
-				return nil, protocol.InvalidParams("to", "from and to must be snapshots of one root")
-			}
-			q.To = to.Far
-		}
-		s.Detach(ctx)
-		return forward(ctx, s, tg.Dest, 0, protocol.DiffRequest, &q)
-	}
-	if d, err := t.destination(p.Destination); d != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		q := *p
-		q.Destination = ""
-		return forward(ctx, s, d, 0, protocol.DiffRequest, &q)
-	}
 	st, err := t.store()
 	if err != nil {
 		return nil, err
@@ -290,13 +221,6 @@ func changes(cs []snapshot.Change) []protocol.Change {
 
 // listSnapshots lists the snapshots of the root.
 func (t *Tools) listSnapshots(ctx context.Context, s *rpc.Session, p *protocol.SnapshotsParams) (*protocol.SnapshotList, error) {
-	if d, err := t.destination(p.Destination); d != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		s.Detach(ctx)
-		return forward(ctx, s, d, 0, protocol.SnapshotsRequest, &protocol.SnapshotsParams{})
-	}
 	st, err := t.store()
 	if err != nil {
 		return nil, err
@@ -317,9 +241,6 @@ func (t *Tools) listSnapshots(ctx context.Context, s *rpc.Session, p *protocol.S
 func (t *Tools) dropSnapshot(ctx context.Context, s *rpc.Session, p *protocol.DropSnapshotParams) (*protocol.DropSnapshotResult, error) {
 	if p.SnapshotID == "" {
 		return nil, protocol.InvalidParams("snapshotId", "required")
-	}
-	if r, handled, err := forwardSnapshot(ctx, s, t, protocol.DropSnapshotRequest, p, func(p *protocol.DropSnapshotParams) (*string, *string) { return &p.SnapshotID, &p.Destination }); handled {
-		return r, err
 	}
 	st, err := t.store()
 	if err != nil {
@@ -352,9 +273,6 @@ func (t *Tools) ownSnapshot(st *snapshot.Store, id string) error {
 func (t *Tools) exportSnapshot(ctx context.Context, s *rpc.Session, p *protocol.ExportSnapshotParams) (*protocol.ExportSnapshotResult, error) {
 	if p.SnapshotID == "" {
 		return nil, protocol.InvalidParams("snapshotId", "required")
-	}
-	if r, handled, err := forwardSnapshot(ctx, s, t, protocol.ExportSnapshotRequest, p, func(p *protocol.ExportSnapshotParams) (*string, *string) { return &p.SnapshotID, &p.Destination }); handled {
-		return r, err
 	}
 	st, err := t.store()
 	if err != nil {

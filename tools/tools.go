@@ -226,28 +226,34 @@ func (t *Tools) Table() *rpc.Table {
 	return tab
 }
 
-// register puts the tools' methods into the table.
+// register puts the tools' methods into the table. A method whose
+// requests may be a destination's is wrapped by forwarded (or
+// forwardedLater) with its route, so that its handler serves this
+// server's requests only.
 func (t *Tools) register(tab *rpc.Table) {
-	rpc.Handle(tab, protocol.RunCommandRequest, t.runCommand)
-	rpc.Handle(tab, protocol.LongRunningRequest, t.longRunning)
-	rpc.Handle(tab, protocol.CancelRequest, t.cancel)
-	rpc.HandleEncoded(tab, protocol.ReadFileRequest, t.readFileEncoded)
+	rpc.Handle(tab, protocol.RunCommandRequest, forwarded(protocol.RunCommandRequest, t.routeRunCommand, t.runCommand))
+	rpc.Handle(tab, protocol.LongRunningRequest, forwarded(protocol.LongRunningRequest, byDestination(t, longRunningDest), t.longRunning))
+	rpc.Handle(tab, protocol.CancelRequest, forwarded(protocol.CancelRequest, byHandle(t, cancelHandle), t.cancel))
+	rpc.HandleEncoded(tab, protocol.ReadFileRequest, encodedReadFile(forwarded(protocol.ReadFileRequest, t.routeReadFile, t.readFile)))
 	tab.Quick(protocol.MethodReadFile)
-	rpc.Handle(tab, protocol.WriteFileRequest, t.writeFile)
-	rpc.HandleOrdered(tab, protocol.ProgressRequest, t.progress) // a snapshot under a lock, answered on the read loop; a destination's later
-	rpc.Handle(tab, protocol.WaitRequest, t.wait)
-	rpc.Handle(tab, protocol.ReadOutputRequest, t.readOutput)
+	rpc.Handle(tab, protocol.WriteFileRequest, forwarded(protocol.WriteFileRequest, byDestination(t, writeFileDest), t.writeFile))
+	// A snapshot under a lock, answered on the read loop; a destination's later.
+	rpc.HandleOrdered(tab, protocol.ProgressRequest, forwardedLater(protocol.ProgressRequest, t.routeProgress, t.progress))
+	rpc.Handle(tab, protocol.WaitRequest, forwarded(protocol.WaitRequest, byHandle(t, waitHandle), t.wait))
+	rpc.Handle(tab, protocol.ReadOutputRequest, forwarded(protocol.ReadOutputRequest, byHandle(t, readOutputHandle), t.readOutput))
 	rpc.HandleOrdered(tab, protocol.WriteInputRequest, t.writeInput)
-	rpc.HandleOrdered(tab, protocol.ResizeRequest, t.resize) // an ioctl on the read loop; a destination's later
-	rpc.HandleOrdered(tab, protocol.SignalRequest, t.signal) // a kill(2) on the read loop; a destination's later
+	// An ioctl on the read loop; a destination's later.
+	rpc.HandleOrdered(tab, protocol.ResizeRequest, forwardedLater(protocol.ResizeRequest, byHandle(t, resizeHandle), t.resize))
+	// A kill(2) on the read loop; a destination's later.
+	rpc.HandleOrdered(tab, protocol.SignalRequest, forwardedLater(protocol.SignalRequest, byHandle(t, signalHandle), t.signal))
 	rpc.HandleInline(tab, protocol.DestinationsRequest, t.destinations)
 	rpc.HandleInline(tab, protocol.SessionsRequest, t.sessions)
-	rpc.Handle(tab, protocol.SnapshotRequest, t.takeSnapshot)
-	rpc.Handle(tab, protocol.RestoreRequest, t.restore)
-	rpc.Handle(tab, protocol.DiffRequest, t.diff)
-	rpc.Handle(tab, protocol.SnapshotsRequest, t.listSnapshots)
-	rpc.Handle(tab, protocol.DropSnapshotRequest, t.dropSnapshot)
-	rpc.Handle(tab, protocol.ExportSnapshotRequest, t.exportSnapshot)
+	rpc.Handle(tab, protocol.SnapshotRequest, forwarded(protocol.SnapshotRequest, byDestination(t, snapshotDest), t.takeSnapshot))
+	rpc.Handle(tab, protocol.RestoreRequest, forwarded(protocol.RestoreRequest, t.routeRestore, t.restore))
+	rpc.Handle(tab, protocol.DiffRequest, forwarded(protocol.DiffRequest, t.routeDiff, t.diff))
+	rpc.Handle(tab, protocol.SnapshotsRequest, forwarded(protocol.SnapshotsRequest, byDestination(t, snapshotsDest), t.listSnapshots))
+	rpc.Handle(tab, protocol.DropSnapshotRequest, forwarded(protocol.DropSnapshotRequest, bySnapshot(t, dropID, dropDest), t.dropSnapshot))
+	rpc.Handle(tab, protocol.ExportSnapshotRequest, forwarded(protocol.ExportSnapshotRequest, bySnapshot(t, exportID, exportDest), t.exportSnapshot))
 	rpc.HandleNotification(tab, protocol.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
 	tab.Sends(protocol.NotifyToolResult, protocol.NotifyStepTransition, protocol.NotifyHeartbeat, protocol.NotifyOutput,
 		protocol.NotifyEvent, protocol.NotifyPortOpened, protocol.NotifyPortClosed,

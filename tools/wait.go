@@ -21,9 +21,6 @@ func (t *Tools) wait(ctx context.Context, s *rpc.Session, p *protocol.WaitParams
 	if p.HandleID == "" {
 		return nil, protocol.InvalidParams("handleId", "required")
 	}
-	if r, handled, err := forwardHandle(ctx, s, t, protocol.WaitRequest, p, func(p *protocol.WaitParams) *string { return &p.HandleID }); handled {
-		return r, err
-	}
 	ms := int64(defaultWaitMs)
 	if p.TimeoutMs != nil {
 		ms = *p.TimeoutMs

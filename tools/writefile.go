@@ -10,14 +10,6 @@ import (
 
 // writeFile writes a file atomically inside the root.
 func (t *Tools) writeFile(ctx context.Context, s *rpc.Session, p *protocol.WriteFileParams) (*protocol.WriteFileResult, error) {
-	if d, err := t.destination(p.Destination); d != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		q := *p
-		q.Destination = ""
-		return forward(ctx, s, d, 0, protocol.WriteFileRequest, &q)
-	}
 	if p.Path == "" {
 		return nil, protocol.InvalidParams("path", "required")
 	}
