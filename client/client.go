@@ -659,6 +659,8 @@ func (q *queue) close() {
 	q.signal()
 }
 
+// signal leaves a token in ready, unless one waits there already, so that
+// take looks again; it never blocks.
 func (q *queue) signal() {
 	select {
 	case q.ready <- struct{}{}:

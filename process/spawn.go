@@ -335,6 +335,7 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
+// Write writes p to l.w, one write at a time.
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
