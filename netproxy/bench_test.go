@@ -132,7 +132,7 @@ func BenchmarkDownload(b *testing.B) {
 
 // BenchmarkConnect measures connection setup through the proxy — dial,
 // request, checked answer, dial upstream, reply — for CONNECT and SOCKS5,
-// and reports the median ("p50-ms"; the target is ≤ 1 ms) beside
+// and reports the median ("p50-ms"; the target is ≤ 1 ms) beside
 // a direct dial of the same server.
 func BenchmarkConnect(b *testing.B) {
 	origin := startTCP(b, "tcp", "127.0.0.1:0", echo)

@@ -435,8 +435,8 @@ func regularFile(t *testing.T) *os.File {
 // BenchmarkStartProxy measures a confined true with the proxy option, the
 // proxy served on its listener and closed after, against a confined true
 // with the network off, interleaved in the same run (the machines are
-// shared), and reports the medians and their ratio. Issue 25's target is
-// at most 1.5 times.
+// shared), and reports the medians and their ratio. The target is at most
+// 1.5 times.
 func BenchmarkStartProxy(b *testing.B) {
 	caps := probed(b, "netns-unshare", "landlock4")
 	truePath, err := exec.LookPath("true")

@@ -913,7 +913,7 @@ func TestGroupFiles(t *testing.T) {
 // ways the server would, each run interleaved with an unconfined one (the
 // machines are shared, so both see the same load), and reports the
 // medians and their ratio; the limit groups are made and removed each
-// time. The target is at most 1.1 times the unconfined cost
+// time. The target is at most 1.1 times the unconfined cost
 // through the whole server, whose own work (artifacts, pipes, the JSON-RPC
 // exchange) the unconfined baseline here does not include.
 func BenchmarkStart(b *testing.B) {
