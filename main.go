@@ -505,8 +505,8 @@ func (f *flags) sandboxConfig(home string) (tools.SandboxConfig, error) {
 	case f.limitCPU < 0:
 		return c, fmt.Errorf("--limit-cpu must not be negative")
 	}
-	c.Limits = tools.Limits{MemoryBytes: int64(f.limitMemory), Pids: f.limitPids, CPU: f.limitCPU}
-	if c.Mode == tools.SandboxOff && c.Limits != (tools.Limits{}) {
+	c.Limits = sandbox.Limits{MemoryBytes: int64(f.limitMemory), Pids: f.limitPids, CPU: f.limitCPU}
+	if c.Mode == tools.SandboxOff && c.Limits != (sandbox.Limits{}) {
 		// Limits are applied by the sandbox; never claim them unenforced.
 		return c, fmt.Errorf("--limit-memory, --limit-pids and --limit-cpu need --sandbox auto or required, not off")
 	}

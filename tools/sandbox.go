@@ -127,7 +127,7 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.
 	c := &confinement{
 		mode:   cfg.Mode,
 		def:    level{fs: cfg.Filesystem, network: cfg.Network},
-		limits: sandbox.Limits{MemoryBytes: cfg.Limits.MemoryBytes, Pids: cfg.Limits.Pids, CPU: cfg.Limits.CPU},
+		limits: cfg.Limits,
 		root:   ws.Root(),
 		home:   cfg.Home,
 	}

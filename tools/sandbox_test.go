@@ -111,10 +111,10 @@ func TestTightenRejects(t *testing.T) {
 // an absent field (or absent limits) is the server's, and that where the
 // server sets none any positive limit is taken.
 func TestNarrowLimits(t *testing.T) {
-	server := Limits{MemoryBytes: 1 << 30, Pids: 100, CPU: 10 * time.Second}
+	server := sandbox.Limits{MemoryBytes: 1 << 30, Pids: 100, CPU: 10 * time.Second}
 	tests := []struct {
 		name   string
-		server Limits
+		server sandbox.Limits
 		asked  *protocol.Limits
 		want   sandbox.Limits
 	}{
@@ -132,16 +132,16 @@ func TestNarrowLimits(t *testing.T) {
 			sandbox.Limits{MemoryBytes: 4096, Pids: 2, CPU: time.Millisecond}},
 		{"every limit equal to the server's", server, &protocol.Limits{MemoryBytes: ptr[int64](1 << 30), Pids: ptr[int64](100), CPUMs: ptr[int64](10_000)},
 			sandbox.Limits{MemoryBytes: 1 << 30, Pids: 100, CPU: 10 * time.Second}},
-		{"none on the server, nil is none", Limits{}, nil, sandbox.Limits{}},
-		{"none on the server, any positive limit", Limits{}, &protocol.Limits{MemoryBytes: ptr[int64](math.MaxInt64), Pids: ptr[int64](1 << 40), CPUMs: ptr[int64](86_400_000)},
+		{"none on the server, nil is none", sandbox.Limits{}, nil, sandbox.Limits{}},
+		{"none on the server, any positive limit", sandbox.Limits{}, &protocol.Limits{MemoryBytes: ptr[int64](math.MaxInt64), Pids: ptr[int64](1 << 40), CPUMs: ptr[int64](86_400_000)},
 			sandbox.Limits{MemoryBytes: math.MaxInt64, Pids: 1 << 40, CPU: 24 * time.Hour}},
-		{"none on the server, a cpu limit too long for a Duration saturates", Limits{}, &protocol.Limits{CPUMs: ptr[int64](18446744073710)},
+		{"none on the server, a cpu limit too long for a Duration saturates", sandbox.Limits{}, &protocol.Limits{CPUMs: ptr[int64](18446744073710)},
 			sandbox.Limits{CPU: math.MaxInt64}},
-		{"a server cpu limit below a millisecond is kept when cpu is not asked", Limits{Pids: 100, CPU: 500 * time.Microsecond}, &protocol.Limits{Pids: ptr[int64](10)},
+		{"a server cpu limit below a millisecond is kept when cpu is not asked", sandbox.Limits{Pids: 100, CPU: 500 * time.Microsecond}, &protocol.Limits{Pids: ptr[int64](10)},
 			sandbox.Limits{Pids: 10, CPU: 500 * time.Microsecond}},
-		{"a server cpu limit off the millisecond is kept when cpu is not asked", Limits{CPU: 1500500 * time.Microsecond}, &protocol.Limits{Pids: ptr[int64](10)},
+		{"a server cpu limit off the millisecond is kept when cpu is not asked", sandbox.Limits{CPU: 1500500 * time.Microsecond}, &protocol.Limits{Pids: ptr[int64](10)},
 			sandbox.Limits{Pids: 10, CPU: 1500500 * time.Microsecond}},
-		{"a server cpu limit below a millisecond is not raised by asking a millisecond", Limits{CPU: 500 * time.Microsecond}, &protocol.Limits{CPUMs: ptr[int64](1)},
+		{"a server cpu limit below a millisecond is not raised by asking a millisecond", sandbox.Limits{CPU: 500 * time.Microsecond}, &protocol.Limits{CPUMs: ptr[int64](1)},
 			sandbox.Limits{CPU: 500 * time.Microsecond}},
 	}
 	for _, tt := range tests {
@@ -161,7 +161,7 @@ func TestNarrowLimits(t *testing.T) {
 // TestNarrowLimitsRejects checks that a limit above the server's, zero or
 // negative, is InvalidParams naming the field and the command line flag.
 func TestNarrowLimitsRejects(t *testing.T) {
-	server := Limits{MemoryBytes: 1 << 30, Pids: 100, CPU: 10 * time.Second}
+	server := sandbox.Limits{MemoryBytes: 1 << 30, Pids: 100, CPU: 10 * time.Second}
 	raise := func(field string, most int64, flag string) *protocol.ErrorData {
 		return &protocol.ErrorData{Field: "limits." + field, Reason: fmt.Sprintf("must be at most %d (%s); a client may lower a limit, never raise it", most, flag)}
 	}
@@ -170,21 +170,21 @@ func TestNarrowLimitsRejects(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		server Limits
+		server sandbox.Limits
 		asked  *protocol.Limits
 		want   *protocol.ErrorData
 	}{
 		{"memory above the server's", server, &protocol.Limits{MemoryBytes: ptr[int64](1<<30 + 1)}, raise("memoryBytes", 1<<30, "--limit-memory")},
 		{"pids above the server's", server, &protocol.Limits{Pids: ptr[int64](101)}, raise("pids", 100, "--limit-pids")},
 		{"cpu above the server's", server, &protocol.Limits{CPUMs: ptr[int64](10_001)}, raise("cpuMs", 10_000, "--limit-cpu")},
-		{"cpu above a server limit below a millisecond", Limits{CPU: 500 * time.Microsecond}, &protocol.Limits{CPUMs: ptr[int64](2)}, raise("cpuMs", 1, "--limit-cpu")},
+		{"cpu above a server limit below a millisecond", sandbox.Limits{CPU: 500 * time.Microsecond}, &protocol.Limits{CPUMs: ptr[int64](2)}, raise("cpuMs", 1, "--limit-cpu")},
 		{"a raise refused though the other limits are lowered", server, &protocol.Limits{MemoryBytes: ptr[int64](1), Pids: ptr[int64](1000)}, raise("pids", 100, "--limit-pids")},
 		{"memory zero", server, &protocol.Limits{MemoryBytes: ptr[int64](0)}, positive("memoryBytes", 0)},
 		{"pids zero", server, &protocol.Limits{Pids: ptr[int64](0)}, positive("pids", 0)},
 		{"cpu zero", server, &protocol.Limits{CPUMs: ptr[int64](0)}, positive("cpuMs", 0)},
 		{"memory negative", server, &protocol.Limits{MemoryBytes: ptr[int64](-1)}, positive("memoryBytes", -1)},
-		{"pids negative", Limits{}, &protocol.Limits{Pids: ptr[int64](-7)}, positive("pids", -7)},
-		{"cpu negative", Limits{}, &protocol.Limits{CPUMs: ptr[int64](math.MinInt64)}, positive("cpuMs", math.MinInt64)},
+		{"pids negative", sandbox.Limits{}, &protocol.Limits{Pids: ptr[int64](-7)}, positive("pids", -7)},
+		{"cpu negative", sandbox.Limits{}, &protocol.Limits{CPUMs: ptr[int64](math.MinInt64)}, positive("cpuMs", math.MinInt64)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -305,7 +305,7 @@ func TestCommandSpecRejects(t *testing.T) {
 // for, and the caches of a workspace-write command in the session's cache
 // directory.
 func TestCommandSpecConfinement(t *testing.T) {
-	serverLimits := Limits{MemoryBytes: 1 << 30, Pids: 100, CPU: 10 * time.Second}
+	serverLimits := sandbox.Limits{MemoryBytes: 1 << 30, Pids: 100, CPU: 10 * time.Second}
 	argv := []string{"make"}
 	tests := []struct {
 		name   string
@@ -575,7 +575,7 @@ func TestCommandSpecConfinementRejects(t *testing.T) {
 		},
 		{
 			name:   "a limit above the server's",
-			server: SandboxConfig{Limits: Limits{Pids: 100}},
+			server: SandboxConfig{Limits: sandbox.Limits{Pids: 100}},
 			p:      protocol.RunCommandParams{Argv: argv, Limits: &protocol.Limits{Pids: ptr[int64](101)}},
 			want:   invalid("limits.pids", "must be at most 100 (--limit-pids); a client may lower a limit, never raise it"),
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/workspace"
 )
 
@@ -128,7 +129,7 @@ type SandboxConfig struct {
 	// Writable are extra directories writable in workspace-write mode.
 	Writable []string
 	// Limits are the most a command may use (--limit-*); zero is none.
-	Limits Limits
+	Limits sandbox.Limits
 	// NoLandlock fakes a kernel without Landlock (--debug-no-landlock).
 	NoLandlock bool
 	// RootCache, when set, returns the cache directory of a workspace root
@@ -138,13 +139,6 @@ type SandboxConfig struct {
 	// Env is the server's environment, whose cache variables a command
 	// gets as they are (caches.go).
 	Env []string
-}
-
-// Limits are resource limits of a command; zero fields are unlimited.
-type Limits struct {
-	MemoryBytes int64
-	Pids        int64
-	CPU         time.Duration
 }
 
 // maxOutputLimit caps the inline output a request may ask for, so that a
