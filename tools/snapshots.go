@@ -48,6 +48,15 @@ func (t *Tools) store() (*snapshot.Store, error) {
 	return t.snaps.store, nil
 }
 
+// storeFor returns the session's store for a request about the snapshot
+// id, which its param field must give.
+func (t *Tools) storeFor(field, id string) (*snapshot.Store, error) {
+	if id == "" {
+		return nil, protocol.InvalidParams(field, "required")
+	}
+	return t.store()
+}
+
 // closeStore closes the session's snapshot store, if it was opened, and
 // waits for what its restores left to remove; later snapshot requests are
 // told the session has ended.
@@ -136,10 +145,7 @@ func (t *Tools) routeSnapshot(id, field string) (hub.Target, error) {
 
 // restore makes the root what a snapshot holds.
 func (t *Tools) restore(ctx context.Context, s *rpc.Session, p *protocol.RestoreParams) (*protocol.RestoreResult, error) {
-	if p.SnapshotID == "" {
-		return nil, protocol.InvalidParams("snapshotId", "required")
-	}
-	st, err := t.store()
+	st, err := t.storeFor("snapshotId", p.SnapshotID)
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +184,7 @@ func (t *Tools) runningCommands() int {
 
 // diff says what changed between two snapshots, or since one.
 func (t *Tools) diff(ctx context.Context, s *rpc.Session, p *protocol.DiffParams) (*protocol.DiffResult, error) {
-	if p.From == "" {
-		return nil, protocol.InvalidParams("from", "required")
-	}
-	st, err := t.store()
+	st, err := t.storeFor("from", p.From)
 	if err != nil {
 		return nil, err
 	}
@@ -239,14 +242,8 @@ func (t *Tools) listSnapshots(ctx context.Context, s *rpc.Session, p *protocol.S
 
 // dropSnapshot removes a snapshot.
 func (t *Tools) dropSnapshot(ctx context.Context, s *rpc.Session, p *protocol.DropSnapshotParams) (*protocol.DropSnapshotResult, error) {
-	if p.SnapshotID == "" {
-		return nil, protocol.InvalidParams("snapshotId", "required")
-	}
-	st, err := t.store()
+	st, err := t.ownSnapshot(p.SnapshotID)
 	if err != nil {
-		return nil, err
-	}
-	if err := t.ownSnapshot(st, p.SnapshotID); err != nil {
 		return nil, err
 	}
 	if err := st.Drop(p.SnapshotID); err != nil {
@@ -255,30 +252,29 @@ func (t *Tools) dropSnapshot(ctx context.Context, s *rpc.Session, p *protocol.Dr
 	return &protocol.DropSnapshotResult{}, nil
 }
 
-// ownSnapshot checks that id is a snapshot of the session's root: one of
+// ownSnapshot returns the session's store once it has checked that id
+// (snapshotId, required) is a snapshot of the session's root: one of
 // another root is not this session's to drop or export.
-func (t *Tools) ownSnapshot(st *snapshot.Store, id string) error {
+func (t *Tools) ownSnapshot(id string) (*snapshot.Store, error) {
+	st, err := t.storeFor("snapshotId", id)
+	if err != nil {
+		return nil, err
+	}
 	info, err := st.Get(id)
 	if err != nil {
-		return snapshotError(id, err)
+		return nil, snapshotError(id, err)
 	}
 	root, _ := t.skips()
 	if filepath.Clean(info.Root) != filepath.Clean(root) {
-		return snapshotError(id, snapshot.ErrOtherRoot)
+		return nil, snapshotError(id, snapshot.ErrOtherRoot)
 	}
-	return nil
+	return st, nil
 }
 
 // exportSnapshot writes a snapshot as a tar into the artifacts directory.
 func (t *Tools) exportSnapshot(ctx context.Context, s *rpc.Session, p *protocol.ExportSnapshotParams) (*protocol.ExportSnapshotResult, error) {
-	if p.SnapshotID == "" {
-		return nil, protocol.InvalidParams("snapshotId", "required")
-	}
-	st, err := t.store()
+	st, err := t.ownSnapshot(p.SnapshotID)
 	if err != nil {
-		return nil, err
-	}
-	if err := t.ownSnapshot(st, p.SnapshotID); err != nil {
 		return nil, err
 	}
 	denied, err := t.denied("export")
