@@ -118,8 +118,8 @@ func (h *holder) serveFront(c *net.UnixConn) {
 // serveUntilGone serves a front's connection with serve until it
 // returns, and tells the front the exit code. The front lives as long as
 // its client's connection: when it goes (killed, say), release ends the
-// connection. stdin stays blocking, as the front's own would be (a polled
-// one cost a fifth more per request): a read blocked on it ends when the
+// connection. stdin stays blocking, as the front's own would be (polling
+// it makes every request cost more): a read blocked on it ends when the
 // client closes or writes to its end of the pipe, and what it reads then
 // is discarded with the ended connection.
 func (h *holder) serveUntilGone(c *net.UnixConn, serve func() int, release func()) {

@@ -9,16 +9,17 @@
 // started by the first `toolhost --persist` for that root and left
 // running in a session of its own (setsid), so that neither the client's
 // end nor a signal to its process group reaches the commands. Every
-// `toolhost --persist` is then a thin front: it reads the client's first
-// message (to learn the root when --root does not give it), connects to
-// the holder's unix socket, starting the holder if none answers, and
-// hands it its stdin, stdout and stderr (SCM_RIGHTS) with the bytes it
-// has read, its command line, environment and directory. The holder
-// serves the connection on those descriptors itself, so a request costs
-// what it costs without --persist: no byte is relayed. The front waits
-// until the holder says the connection ended, and exits with the code the
-// holder gives. The cost: one more process per root while sessions live,
-// and the start of the first session (the holder's exec, about 10 ms).
+// `toolhost --persist` is then a thin front (Serve): it reads the
+// client's first message (to learn the root when --root does not give
+// it), connects to the holder's unix socket, starting the holder if none
+// answers, and hands it its stdin, stdout and stderr (SCM_RIGHTS) with
+// the bytes it has read, its command line, environment and directory. The
+// holder (RunHolder) serves the connection on those descriptors itself,
+// so a request costs what it costs without --persist: no byte is relayed.
+// The front waits until the holder says the connection ended, and exits
+// with the code the holder gives. The cost: one more process per root
+// while sessions live, and the holder's exec at the start of the first
+// session.
 //
 // # Who may attach
 //
@@ -27,9 +28,9 @@
 // is unset. A directory with another owner or a wider mode is refused,
 // never used. The holder checks each connection's peer credentials
 // (SO_PEERCRED) and serves only its own user; the session id alone is
-// never enough. One lock file per holder (flock) makes it the only holder
-// of its root: a socket left by a holder that died is found stale (its
-// lock is free) and replaced.
+// never enough. One lock file per holder (flock, internal/fsutil) makes it
+// the only holder of its root: a socket left by a holder that died is
+// found stale (its lock is free) and replaced.
 //
 // # The journal
 //
@@ -39,23 +40,28 @@
 // line, appended with a single write each (what a killed holder wrote is
 // in the page cache, so nothing short of a machine crash loses it; a torn
 // last line is ignored). Its first record has the format's version ("v":
-// 1), the session's root, its initialize params, the holder's pid and
-// start time, and what the session's commands could leave behind (their
-// marker and cgroup directory). Then: each handle as it starts, each
-// toolResult with its seq as it is made, and each seq once written to a
-// connection. A session that ends is rewritten, whole (temporary file,
-// fsync, rename), as one tombstone line saying why, so that a resume of it
-// is told "ended" or "expired"; tombstones go after a week.
+// 1; a journal of another version is left alone), the session's root, its
+// initialize params, the holder's pid and start time, and what the
+// session's commands could leave behind (their marker and cgroup
+// directory). Then: each handle as it starts, each toolResult with its
+// seq as it is made, and each seq once written to a connection. A session
+// that ends is rewritten, whole (temporary file, fsync, rename, with
+// internal/fsutil), as one tombstone line saying why, so that a resume of
+// it is told "ended" or "expired"; tombstones go after a week.
 //
-// A journal holding a quarter more written toolResults than a session's
-// ledger keeps (rpc.LedgerKeepWritten) is compacted in the background,
-// the same way: rewritten with the session and holder records, the
-// handles still running, every toolResult not yet written, the last
-// written ones the ledger keeps, and the highest-numbered handle, then
-// renamed over the journal. Records appended meanwhile are copied over
-// under the journal's lock just before the rename, so none is lost; an
-// end meanwhile wins, and the compaction gives up. A session that lives
-// for weeks keeps a journal about the size of its ledger.
+// The kinds of record are interpreted in one place: a journal is read by
+// replaying its records, in order, into what it says of its session
+// (replay). A holder that takes a session over reads it so, and so does a
+// compaction. A journal holding a quarter more written toolResults than a
+// session's ledger keeps (rpc.LedgerKeepWritten) is compacted in the
+// background: its replay is cut to what a later holder needs (the session
+// and holder records, the handles still running, every toolResult not yet
+// written, the last written ones the ledger keeps, and the
+// highest-numbered handle) and written again to a temporary file, which is
+// synced and renamed over the journal. Records appended meanwhile are
+// copied over under the journal's lock just before the rename, so none is
+// lost; an end meanwhile wins, and the compaction gives up. A session
+// that lives for weeks keeps a journal about the size of its ledger.
 //
 // A holder that starts finds the journals of its root whose holder is
 // dead: it kills what is left of their commands (the cgroup whole, and
@@ -75,12 +81,29 @@
 // tasks. The server's toolhost session is a session of the holder like
 // any other (journaled, so that a killed holder leaves no process), made
 // on pipes inside the holder (InnerServer); no resume reaches it, and
-// sessions {} leaves it out. With no MCP connection for its --linger the
-// server is closed, which ends its commands.
+// sessions {} leaves it out.
 //
 // # Lifetime
 //
-// A detached session lingers for --linger (default 10m), then its
-// commands are killed and it ends ("expired"). shutdown ends a session at
-// once ("ended"). A holder without sessions exits after a short idle time.
+// Sessions and shared MCP servers linger alike (lingering): each counts
+// the connections attached to it (a session one at a time, a resume
+// taking it from the connection before; an MCP server any number), and
+// once none is, it lingers for --linger (default 10m), then ends unless
+// one attaches first. A session that ends so has its commands killed
+// ("expired"); an MCP server is closed, which ends its commands.
+// shutdown ends a session at once ("ended"); a signal to the holder ends
+// every MCP server, then every session. A holder without sessions,
+// servers or connections exits after a short idle time.
+//
+// # Where things are
+//
+// front.go is the front; holder.go the holder process (its socket, lock,
+// idle time and end); conn.go the holder's side of one connection a front
+// handed it; session.go a persisted session (made, resumed, ended,
+// listed); linger.go what sessions and MCP servers share of their
+// lifetime; mcp.go the shared MCP servers; journal.go, replay.go and
+// compact.go the journal (its records and appends, its reading, its
+// compaction); adopt.go the sessions a dead holder left; wire.go and
+// sys_linux.go what a front and its holder say over the socket; dirs.go
+// and cache.go the directories.
 package persist

@@ -1,11 +1,14 @@
 package persist
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -252,5 +255,70 @@ func TestJournalEndsDuringCompaction(t *testing.T) {
 			t.Fatalf("run %d: temporary files left: %v", i, left)
 		}
 		p.ref.close()
+	}
+}
+
+// previousJournal is a journal as the build before record kinds were
+// constants wrote it, with a torn last line.
+const previousJournal = `{"kind":"session","v":1,"id":"s-1","root":"/root","createdAt":"2026-01-02T03:04:05Z","holder":{"pid":10,"start":20},"leftovers":{"marker":"m-1","cgroup":"/sys/fs/cgroup/a"},"lingerMs":600000,"init":{"processId":1}}
+{"kind":"handle","handle":{"handleId":"h-1","commandId":"c-1","startedAt":"2026-01-02T03:04:06Z","command":"true"}}
+{"kind":"handle","handle":{"handleId":"h-2","commandId":"c-2","startedAt":"2026-01-02T03:04:07Z","command":"sleep 1"}}
+{"kind":"result","seq":1,"message":{"jsonrpc":"2.0","method":"toolResult","params":{"handleId":"h-1","commandId":"c-1","status":"exited","seq":1}}}
+{"kind":"written","seq":1}
+{"kind":"holder","holder":{"pid":30,"start":1},"leftovers":{"marker":"m-30"}}
+{"kind":"resu`
+
+// TestJournalReadsThePreviousFormat checks that a journal the previous
+// build wrote is read as it was, that compacting it writes the same lines
+// again, and that a journal of another version is refused.
+func TestJournalReadsThePreviousFormat(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s-1.journal")
+	if err := os.WriteFile(path, []byte(previousJournal), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, written := viewOf(t, path)
+	want := journalView{
+		Holder:    holderID{PID: 30, Start: 1},
+		Leftovers: []process.Leftovers{{Marker: "m-1", Cgroup: "/sys/fs/cgroup/a"}, {Marker: "m-30"}},
+		Running:   []string{"h-2"},
+		Unwritten: map[int64]string{},
+		MaxHandle: 2,
+	}
+	if diff := cmp.Diff(want, v); diff != "" {
+		t.Errorf("the previous build's journal read (-want +got):\n%s", diff)
+	}
+	if len(written) != 1 || written[1] == "" {
+		t.Errorf("written toolResults %v, want seq 1", written)
+	}
+	rp, err := readJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.first.LingerMs != 600000 || string(rp.first.Init) != `{"processId":1}` || rp.first.CreatedAt.IsZero() {
+		t.Errorf("the session record read as %+v", rp.first)
+	}
+	var again []string
+	for _, r := range rp.compacted(10).records() {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again = append(again, string(b))
+	}
+	lines := strings.Split(previousJournal, "\n")
+	lines = lines[:len(lines)-1] // the torn line
+	slices.Sort(lines)
+	slices.Sort(again)
+	if diff := cmp.Diff(lines, again); diff != "" {
+		t.Errorf("a compaction writes other lines than the previous build's (-previous +again):\n%s", diff)
+	}
+
+	other := filepath.Join(dir, "s-2.journal")
+	if err := os.WriteFile(other, []byte(strings.Replace(previousJournal, `"v":1`, `"v":2`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readJournal(other); !errors.Is(err, errJournalVersion) {
+		t.Errorf("a journal of version 2 read with %v, want errJournalVersion", err)
 	}
 }
