@@ -30,59 +30,25 @@ const (
 // bytes, not on a clock: it answers as soon as bytes arrive or the command
 // ends.
 func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *protocol.ReadOutputParams) (*protocol.ReadOutputResult, error) {
-	if p.HandleID == "" {
-		return nil, protocol.InvalidParams("handleId", "required")
-	}
-	stream := p.Stream
-	switch stream {
-	case "":
-		stream = protocol.OutputStreamOutput
-	case protocol.OutputStreamOutput, protocol.OutputStreamStdout, protocol.OutputStreamStderr:
-	case protocol.OutputStreamPty:
-		stream = protocol.OutputStreamStdout // a terminal's output is kept as stdout
-	default:
-		return nil, protocol.InvalidParams("stream", `must be "output", "stdout", "stderr" or "pty", not %q`, stream)
-	}
-	maxBytes := int64(defaultOutputReadBytes)
-	if p.MaxBytes != nil {
-		maxBytes = *p.MaxBytes
-		if maxBytes < 1 || maxBytes > maxOutputReadBytes {
-			return nil, protocol.InvalidParams("maxBytes", "must be between 1 and %d, not %d", maxOutputReadBytes, maxBytes)
-		}
-	}
-	var waitMs int64
-	if p.WaitMs != nil {
-		waitMs = *p.WaitMs
-		if waitMs < 0 || waitMs > maxReadWaitMs {
-			return nil, protocol.InvalidParams("waitMs", "must be between 0 and %d, not %d", maxReadWaitMs, waitMs)
-		}
-	}
-	var offset int64
-	if p.Offset != nil {
-		offset = *p.Offset
+	r, err := checkReadOutput(p)
+	if err != nil {
+		return nil, err
 	}
 	_, mgr := t.state()
 	cmd, ok := mgr.Lookup(p.HandleID)
 	if !ok {
 		return nil, handleNotFound(p.HandleID)
 	}
-	var deadline <-chan time.Time // set at the first wait
+	w := &outputWait{ctx: ctx, s: s, handleID: p.HandleID, ms: r.waitMs}
+	defer w.stop()
 	cp := cmd.Capture()
 	if cp == nil {
 		// A runCommand's command still starting has no output yet; one
 		// that ended before it started has none ever. With waitMs, wait
 		// for its start (or end) first.
-		if waitMs > 0 {
-			s.Detach(ctx) // it only waits
-			tm := time.NewTimer(time.Duration(waitMs) * time.Millisecond)
-			defer tm.Stop()
-			deadline = tm.C
-			select {
-			case <-cmd.Started():
-			case <-deadline:
-			case <-ctx.Done():
-				return nil, protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: protocol.MethodReadOutput, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
-					"request cancelled while waiting for output")
+		if r.waitMs > 0 {
+			if _, err := w.until(cmd.Started()); err != nil {
+				return nil, err
 			}
 		}
 		if cp = cmd.Capture(); cp == nil {
@@ -95,15 +61,63 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *protocol.Read
 			return &protocol.ReadOutputResult{Encoding: protocol.EncodingUTF8, EOF: ended, Running: !ended}, nil
 		}
 	}
+	return t.readCapture(cp, r, w)
+}
+
+// outputRead is what a readOutput asks for, checked.
+type outputRead struct {
+	handleID string
+	stream   protocol.OutputStream // output, stdout or stderr
+	maxBytes int64
+	waitMs   int64
+	offset   int64 // from the end when negative
+}
+
+// checkReadOutput checks a readOutput's params and fills in the defaults.
+func checkReadOutput(p *protocol.ReadOutputParams) (outputRead, error) {
+	r := outputRead{handleID: p.HandleID, stream: p.Stream, maxBytes: defaultOutputReadBytes}
+	if p.HandleID == "" {
+		return r, protocol.InvalidParams("handleId", "required")
+	}
+	switch r.stream {
+	case "":
+		r.stream = protocol.OutputStreamOutput
+	case protocol.OutputStreamOutput, protocol.OutputStreamStdout, protocol.OutputStreamStderr:
+	case protocol.OutputStreamPty:
+		r.stream = protocol.OutputStreamStdout // a terminal's output is kept as stdout
+	default:
+		return r, protocol.InvalidParams("stream", `must be "output", "stdout", "stderr" or "pty", not %q`, r.stream)
+	}
+	if p.MaxBytes != nil {
+		r.maxBytes = *p.MaxBytes
+		if r.maxBytes < 1 || r.maxBytes > maxOutputReadBytes {
+			return r, protocol.InvalidParams("maxBytes", "must be between 1 and %d, not %d", maxOutputReadBytes, r.maxBytes)
+		}
+	}
+	if p.WaitMs != nil {
+		r.waitMs = *p.WaitMs
+		if r.waitMs < 0 || r.waitMs > maxReadWaitMs {
+			return r, protocol.InvalidParams("waitMs", "must be between 0 and %d, not %d", maxReadWaitMs, r.waitMs)
+		}
+	}
+	if p.Offset != nil {
+		r.offset = *p.Offset
+	}
+	return r, nil
+}
+
+// readCapture reads the stream r asks for of a started command's capture,
+// waiting (w) for bytes when there are none yet.
+func (t *Tools) readCapture(cp *capture.Capture, r outputRead, w *outputWait) (*protocol.ReadOutputResult, error) {
 	stdoutPath, stderrPath, outputPath := cp.Paths()
 	path, length := outputPath, func(l capture.Lengths) int64 { return l.Output }
-	switch stream {
+	switch r.stream {
 	case protocol.OutputStreamStdout:
 		path, length = stdoutPath, func(l capture.Lengths) int64 { return l.Stdout }
 	case protocol.OutputStreamStderr:
 		path, length = stderrPath, func(l capture.Lengths) int64 { return l.Stderr }
 	}
-
+	offset := r.offset
 	for {
 		// In this order: the broadcast is taken before the lengths, so a
 		// write after them closes it; closed before the lengths, so that
@@ -115,33 +129,65 @@ func (t *Tools) readOutput(ctx context.Context, s *rpc.Session, p *protocol.Read
 		if from < 0 {
 			from = max(0, total+from)
 		}
-		n := min(maxBytes, max(0, total-from))
+		n := min(r.maxBytes, max(0, total-from))
 		res, err := readArtifact(path, from, n, closed || from+n < total)
 		if err != nil {
-			return nil, t.readError(p.HandleID, path, closed, err)
+			return nil, t.readError(r.handleID, path, closed, err)
 		}
 		res.TotalBytes, res.Running = total, !closed
 		res.EOF = closed && res.NextOffset >= total
-		if res.NextOffset > from || closed || waitMs == 0 {
+		if res.NextOffset > from || closed || r.waitMs == 0 {
 			return res, nil
 		}
-		if deadline == nil {
-			s.Detach(ctx) // it only waits
-			tm := time.NewTimer(time.Duration(waitMs) * time.Millisecond)
-			defer tm.Stop()
-			deadline = tm.C
-		}
-		select {
-		case <-changed:
-		case <-deadline:
+		if more, err := w.until(changed); !more || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			return res, nil
-		case <-ctx.Done():
-			return nil, protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: protocol.MethodReadOutput, HandleID: p.HandleID, Reason: context.Cause(ctx).Error()},
-				"request cancelled while waiting for output")
 		}
 		if offset < 0 {
 			offset = from // a tail waits for what follows it
 		}
+	}
+}
+
+// outputWait is a readOutput's waiting, at most ms in all: its timer
+// starts at the first wait, which detaches the request (it only waits).
+type outputWait struct {
+	ctx      context.Context
+	s        *rpc.Session
+	handleID string
+	ms       int64
+	timer    *time.Timer // set by the first until
+	expired  bool        // the timer has fired
+}
+
+// until waits for ch to be closed, and reports whether it was before the
+// time ran out; the request's end is its error.
+func (w *outputWait) until(ch <-chan struct{}) (bool, error) {
+	if w.expired {
+		return false, nil
+	}
+	if w.timer == nil {
+		w.s.Detach(w.ctx)
+		w.timer = time.NewTimer(time.Duration(w.ms) * time.Millisecond)
+	}
+	select {
+	case <-ch:
+		return true, nil
+	case <-w.timer.C:
+		w.expired = true
+		return false, nil
+	case <-w.ctx.Done():
+		return false, protocol.NewError(protocol.CodeRequestCancelled, &protocol.ErrorData{Method: protocol.MethodReadOutput, HandleID: w.handleID, Reason: context.Cause(w.ctx).Error()},
+			"request cancelled while waiting for output")
+	}
+}
+
+// stop stops the timer, if a wait started it.
+func (w *outputWait) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
 	}
 }
 
