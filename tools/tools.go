@@ -1,10 +1,3 @@
-// Package tools serves toolhost's methods: runCommand, longRunning, cancel,
-// wait, readOutput, readFile, writeFile and progress, one file each;
-// writeInput, resize and signal (input.go); destinations and the forwarding
-// of requests to them (destinations.go, through package hub); progress
-// files (progressfile.go). It turns wire params
-// into calls on the workspace and process packages and their results and
-// events back into wire types and notifications.
 package tools
 
 import (
