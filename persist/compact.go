@@ -170,7 +170,7 @@ func (rp *replay) compacted(keep int) *replay {
 		keptSeq[seq] = true
 	}
 
-	out := &replay{first: rp.first, holders: rp.holders, holder: rp.holder, leftovers: rp.leftovers, bySeq: map[int64]int{}}
+	out := &replay{first: rp.first, holders: slices.Clone(rp.holders), holder: rp.holder, leftovers: slices.Clone(rp.leftovers), bySeq: map[int64]int{}}
 	for _, hs := range rp.handles {
 		seq, ended := resultOf[hs.HandleID]
 		if !ended || keptSeq[seq] || hs.HandleID == maxHandle {
