@@ -247,7 +247,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 	go s.out.run() // owned by Serve: End flushes it and waits for it
 
 	fr := &frameReader{in: br, framing: s.framing, max: s.opts.MaxMessageBytes, log: s.log,
-		answer: func(b []byte) { s.out.send(b, false) }}
+		answer: func(_ int, b []byte) { s.out.send(b, false) }}
 	go s.readLoop(fr) // owned by Serve; see above
 	<-s.ended
 	return s.exitCode

@@ -44,7 +44,7 @@ type frameReader struct {
 	framing string // FramingHeader or FramingNDJSON once detected
 	max     int64  // the largest frame accepted
 	log     *slog.Logger
-	answer  func([]byte) // queues an error answer
+	answer  func(code int, msg []byte) // queues an error answer, of code
 }
 
 // detectFraming reads past leading white space and decides the framing from
@@ -297,5 +297,5 @@ func (g *frameReader) tooLarge(prefix []byte, size int64) {
 
 // reply answers a frame that broke the framing or the limits.
 func (g *frameReader) reply(id jsonrpc2.ID, code int, data *protocol.ErrorData, format string, args ...any) {
-	g.answer(encodeError(id, protocol.NewError(code, data, format, args...)))
+	g.answer(code, encodeError(id, protocol.NewError(code, data, format, args...)))
 }
