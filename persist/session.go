@@ -167,7 +167,7 @@ func (h *holder) create(ctx context.Context, cn *conn, rs *rpc.Session, p *proto
 	if s.root != h.cfg.Root {
 		workspace = s.root
 	}
-	j, err := createJournal(h.cfg.Dirs.journalPath(s.id), record{Kind: "session", V: journalVersion, ID: s.id, Root: h.cfg.Root, Workspace: workspace, MCP: s.internal,
+	j, err := createJournal(h.cfg.Dirs.journalPath(s.id), record{Kind: kindSession, V: journalVersion, ID: s.id, Root: h.cfg.Root, Workspace: workspace, MCP: s.internal,
 		CreatedAt: s.createdAt, Holder: &me, Leftovers: &lo, Init: raw, LingerMs: s.linger.Milliseconds()})
 	if err != nil {
 		t.Shutdown(ctx)
