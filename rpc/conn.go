@@ -333,7 +333,7 @@ func (s *Server) handOver(fr *frameReader) {
 // returns false when the session ends, or at once when maxSpareReaders
 // already wait (the goroutine then ends). A spare keeps the stack that
 // reading and serving grew: a new goroutine for every request grew it
-// again, copying it twice, which cost a fifth of a readFile's instructions.
+// again, copying it twice, a large share of a readFile's instructions.
 func (s *Server) awaitTurn() bool {
 	s.mu.Lock()
 	if s.spares >= maxSpareReaders {

@@ -161,7 +161,7 @@ func (o *outbox) sendThen(body []byte, then func()) {
 // does. Handing an answer to the writer goroutine woke that goroutine, and
 // a thread to run it; on the read loop, which then went back to a read
 // that holds its thread in the kernel, the answer waited for the runtime
-// to notice (20 µs and more), most of an inline request's round trip.
+// to notice, which was most of an inline request's round trip.
 // Unless mayBlock (a handler's goroutine, which a client that stops
 // reading may hold up), it writes only what the output has room for
 // without blocking (o.fits), so that such a client never stops the read

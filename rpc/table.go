@@ -141,8 +141,9 @@ func HandleNotification[P any](t *Table, nt protocol.NotificationType[P], h func
 // block (a read from a slow file system): the read loop's goroutine serves
 // it itself, and hands the reading to another goroutine only if it has not
 // answered by then. Waking another goroutine at once cost a small
-// readFile a fifth of its round trip; a command's start, which takes a
-// millisecond, is better off without the timer.
+// readFile a noticeable part of its round trip (BENCHMARKS.md); a
+// command's start, which takes far longer, is better off without the
+// timer.
 func (t *Table) Quick(method string) {
 	if m := t.methods[method]; m != nil && !m.inline && m.ordered == nil {
 		m.quick = true
