@@ -28,17 +28,11 @@ import (
 
 // Run plays the demo session and writes the traffic to w.
 func Run(w io.Writer, cfg tools.Config, opts rpc.Options) error {
-	root, err := os.MkdirTemp("", "toolhost-demo-")
+	root, remove, err := demoWorkspace(&cfg, "toolhost-demo-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(root)
-	cfg.Root = root
-	removeState, err := demoSnapshots(&cfg)
-	if err != nil {
-		return err
-	}
-	defer removeState()
+	defer remove()
 	farRoot, err := os.MkdirTemp("", "toolhost-demo-far-")
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -23,17 +22,11 @@ import (
 // toolhost's MCP server on a temporary workspace, and writes the traffic
 // to w. The client is the official Go SDK's.
 func RunMCP(w io.Writer, cfg tools.Config, opts rpc.Options, version string) error {
-	root, err := os.MkdirTemp("", "toolhost-demo-mcp-")
+	root, remove, err := demoWorkspace(&cfg, "toolhost-demo-mcp-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(root)
-	cfg.Root = root
-	removeState, err := demoSnapshots(&cfg)
-	if err != nil {
-		return err
-	}
-	defer removeState()
+	defer remove()
 
 	cin, cout, exit := servePiped(cfg, opts, version)
 

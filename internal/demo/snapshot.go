@@ -13,20 +13,28 @@ import (
 	"github.com/toolhost/toolhost/tools"
 )
 
-// demoSnapshots gives cfg a snapshot store of its own, in a temporary
-// state directory (0700), so that the demo neither reads nor fills the
-// user's; remove removes it.
-func demoSnapshots(cfg *tools.Config) (remove func(), err error) {
-	state, err := os.MkdirTemp("", "toolhost-demo-state-")
+// demoWorkspace makes a temporary workspace root whose name starts with
+// prefix, and a private state directory for its snapshots, and points cfg
+// at both; remove removes both.
+func demoWorkspace(cfg *tools.Config, prefix string) (root string, remove func(), err error) {
+	root, err = os.MkdirTemp("", prefix)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	if err := os.Chmod(state, 0o700); err != nil {
-		os.RemoveAll(state)
-		return nil, err
+	state, err := os.MkdirTemp("", "toolhost-demo-state-")
+	if err == nil {
+		err = os.Chmod(state, 0o700)
 	}
+	if err != nil {
+		os.RemoveAll(root)
+		if state != "" {
+			os.RemoveAll(state)
+		}
+		return "", nil, err
+	}
+	cfg.Root = root
 	cfg.SnapshotDir = func() (string, error) { return filepath.Join(state, "snapshots"), nil }
-	return func() { os.RemoveAll(state) }, nil
+	return root, func() { os.RemoveAll(root); os.RemoveAll(state) }, nil
 }
 
 // snapshots runs a command with snapshot: true, which says what it

@@ -708,16 +708,10 @@ func (m *md) docLink(l *comment.DocLink) string {
 func (m *md) typeText(e ast.Expr) (string, error) {
 	switch t := e.(type) {
 	case *ast.Ident:
-		switch t.Name {
-		case "string":
-			return "string", nil
-		case "bool":
-			return "boolean", nil
-		case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "uintptr":
-			return "integer", nil
-		case "float32", "float64":
-			return "number", nil
-		case "any":
+		if kind, ok := basicKind(t.Name); ok {
+			return kind, nil
+		}
+		if t.Name == "any" {
 			return "any", nil
 		}
 		ti := m.p.types[t.Name]

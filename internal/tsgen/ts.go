@@ -334,14 +334,13 @@ func (g *gen) tsType(e ast.Expr) (string, error) { return g.tsTypeIndent(e, "") 
 func (g *gen) tsTypeIndent(e ast.Expr, indent string) (string, error) {
 	switch t := e.(type) {
 	case *ast.Ident:
+		if kind, ok := basicKind(t.Name); ok {
+			if kind == "integer" {
+				kind = "number" // TypeScript has one
+			}
+			return kind, nil
+		}
 		switch t.Name {
-		case "string":
-			return "string", nil
-		case "bool":
-			return "boolean", nil
-		case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64",
-			"uintptr", "float32", "float64", "byte", "rune":
-			return "number", nil
 		case "any":
 			return "unknown", nil
 		case "error":
@@ -499,4 +498,20 @@ func propName(s string) string {
 		return `""`
 	}
 	return s
+}
+
+// basicKind returns the JSON kind of a Go basic type (string, boolean,
+// integer or number), as both twins of the protocol name it.
+func basicKind(name string) (string, bool) {
+	switch name {
+	case "string":
+		return "string", true
+	case "bool":
+		return "boolean", true
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "uintptr", "byte", "rune":
+		return "integer", true
+	case "float32", "float64":
+		return "number", true
+	}
+	return "", false
 }
