@@ -15,8 +15,8 @@
 //     destinations and sessions (destinations.go, session.go). register in
 //     tools.go lists them all; debug.go adds the test-only debug methods.
 //   - Initialize (initialize.go) runs in three steps: check checks every
-//     option and resolves the roots (the command line's --root and
-//     --read-root, which a client may narrow, never widen) before
+//     option and resolves the roots (roots.go: the command line's --root
+//     and --read-root, which a client may narrow, never widen) before
 //     anything is opened; open opens the artifacts directory, the
 //     workspace, the confinement and the process manager, undoing them all
 //     if one fails; then Initialize installs them, and result answers.
