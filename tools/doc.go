@@ -14,13 +14,14 @@
 //     and signal (input.go); the snapshot methods (snapshots.go);
 //     destinations and sessions (destinations.go, session.go). register in
 //     tools.go lists them all; debug.go adds the test-only debug methods.
-//   - Initialize (initialize.go) runs in three steps: check checks every
-//     option and resolves the roots (roots.go: the command line's --root
-//     and --read-root, which a client may narrow, never widen) before
-//     anything is opened; open opens the artifacts directory, the
-//     workspace, the confinement and the process manager, undoing them all
-//     if one fails; then Initialize installs them, and result answers.
-//     Shutdown ends the commands, then removes what open made.
+//   - Initialize (initialize.go) runs in three steps: checkInitialize
+//     checks every option and resolves the roots (roots.go: the command
+//     line's --root and --read-root, which a client may narrow, never
+//     widen) before anything is opened; openSession opens the artifacts
+//     directory, the workspace, the confinement and the process manager,
+//     undoing them all if one fails; then Initialize installs them, and
+//     initializeResult answers. Shutdown ends the commands, then removes
+//     what openSession made.
 //   - Confinement (sandbox.go, network.go): --sandbox auto, required or off;
 //     a filesystem mode (full, workspace-write, read-only), the network
 //     (on, off, or an allow-list), the protected and hidden paths and the

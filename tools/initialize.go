@@ -13,18 +13,18 @@ import (
 )
 
 // Initialize sets the session up in three steps: it checks every option
-// the client gives before it opens anything (check), opens the workspace,
-// the artifacts directory, the confinement and the process manager, all
-// undone if one of them fails (open), then installs them and answers
-// (result). A refused initialize leaves nothing open: under --persist the
-// holder of a session lives for days, and the client may be refused any
-// number of times.
+// the client gives before it opens anything (checkInitialize), opens the
+// workspace, the artifacts directory, the confinement and the process
+// manager, all undone if one of them fails (openSession), then installs
+// them and answers (initializeResult). A refused initialize leaves
+// nothing open: under --persist the holder of a session lives for days,
+// and the client may be refused any number of times.
 func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.InitializeParams) (*protocol.InitializeResult, error) {
-	set, err := t.check(s, p)
+	set, err := t.checkInitialize(s, p)
 	if err != nil {
 		return nil, err
 	}
-	o, err := t.open(s, set)
+	o, err := t.openSession(s, set)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 	t.conf = o.conf
 	t.createdAt = time.Now().UTC()
 	t.mu.Unlock()
-	return t.result(ctx, s, o, set.outputLimit), nil
+	return t.initializeResult(ctx, s, o, set.outputLimit), nil
 }
 
 // settings are what an initialize asks for, checked: the command line's
@@ -50,10 +50,10 @@ type settings struct {
 	outputLimit    int64
 }
 
-// check checks what an initialize asks for before anything is opened: the
+// checkInitialize checks what an initialize asks for before anything is opened: the
 // roots (each resolved through a workspace closed at once), the durations
 // and limits, and the destinations, which it gives the hub.
-func (t *Tools) check(s *rpc.Session, p *protocol.InitializeParams) (*settings, error) {
+func (t *Tools) checkInitialize(s *rpc.Session, p *protocol.InitializeParams) (*settings, error) {
 	set := &settings{opts: p.InitializationOptions, killGrace: t.cfg.KillGrace, defaultTimeout: t.cfg.DefaultTimeout, outputLimit: t.cfg.OutputLimit}
 	if set.opts == nil {
 		set.opts = &protocol.InitializationOptions{}
@@ -109,10 +109,10 @@ type opened struct {
 	mgr       *process.Manager
 }
 
-// open opens the artifacts directory, the workspace, the confinement and
+// openSession opens the artifacts directory, the workspace, the confinement and
 // the process manager set asks for. If one fails, it undoes the others
 // before it returns.
-func (t *Tools) open(s *rpc.Session, set *settings) (_ *opened, err error) {
+func (t *Tools) openSession(s *rpc.Session, set *settings) (_ *opened, err error) {
 	o := &opened{}
 	defer func() {
 		if err != nil {
@@ -169,10 +169,10 @@ func (t *Tools) open(s *rpc.Session, set *settings) (_ *opened, err error) {
 	return o, nil
 }
 
-// result is initialize's answer for the session o opened, once installed;
+// initializeResult is initialize's answer for the session o opened, once installed;
 // it warns the client of commands that run unconfined, and connects the
 // destinations when the command line asks it to.
-func (t *Tools) result(ctx context.Context, s *rpc.Session, o *opened, outputLimit int64) *protocol.InitializeResult {
+func (t *Tools) initializeResult(ctx context.Context, s *rpc.Session, o *opened, outputLimit int64) *protocol.InitializeResult {
 	sandboxCap := o.conf.capability()
 	if o.conf.mode == SandboxAuto && !sandboxCap.Available {
 		s.LogMessage(protocol.MessageWarning, "toolhost: commands run unconfined: %s", sandboxCap.Reason)
