@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/toolhost/toolhost/internal/fsutil"
 )
 
 // cloneFile makes dst share src's data (FICLONE on Linux). It is a variable
@@ -150,63 +152,20 @@ func hashReader(r io.Reader) (hash32, int64, error) {
 	return sum, n, err
 }
 
-// How writeAtomic makes a file durable.
-const (
-	// replaceOnly renames without an fsync: for a cache whose every reader
-	// checks it (a crash may leave the name empty or its old content).
-	replaceOnly = iota
-	// syncFile fsyncs the file before the rename.
-	syncFile
-	// syncFileDir fsyncs the file, and the directory after the rename.
-	syncFileDir
-)
-
-// writeAtomic writes data to dir/name whole: a temporary file beside it
-// (".name.tmp-*"), then a rename, with the fsyncs durability asks for; so
-// that the name, once there, has all of data or (replaceOnly, after a
-// crash) may not.
-func writeAtomic(dir, name string, data []byte, durability int) (err error) {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+// writeAtomic writes data to path whole, through fsutil's temporary file
+// beside it (".name.tmp-*") and a rename, with the fsyncs d asks for: the
+// name, once there, has all of data or (fsutil.RenameOnly, after a crash)
+// may not. The data goes through wrapWriter, as every write of the store.
+func writeAtomic(path string, data []byte, d fsutil.Durability) error {
+	tmp, err := fsutil.CreateTemp(path, 0o600)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = wrapWriter(f).Write(data); err != nil {
+	if _, err := wrapWriter(tmp.File).Write(data); err != nil {
+		tmp.Discard()
 		return err
 	}
-	if durability >= syncFile {
-		if err = f.Sync(); err != nil {
-			return err
-		}
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	if durability >= syncFileDir {
-		return syncDir(dir)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
-	return nil
+	return tmp.Commit(d)
 }
 
 // parallel runs f(0..n-1) on at most workers goroutines; the first error

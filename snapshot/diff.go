@@ -57,8 +57,8 @@ const patchMax = 8 << 20
 
 // Diff compares snapshot from with snapshot to, or with the root as it is
 // now when to is "". root may be "" (the snapshot's own); otherwise it
-// must be the snapshot's root (else ErrOtherRoot). Files the root's index
-// knows unchanged are not read.
+// must be the snapshot's root (else ErrOtherRoot). Files the root's stat
+// cache knows unchanged are not read.
 func (s *Store) Diff(ctx context.Context, from, to string, root string, o DiffOptions) (Diff, error) {
 	if err := s.check(); err != nil {
 		return Diff{}, err
@@ -74,8 +74,6 @@ func (s *Store) Diff(ctx context.Context, from, to string, root string, o DiffOp
 		return Diff{}, fmt.Errorf("%w: snapshot %s is of %s, not %s", ErrOtherRoot, from, mf.Root, root)
 	}
 	var mt *manifest
-	exclude := append([]string{}, mf.Exclude...)
-	skips := append([]string{}, mf.Skip...)
 	if to != "" {
 		if mt, err = s.readManifest(to); err != nil {
 			return Diff{}, err
@@ -83,38 +81,15 @@ func (s *Store) Diff(ctx context.Context, from, to string, root string, o DiffOp
 		if !sameRoot(mt.Root, mf.Root) {
 			return Diff{}, fmt.Errorf("%w: snapshot %s is of %s, snapshot %s of %s", ErrOtherRoot, to, mt.Root, from, mf.Root)
 		}
-		exclude = append(exclude, mt.Exclude...)
-		skips = append(skips, mt.Skip...)
 	}
-	exclude = append(exclude, o.Exclude...)
-	skips = append(skips, o.Skip...)
-	var clean, real string
-	if to == "" {
-		if clean, real, err = s.checkRoot(root); err != nil {
-			return Diff{}, err
-		}
-	} else {
-		clean = filepath.Clean(root)
-		real = clean
-		if r, err := filepath.EvalSymlinks(clean); err == nil {
-			real = r
-		}
-	}
-	var scope []string
-	if o.Path != "" {
-		rels, all, err := cleanPaths(clean, real, []string{o.Path})
-		if err != nil {
-			return Diff{}, err
-		}
-		if !all {
-			scope = rels
-		}
-	}
-	skip, _, err := cleanPaths(clean, real, skips)
+	clean, real, err := s.diffRoot(root, mt == nil)
 	if err != nil {
 		return Diff{}, err
 	}
-	f := &filter{ex: compileIgnore(exclude), skip: skip, scope: scope, skipFile: o.SkipFile}
+	f, err := diffFilter(clean, real, mf, mt, o)
+	if err != nil {
+		return Diff{}, err
+	}
 
 	unlock, err := s.lockStore(ctx, false)
 	if err != nil {
@@ -137,21 +112,68 @@ func (s *Store) Diff(ctx context.Context, from, to string, root string, o DiffOp
 			return Diff{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
 		}
 		defer r.Close()
-		if b, err = s.scan(ctx, r, rootKey(real), f); err != nil {
+		if b, d.cache, err = s.scanCached(ctx, r, rootKey(real), f, nil, nil); err != nil {
 			return Diff{}, fmt.Errorf("diff: %w", err)
 		}
 		d.root = r
-		d.idx, _ = s.loadIndex(filepath.Join(s.dir, "roots", rootKey(real), "index"))
 	}
 	if err := d.dir(ctx, a, b); err != nil {
 		return Diff{}, fmt.Errorf("diff: %w", err)
 	}
-	if a.mode != b.mode && scope == nil && a.mode != 0 {
+	if a.mode != b.mode && f.scope == nil && a.mode != 0 {
 		d.add(".", "mode", 0)
 	}
+	return d.result(o.Max)
+}
+
+// diffRoot returns the clean and real paths of a Diff's root: checked
+// (checkRoot) when it is compared as it is now, else as named.
+func (s *Store) diffRoot(root string, now bool) (clean, real string, err error) {
+	if now {
+		return s.checkRoot(root)
+	}
+	clean = filepath.Clean(root)
+	real = clean
+	if r, err := filepath.EvalSymlinks(clean); err == nil {
+		real = r
+	}
+	return clean, real, nil
+}
+
+// diffFilter is what a Diff of mf and mt (nil: the root now) covers:
+// o.Path (none: everything), less what either snapshot or o excludes or
+// skips.
+func diffFilter(clean, real string, mf, mt *manifest, o DiffOptions) (*filter, error) {
+	exclude := append([]string{}, mf.Exclude...)
+	skips := append([]string{}, mf.Skip...)
+	if mt != nil {
+		exclude = append(exclude, mt.Exclude...)
+		skips = append(skips, mt.Skip...)
+	}
+	exclude = append(exclude, o.Exclude...)
+	skips = append(skips, o.Skip...)
+	var scope []string
+	if o.Path != "" {
+		rels, all, err := cleanPaths(clean, real, []string{o.Path})
+		if err != nil {
+			return nil, err
+		}
+		if !all {
+			scope = rels
+		}
+	}
+	skip, _, err := cleanPaths(clean, real, skips)
+	if err != nil {
+		return nil, err
+	}
+	return &filter{ex: compileIgnore(exclude), skip: skip, scope: scope, skipFile: o.SkipFile}, nil
+}
+
+// result is the Diff: the changes sorted by path and capped at max
+// (DiffOptions.Max), and the patch of the one file the scope names.
+func (d *differ) result(max int) (Diff, error) {
 	out := Diff{Changes: d.changes}
 	sort.Slice(out.Changes, func(i, j int) bool { return out.Changes[i].Path < out.Changes[j].Path })
-	max := o.Max
 	if max == 0 {
 		max = DefaultMaxChanges
 	}
@@ -161,7 +183,8 @@ func (s *Store) Diff(ctx context.Context, from, to string, root string, o DiffOp
 	if out.Changes == nil {
 		out.Changes = []Change{}
 	}
-	if len(scope) == 1 && (d.patchA != nil || d.patchB != nil) {
+	if scope := d.f.scope; len(scope) == 1 && (d.patchA != nil || d.patchB != nil) {
+		var err error
 		if out.Patch, err = d.patch(scope[0]); err != nil {
 			return Diff{}, fmt.Errorf("diff: %w", err)
 		}
@@ -181,8 +204,8 @@ func (s *Store) lazyTop(m *manifest) (*node, error) {
 type differ struct {
 	s       *Store
 	f       *filter
-	root    *os.Root // when b is the root now
-	idx     *index
+	root    *os.Root   // when b is the root now
+	cache   *statCache // the root's, then
 	changes []Change
 	// The file at the scoped path, on each side, for the patch.
 	patchA, patchB *node
@@ -297,13 +320,14 @@ func (d *differ) entry(ctx context.Context, a, b *node) error {
 }
 
 // sameContent compares two files: sizes, then hashes (reading a file of
-// the root only when its size is the same and the index does not know it).
+// the root only when its size is the same and the stat cache does not
+// know it).
 func (d *differ) sameContent(a, b *node) (bool, error) {
 	if a.size != b.size {
 		return false, nil
 	}
 	if !b.hashed && d.root != nil {
-		if _, err := curHash(d.root, d.idx, b); err != nil {
+		if _, err := curHash(d.root, d.cache, b); err != nil {
 			return false, err
 		}
 	}

@@ -67,7 +67,7 @@ func TestDiffKinds(t *testing.T) {
 		t.Errorf("snapshot to now: mismatch (-want +got):\n%s", diff)
 	}
 	// Only same.txt and chmod.sh (its ctime changed) needed reading: the
-	// other changes show in their sizes or are new, and the index vouches
+	// other changes show in their sizes or are new, and the stat cache vouches
 	// for the unchanged files.
 	mu.Lock()
 	if diff := cmp.Diff([]string{"chmod.sh", "same.txt"}, sorted(read)); diff != "" {

@@ -1,9 +1,10 @@
 // Package snapshot is a content-addressed store of snapshots of workspace
-// roots (issue 27): Take records a root as it is, Restore makes the root
-// what a snapshot holds, Diff says what changed between two snapshots or
-// since one, Export writes one as a tar, and Drop removes one and collects
-// the blobs nothing else needs. It knows nothing of sessions, the protocol
-// or the server; those call it.
+// roots: Take records a root as it is, Restore makes the root what a
+// snapshot holds, Diff says what changed between two snapshots or since
+// one, Export writes one as a tar, and Drop removes one and collects the
+// blobs nothing else needs. It knows nothing of sessions, the protocol or
+// the server; those call it. What it costs is measured in BENCHMARKS.md
+// (the snapshot figures and their notes) and by the package's benchmarks.
 //
 // A snapshot holds the regular files, directories and symlinks of a root,
 // with their permission bits (and setuid, setgid and sticky). Symlinks are
@@ -30,8 +31,8 @@
 //	blobs/ab/cdef...      a larger file's content named by its sha256
 //	                      (hex; the first two digits name the directory)
 //	snapshots/<id>        one manifest per snapshot
-//	roots/<key>/index     the index of one root (key: the first 16 bytes,
-//	                      in hex, of the sha256 of its real path)
+//	roots/<key>/index     the stat cache of one root (key: the first 16
+//	                      bytes, in hex, of the sha256 of its real path)
 //	roots/<key>/lock      that root's flock
 //	tmp/                  large blobs being written (packs are written
 //	                      as packs/.tmp-*.pack)
@@ -62,40 +63,40 @@
 //     or of the subdirectory's tree object, or the symlink's target. Trees
 //     are blobs like any other, so a directory unchanged since the last
 //     snapshot costs nothing more, and a one-file change adds that file and
-//     the trees of the directories above it (about 55 bytes an entry: a
-//     20 KB file in a directory of 100 adds about 26 KB).
-//   - An index starts "toolhost-snapshot-index 1", holds the generation it
-//     was written at, then for each regular file its path, size, mtime,
-//     ctime, inode, device, a racy flag and its content's sha256, and ends
-//     with the sha256 of all that. One that fails its checksum is ignored
-//     (every file is read again); it is a cache, never the truth.
+//     the trees of the directories above it.
+//   - A stat cache starts "toolhost-snapshot-index 1" (its name on disk is
+//     the index, as git's), holds the generation it was written at, then
+//     for each regular file its path, size, mtime, ctime, inode, device, a
+//     racy flag and its content's sha256, and ends with the sha256 of all
+//     that. One that fails its checksum is ignored (every file is read
+//     again); it is a cache, never the truth. See statcache.go.
 //
-// # The index
+// # The stat cache
 //
-// Like git's, the index lets a Take (and Diff against the root, and
-// Restore's comparisons) skip reading a file whose size, mtime, ctime,
+// Like git's index, the stat cache lets a Take (and Diff against the root,
+// and Restore's comparisons) skip reading a file whose size, mtime, ctime,
 // inode and device are what they were: its hash is the one recorded. A file
 // modified in the same timestamp tick as it was read can look unchanged:
 // such an entry (its mtime within the racy window of the Take's start, or
 // later) is saved marked racy and the file is read again next time. The
 // window is 2 s (FAT's granularity) unless some file of the tree has an
 // mtime with a fraction of a second, a filesystem with fine timestamps,
-// where it is 100 ms (the kernel's coarse clock ticks every 1 to 10 ms).
-// A collection bumps the generation; a Take that finds its index older
-// checks that each blob the index vouches for is still there, and reads
-// the file again where it is not. A Restore records what it wrote and what
-// it read and found right.
+// where it is 100 ms, many ticks of the kernel's coarse clock. A
+// collection bumps the generation; a Take that finds its stat cache older
+// checks that each blob it vouches for is still there, and reads the file
+// again where it is not. A Restore records what it wrote and what it read
+// and found right.
 //
-// The store keeps each root's newest index in memory. A Take or Restore
-// makes its index after the answer, still holding the root's lock (so the
-// next Take or Restore of the root waits for it), and the index is written
-// to its file within a second, or when the store closes, holding the
-// root's lock again. The one in memory is used while its file's stat is
-// what it was when this store last read or wrote it. Any index is a valid
-// cache, however old: each entry is trusted only for a file whose stat is
+// The store keeps each root's newest stat cache in memory. A Take or
+// Restore makes its stat cache after the answer, still holding the root's
+// lock (so the next Take or Restore of the root waits for it), and it is
+// written to its file within a second, or when the store closes, holding
+// the root's lock again. The one in memory is used while its file's stat
+// is what it was when this store last read or wrote it. Any stat cache is
+// valid, however old: each entry is trusted only for a file whose stat is
 // still the one it records. So a crash before the write costs reads, and
-// another process's index that replaced the file is read and kept, never
-// written over.
+// another process's stat cache that replaced the file is read and kept,
+// never written over.
 //
 // # Directory listings
 //
@@ -104,14 +105,14 @@
 // does not list again a directory whose stat (inode, device, size, mtime,
 // ctime) is unchanged: git's untracked cache, kept in memory only. Adding,
 // removing or renaming an entry changes its directory's mtime and ctime,
-// and no process can set a ctime; the one guard needed is the index's, a
-// change within the same timestamp tick: a listing is kept only when its
-// directory's ctime lies outside the racy window of the scan's start. Every
-// entry is still looked at with its own fstatat. Listings are kept only on
-// local Linux filesystems (ext4, xfs, btrfs, tmpfs, f2fs, overlayfs, zfs):
-// a network filesystem's attributes may be cached for seconds, and a FUSE
-// one's are what its daemon says; there, and off Linux, every scan lists
-// every directory.
+// and no process can set a ctime; the one guard needed is the stat
+// cache's, a change within the same timestamp tick: a listing is kept only
+// when its directory's ctime lies outside the racy window of the scan's
+// start. Every entry is still looked at with its own fstatat. Listings are
+// kept only on local Linux filesystems (ext4, xfs, btrfs, tmpfs, f2fs,
+// overlayfs, zfs): a network filesystem's attributes may be cached for
+// seconds, and a FUSE one's are what its daemon says; there, and off
+// Linux, every scan lists every directory.
 //
 // # Crash safety
 //
@@ -127,22 +128,22 @@
 //     are in the store once its index is. With more than 8 new files or 32
 //     MiB the flushes are one syncfs(2) of the store's filesystem for the
 //     data and one for the names; with fewer (and off Linux), an fsync of
-//     each file and of each directory. A collection removes a temporary
+//     each file and of each directory. A collection (gc.go) removes a temporary
 //     pack, a pack without its index and an index without its pack; it
 //     removes a pack none of whose blobs is referenced, and rewrites into a
 //     new pack (made durable with its index before the old one goes) the
 //     referenced blobs of one that holds others.
 //   - A manifest and store.json are each written to a temporary file
 //     beside their name, fsynced and renamed, and the directory fsynced.
-//     An index is written and renamed likewise, but not flushed: it is a
-//     cache, checked against its checksum whenever it is read, so one that
-//     a crash tore is ignored. So a crash or a full disk
-//     mid-Take leaves no half snapshot: its manifest is not there, and the
-//     blobs it wrote are either removed by the failed Take (which holds the
-//     store's exclusive lock, so no other snapshot can have come to need
-//     them) or, after a crash, left for the next collection (Drop), which
-//     also removes the temporary files. A failed Take leaves the store as it was, byte for
-//     byte, store.json included.
+//     A stat cache is written and renamed likewise, but not flushed: it is
+//     a cache, checked against its checksum whenever it is read, so one
+//     that a crash tore is ignored. So a crash or a full disk mid-Take
+//     leaves no half snapshot: its manifest is not there, and the blobs it
+//     wrote are either removed by the failed Take (which holds the store's
+//     exclusive lock, so no other snapshot can have come to need them) or,
+//     after a crash, left for the next collection (Drop), which also
+//     removes the temporary files. A failed Take leaves the store as it
+//     was, byte for byte, store.json included.
 //   - store.json's byte count follows a manifest: a crash between them
 //     undercounts until the next collection, which counts again.
 //   - Blobs are checked against their hash whenever they are read for a
@@ -155,8 +156,8 @@
 // # Restore
 //
 // Restore plans first, then applies. It loads the snapshot's trees, scans
-// the root, reads the current files the index cannot vouch for whose size
-// is the snapshot's, and decides everything: what to remove, which
+// the root, reads the current files the stat cache cannot vouch for whose
+// size is the snapshot's, and decides everything: what to remove, which
 // directories to make, which files and symlinks to write, which modes to
 // set. Then it reads every blob it will write and checks its hash; one
 // damaged blob fails the restore with ErrDamaged before anything in the
@@ -164,25 +165,26 @@
 // end), files (each written to ".snapshot-<random>.tmp" beside it, its mode
 // set, then exchanged with whatever is there, renameat2 RENAME_EXCHANGE,
 // or renamed over it where there is nothing or the filesystem cannot
-// exchange), symlinks (made beside and renamed over), modes of files, and last the modes of directories,
-// deepest first. A directory without write permission that must change is
-// opened up and set back. Every path goes through an os.Root on the root
-// (files are written through an os.Root opened, through it, on their
-// directory), so a directory swapped for a symlink to outside during the
-// restore makes the operations through it fail: nothing outside the root
-// is ever written (TestRestoreSwapRace). What a removal takes away, and
-// what an exchange took out of a name, is moved, by its directory's
-// handle, into the store's trash/ and
-// removed there after the Restore returns, by a goroutine Close waits for:
+// exchange), symlinks (made beside and renamed over), modes of files, and
+// last the modes of directories, deepest first. A directory without write
+// permission that must change is opened up and set back. Every path goes
+// through an os.Root on the root (files are written through an os.Root
+// opened, through it, on their directory), so a directory swapped for a
+// symlink to outside during the restore makes the operations through it
+// fail: nothing outside the root is ever written (TestRestoreSwapRace).
+//
+// What a removal takes away, and what an exchange took out of a name, is
+// moved, by its directory's handle, into the store's trash/ and removed
+// there after the Restore returns, by a goroutine Close waits for:
 // deleting a file frees its blocks, which on ext4 mounted with discard
-// waits for the disk, and was the larger part of rewriting a file (so was
-// ext4's flush of a file renamed over another, which an exchange does not
-// ask for); and a directory of many files goes in one rename. Where the
-// trash is on another filesystem, or a directory cannot move (one without
-// write permission, for a user other than root), it is deleted in place. Restored files get the time of the restore as their
-// mtime (so make and friends rebuild what depends on
-// them), and are not fsynced: a crash mid-restore leaves the root partly
-// restored, and a second Restore finishes the work.
+// waits for the disk (and ext4 flushes a file renamed over another, which
+// an exchange does not ask for); and a directory of many files goes in one
+// rename. Where the trash is on another filesystem, or a directory cannot
+// move (one without write permission, for a user other than root), it is
+// deleted in place. Restored files get the time of the restore as their
+// mtime (so make and friends rebuild what depends on them), and are not
+// fsynced: a crash mid-restore leaves the root partly restored, and a
+// second Restore finishes the work.
 //
 // # Locks
 //
@@ -203,10 +205,10 @@
 // cloned (FICLONE, a reflink sharing its extents, on Linux) where the
 // filesystem can, and hashed from the clone; otherwise, and for smaller
 // files, it is copied and hashed in one pass, through a 256 KiB buffer, so
-// that memory does not grow with a file's size. The first refusal (ext4
-// answers EOPNOTSUPP; two filesystems EXDEV) stops the asking for the rest
-// of the Take or Restore. Reading and hashing run on Options.Workers
-// goroutines, and so does the scan, a directory at a time.
+// that memory does not grow with a file's size. The first refusal (ext4 answers
+// EOPNOTSUPP; two filesystems EXDEV) stops the asking for the rest of the
+// Take or Restore. Reading and hashing run on Options.Workers goroutines,
+// and so does the scan, a directory at a time.
 //
 // # What is not covered
 //
@@ -219,45 +221,13 @@
 //   - A Take reads files while they may be changing: a file written during
 //     it is taken as read, and a directory replaced while it is scanned
 //     fails the Take ("try again"). Take a snapshot of a quiet tree.
-//   - MaxBytes counts blobs (content and trees), not manifests, indexes or
-//     the filesystem's blocks; and blobs written by a crashed Take count
-//     once collected, not before.
+//   - MaxBytes counts blobs (content and trees), not manifests, stat
+//     caches, pack indexes or the filesystem's blocks; and blobs written by
+//     a crashed Take count once collected, not before.
 //   - A damaged blob of the right size is noticed when it is read, not
 //     when a Take reuses it.
 //   - Export streams, checking each blob as it goes: a damaged one ends it
 //     with ErrDamaged after a partial tar.
 //   - Off Linux there are no reflinks and no syncfs (an fsync a blob), and
-//     other than on Linux and macOS the index has only size and mtime.
-//
-// # Cost
-//
-// On these machines (2 shared cores, ext4 without a journal on a virtual
-// disk), on a generated tree of 10,000 files and 200 MB (go test -bench .
-// ./snapshot -args -snapshot.files=10000; each figure beside a baseline
-// run in between; toolhost's own bench measures the same through the
-// binary):
-//
-//   - a first Take: 0.70 to 0.73 s through the binary, durable, with the
-//     small files packed (1.15 to 1.22 s when each blob was a file of its
-//     own, created and renamed: 10,000 inodes, most of its CPU). cp -a of
-//     the tree takes 0.48 to 0.74 s on a quiet disk, and flushes nothing;
-//     on ext4 without a journal creating a file scans past the inodes of
-//     its block group freed in the last minute, so that a benchmark that
-//     has just removed a tree makes cp -a take 0.5 s or 4 s alike;
-//   - an unchanged Take: 0.94 to 0.96 times git status of the tree, each
-//     run right after the other (28 ms against 29; 1.2 to 1.3 times before
-//     directory listings were kept). The scan is an fstatat of every entry,
-//     the lstat git does too (11.7 ms for the tree on two workers, 15.7 when
-//     every directory is listed); what git does not pay is the tree objects
-//     and the manifest's two fsyncs;
-//   - a restore after 100 files changed: 44 to 47 ms on a quiet machine
-//     (97 before files were exchanged rather than renamed over, see
-//     Restore), the scan of the 10,000 files the most of it; through the
-//     binary, back to back, 37 to 47 ms (p50 of 8), and 40 in toolhost's
-//     bench (issue 27's target is 50 ms). Measured beside a `git gc --auto`
-//     (which a commit of 10,000 loose objects starts in the background) the
-//     same took 64 to 72: the bench commits with gc.auto=0;
-//   - the store's growth after a one-file change: 1.34 times the file (the
-//     tree objects of its directory of 100 and those above);
-//   - peak RSS of a process taking the first snapshot: 23 MiB (7 MiB idle).
+//     other than on Linux and macOS the stat cache has only size and mtime.
 package snapshot

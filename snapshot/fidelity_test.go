@@ -256,7 +256,7 @@ func checkFidelity(t testing.TB, seed uint64, mutations int) {
 	g.fill(ents, ".", 0)
 	writeTree(t, fx.root, ents)
 	if seed%2 == 0 {
-		ageTree(t, fx.root) // the index then vouches for unchanged files
+		ageTree(t, fx.root) // the stat cache then vouches for unchanged files
 	}
 	want := listing(t, fx.root, ".git")
 	info := fx.take(TakeOptions{Label: "fidelity"})

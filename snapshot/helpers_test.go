@@ -125,7 +125,7 @@ func listing(t testing.TB, root string, skip ...string) map[string]entry {
 }
 
 // ageTree sets every file's and directory's mtime an hour back, as a tree
-// that was not just written: its index entries are then not racy.
+// that was not just written: its stat cache entries are then not racy.
 func ageTree(t testing.TB, root string) {
 	t.Helper()
 	old := time.Now().Add(-time.Hour)
@@ -191,9 +191,9 @@ func (fx *fixture) take(o TakeOptions) Info {
 	return info
 }
 
-// settle waits for what the store does after its answers (the index
+// settle waits for what the store does after its answers (the stat cache
 // made, the trash emptied), so that a test looks at a quiet store. The
-// index is written later (see indexDelay).
+// stat cache is written later (see statCacheDelay).
 func (fx *fixture) settle() { fx.store.bg.Wait() }
 
 func (fx *fixture) restore(id string, o RestoreOptions) RestoreResult {
@@ -275,7 +275,7 @@ func storedBlobs(t testing.TB, dir string) []storedBlob {
 		if !ok || strings.HasPrefix(id, ".") {
 			continue
 		}
-		entries, err := readPackIdx(filepath.Join(dir, "packs", e.Name()))
+		entries, err := readPackIndex(filepath.Join(dir, "packs", e.Name()))
 		must(t, err)
 		for _, en := range entries {
 			out = append(out, storedBlob{h: en.h, path: filepath.Join(dir, "packs", id+".pack"), off: en.off, size: en.size})

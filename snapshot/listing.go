@@ -16,8 +16,8 @@ import (
 // mtime, ctime) means unchanged names, given one guard: a change made in
 // the same timestamp tick as the stat was taken would leave the stat as it
 // was. A listing is therefore kept only when the directory's ctime lies
-// outside the racy window of the scan's start, as the index's entries (see
-// index.go): then any later change carries a later ctime.
+// outside the racy window of the scan's start, as the stat cache's entries
+// (see statcache.go): then any later change carries a later ctime.
 //
 // The cache saves a directory's getdents, the sort of its names and their
 // paths; every entry is still looked at with its own fstatat. It is kept

@@ -97,11 +97,10 @@ func subtreeCount(n *node) int {
 const treeCacheMax = 16 << 20
 
 // treeCache holds tree objects read and checked: the trees of a snapshot
-// restored again, or diffed, are not read and hashed again (111 of them,
-// 600 KB, for a tree of 10,000 files). A blob's content is its name, so a
-// cached tree is never stale; one damaged on disk since it was read is
-// not noticed by what the cache serves, which serves the bytes checked.
-// When full it is emptied.
+// restored again, or diffed, are not read and hashed again. A blob's
+// content is its name, so a cached tree is never stale; one damaged on
+// disk since it was read is not noticed by what the cache serves, which
+// serves the bytes checked. When full it is emptied.
 type treeCache struct {
 	mu    sync.Mutex
 	data  map[hash32][]byte

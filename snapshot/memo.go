@@ -12,8 +12,8 @@ import (
 // allocation and a fraction of the encoding's hashing, and when it and the
 // store's generation are unchanged takes the tree object as known: no
 // encoding, no sha256, no look for the blob (a collection, which may have
-// removed it, bumps the generation). An unchanged Take of 10,000 files in
-// 111 directories spent 7% of its CPU on its trees.
+// removed it, bumps the generation). Encoding and hashing every tree again
+// was a noticeable part of an unchanged Take's CPU.
 //
 // The fingerprint is two 64-bit maphashes with seeds of the Store's, made
 // at random when it opens: 128 bits that nothing outside the process

@@ -12,32 +12,35 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/fsutil"
 )
 
-// Packs. A blob smaller than bufSize (256 KiB: a file a Take reads whole,
-// or a tree object) is not written to a file of its own but appended to a
-// pack, as restic's repository and git's packs do: a first snapshot of
-// 10,000 small files made 10,000 files and renamed each, which cost most
-// of its CPU (an inode allocated and a name added, then moved), and made
-// its flush many small writes rather than one long one.
+// Packs. A blob smaller than bufSize (a file a Take reads whole, or a tree
+// object) is not written to a file of its own but appended to a pack, as
+// restic's repository and git's packs do: a file of its own for each small
+// blob, created and renamed, cost most of a first snapshot's CPU (an inode
+// allocated and a name added, then moved), and made its flush many small
+// writes rather than one long one.
 //
 // A pack is packs/<id>.pack: packMagic, then the blobs' bytes back to back.
-// Its index, packs/<id>.idx, is written only once the pack is durable and
-// under its name, and is what makes the pack's blobs part of the store:
-// idxMagic, the count, then for each blob its sha256, offset and length
-// (uvarints), and the sha256 of all that. A pack without its index (a
-// crash between the two) or an index without its pack is removed by the
-// next collection, as are temporary packs (".tmp-" names). Packs are
-// never changed: a collection removes a pack none of whose blobs is
-// referenced, and rewrites into a new pack the referenced blobs of one
-// that holds others.
+// Its pack index, packs/<id>.idx (not to be confused with a root's stat
+// cache, git's index, in statcache.go), is written only once the pack is
+// durable and under its name, and is what makes the pack's blobs part of
+// the store: packIndexMagic, the count, then for each blob its sha256,
+// offset and length (uvarints), and the sha256 of all that. A pack without
+// its index (a crash between the two) or an index without its pack is
+// removed by the next collection (gc.go), as are temporary packs (".tmp-"
+// names). Packs are never changed: a collection removes a pack none of
+// whose blobs is referenced, and rewrites into a new pack the referenced
+// blobs of one that holds others.
 //
 // The Store keeps every pack's entries in memory (s.packs), and reads the
 // indexes it does not know each time it takes the store's lock: other
 // processes add and remove packs only under that lock, held exclusively.
 const (
-	packMagic = "toolhost-snapshot-pack 1\n"
-	idxMagic  = "toolhost-snapshot-packidx 1\n"
+	packMagic      = "toolhost-snapshot-pack 1\n"
+	packIndexMagic = "toolhost-snapshot-packidx 1\n"
 	// packMax closes a pack to appends: the next blob begins another, so
 	// that a collection rewrites at most this much to drop a blob.
 	packMax = 64 << 20
@@ -54,9 +57,9 @@ type packEntry struct {
 	off, size int64
 }
 
-func (s *Store) packsDir() string          { return filepath.Join(s.dir, "packs") }
-func (s *Store) packPath(id string) string { return filepath.Join(s.dir, "packs", id+".pack") }
-func (s *Store) idxPath(id string) string  { return filepath.Join(s.dir, "packs", id+".idx") }
+func (s *Store) packsDir() string               { return filepath.Join(s.dir, "packs") }
+func (s *Store) packPath(id string) string      { return filepath.Join(s.dir, "packs", id+".pack") }
+func (s *Store) packIndexPath(id string) string { return filepath.Join(s.dir, "packs", id+".idx") }
 
 func newPackID() string {
 	var b [12]byte
@@ -95,7 +98,7 @@ func (s *Store) loadPacks() error {
 		if known {
 			continue
 		}
-		entries, err := readPackIdx(s.idxPath(id))
+		entries, err := readPackIndex(s.packIndexPath(id))
 		if err != nil {
 			s.log.Warn("snapshot pack index unreadable; its blobs count as missing", "pack", id, "err", err)
 			continue
@@ -136,9 +139,9 @@ func (s *Store) forgetPackLocked(id string) {
 	delete(s.packIDs, id)
 }
 
-func encodePackIdx(entries []packEntry) []byte {
-	b := make([]byte, 0, len(idxMagic)+binary.MaxVarintLen64+len(entries)*(sha256.Size+2*binary.MaxVarintLen64)+sha256.Size)
-	b = append(b, idxMagic...)
+func encodePackIndex(entries []packEntry) []byte {
+	b := make([]byte, 0, len(packIndexMagic)+binary.MaxVarintLen64+len(entries)*(sha256.Size+2*binary.MaxVarintLen64)+sha256.Size)
+	b = append(b, packIndexMagic...)
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for _, en := range entries {
 		b = append(b, en.h[:]...)
@@ -149,47 +152,39 @@ func encodePackIdx(entries []packEntry) []byte {
 	return append(b, sum[:]...)
 }
 
-var errBadPackIdx = errors.New("malformed pack index")
+var errBadPackIndex = errors.New("malformed pack index")
 
-func readPackIdx(path string) ([]packEntry, error) {
+func readPackIndex(path string) ([]packEntry, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	p, err := checkedBody(data, idxMagic, "pack index")
+	p, err := checkedBody(data, packIndexMagic, "pack index")
 	if err != nil {
 		return nil, err
 	}
-	uv := func() (uint64, bool) {
-		v, n := binary.Uvarint(p)
-		if n <= 0 {
-			return 0, false
-		}
-		p = p[n:]
-		return v, true
-	}
-	count, ok := uv()
-	if !ok || count > uint64(len(p))/sha256.Size {
-		return nil, errBadPackIdx
+	d := &varints{p: p}
+	count := d.uvarint()
+	if d.bad || count > uint64(len(d.p))/sha256.Size {
+		return nil, errBadPackIndex
 	}
 	entries := make([]packEntry, 0, count)
 	for range count {
-		if len(p) < sha256.Size {
-			return nil, errBadPackIdx
+		if len(d.p) < sha256.Size {
+			return nil, errBadPackIndex
 		}
 		var en packEntry
-		copy(en.h[:], p)
-		p = p[sha256.Size:]
-		off, ok1 := uv()
-		size, ok2 := uv()
-		if !ok1 || !ok2 || off < uint64(len(packMagic)) || off > 1<<62 || size > 1<<62 {
-			return nil, errBadPackIdx
+		copy(en.h[:], d.p)
+		d.p = d.p[sha256.Size:]
+		off, size := d.uvarint(), d.uvarint()
+		if d.bad || off < uint64(len(packMagic)) || off > 1<<62 || size > 1<<62 {
+			return nil, errBadPackIndex
 		}
 		en.off, en.size = int64(off), int64(size)
 		entries = append(entries, en)
 	}
-	if len(p) != 0 {
-		return nil, errBadPackIdx
+	if len(d.p) != 0 {
+		return nil, errBadPackIndex
 	}
 	return entries, nil
 }
@@ -240,11 +235,11 @@ func (w *packWriter) publish(s *Store, sync bool) error {
 		return err
 	}
 	w.id = id
-	durability := replaceOnly
+	durability := fsutil.RenameOnly
 	if sync {
-		durability = syncFileDir
+		durability = fsutil.SyncFileDir
 	}
-	return writeAtomic(s.packsDir(), id+".idx", encodePackIdx(w.entries), durability)
+	return writeAtomic(s.packIndexPath(id), encodePackIndex(w.entries), durability)
 }
 
 // discard removes what the writer made.
@@ -252,7 +247,7 @@ func (w *packWriter) discard(s *Store) {
 	w.f.Close()
 	os.Remove(w.f.Name())
 	if w.id != "" {
-		os.Remove(s.idxPath(w.id))
+		os.Remove(s.packIndexPath(w.id))
 		os.Remove(s.packPath(w.id))
 	}
 }
@@ -275,132 +270,4 @@ func (s *Store) openPacked(h hash32, loc packLoc, forPath string) (io.ReadCloser
 		return nil, fmt.Errorf("snapshot store: %w", err)
 	}
 	return packReader{io.NewSectionReader(f, loc.off, loc.size), f}, nil
-}
-
-// collectPacks removes the packs none of whose blobs is marked, rewrites
-// the others that hold unmarked blobs, and removes what crashed writes
-// left; the store's lock is held exclusively. It returns the bytes of the
-// blobs kept in packs, and the count and bytes of those dropped (a pack's
-// own header and index are not counted, as MaxBytes counts blobs).
-func (s *Store) collectPacks(marked map[hash32]struct{}) (kept int64, n int, removed int64, err error) {
-	dir := s.packsDir()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	have := map[string]bool{}
-	for _, e := range ents {
-		have[e.Name()] = true
-	}
-	for _, e := range ents {
-		name := e.Name()
-		switch {
-		case strings.HasPrefix(name, tempBlobPrefix):
-			os.Remove(filepath.Join(dir, name))
-		case strings.HasSuffix(name, ".pack") && !have[strings.TrimSuffix(name, ".pack")+".idx"],
-			strings.HasSuffix(name, ".idx") && !have[strings.TrimSuffix(name, ".idx")+".pack"]:
-			os.Remove(filepath.Join(dir, name))
-		}
-	}
-	if err := s.loadPacks(); err != nil {
-		return 0, 0, 0, err
-	}
-	s.packMu.Lock()
-	packs := make(map[string][]packEntry, len(s.packIDs))
-	for id, entries := range s.packIDs {
-		packs[id] = entries
-	}
-	s.packMu.Unlock()
-	for id, entries := range packs {
-		var live []packEntry
-		var dead int64
-		for _, en := range entries {
-			if _, ok := marked[en.h]; ok {
-				live = append(live, en)
-			} else {
-				dead += en.size
-				n++
-			}
-		}
-		removed += dead
-		var liveBytes int64
-		for _, en := range live {
-			liveBytes += en.size
-		}
-		kept += liveBytes
-		switch {
-		case len(live) == len(entries):
-			continue
-		case len(live) > 0:
-			if err := s.repack(id, live); err != nil {
-				return 0, 0, 0, fmt.Errorf("rewrite pack %s: %w", id, err)
-			}
-		}
-		// The index first: a pack without one is nothing.
-		if err := os.Remove(s.idxPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return 0, 0, 0, err
-		}
-		os.Remove(s.packPath(id))
-		s.packMu.Lock()
-		s.forgetPackLocked(id)
-		s.packMu.Unlock()
-	}
-	// Repacked blobs were added under their new pack; forgetting the old
-	// one may have dropped them: know them again.
-	if err := s.reloadPacks(); err != nil {
-		return 0, 0, 0, err
-	}
-	return kept, n, removed, syncDir(dir)
-}
-
-// reloadPacks forgets every pack and reads the indexes again.
-func (s *Store) reloadPacks() error {
-	s.packMu.Lock()
-	s.packs, s.packIDs = map[hash32]packLoc{}, map[string][]packEntry{}
-	s.packMu.Unlock()
-	return s.loadPacks()
-}
-
-// repack copies the live blobs of pack id into a new pack, made durable
-// with its index. The bytes are copied as they are: a damaged blob stays
-// damaged, and is reported when it is read.
-func (s *Store) repack(id string, live []packEntry) error {
-	src, err := os.Open(s.packPath(id))
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	w, err := newPackWriter(s.packsDir())
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			w.discard(s)
-		}
-	}()
-	for _, en := range live {
-		data := make([]byte, en.size)
-		if _, err := src.ReadAt(data, en.off); errors.Is(err, io.EOF) {
-			// A pack cut short: the blob is damaged, and stays missing
-			// (reported when read) rather than stopping the collection.
-			s.log.Warn("snapshot blob cut short in its pack; left out of the rewrite", "pack", id, "blob", hex.EncodeToString(en.h[:]))
-			continue
-		} else if err != nil {
-			return err
-		}
-		if err := w.add(en.h, data); err != nil {
-			return err
-		}
-	}
-	if err := w.f.Sync(); err != nil {
-		return err
-	}
-	if err := w.publish(s, true); err != nil {
-		return err
-	}
-	s.addPack(w.id, w.entries)
-	ok = true
-	return nil
 }

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -57,8 +57,13 @@ var testHookBeforeApply func()
 // it and renamed over, and every path goes through an os.Root, so a
 // directory swapped for a symlink meanwhile cannot carry a write out of the
 // root.
+//
+// Its steps: plan (scan the root while the snapshot's trees and the stat
+// cache load, hash the current files that may already be right, decide,
+// check the blobs), apply, and, after the answer, record in the stat cache
+// what it wrote and read.
 func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) (RestoreResult, error) {
-	start := time.Now()
+	ph := newPhases()
 	if err := s.check(); err != nil {
 		return RestoreResult{}, err
 	}
@@ -73,94 +78,116 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	if !sameRoot(m.Root, clean) {
 		return RestoreResult{}, fmt.Errorf("%w: snapshot %s is of %s, not %s", ErrOtherRoot, id, m.Root, clean)
 	}
-	scope, all, err := cleanPaths(clean, real, o.Paths)
+	f, err := restoreFilter(m, clean, real, o)
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if all || len(o.Paths) == 0 {
-		scope = nil
-	}
-	skip, _, err := cleanPaths(clean, real, append(append([]string{}, m.Skip...), o.Skip...))
+	h, err := s.holdRoot(ctx, clean, real)
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	f := &filter{ex: compileIgnore(append(append([]string{}, m.Exclude...), o.Exclude...)), skip: skip, scope: scope, skipFile: o.SkipFile}
-
-	key := rootKey(real)
-	unlockRoot, err := s.lockRoot(ctx, key)
-	if err != nil {
-		return RestoreResult{}, err
-	}
-	r, err := os.OpenRoot(clean)
-	if err != nil {
-		unlockRoot()
-		return RestoreResult{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
-	}
-	hold := &rootHold{unlock: unlockRoot, r: r}
-	defer hold.release()
+	defer h.release()
 	unlockStore, err := s.lockStore(ctx, false)
 	if err != nil {
 		return RestoreResult{}, err
 	}
 	defer unlockStore()
 
-	// The snapshot's trees and the root's index are read (and checked)
-	// while the root is scanned; this goroutine is Restore's, which waits
-	// for it below.
-	idxPath := filepath.Join(s.dir, "roots", key, "index")
-	type loaded struct {
-		target *node
-		idx    *index
-		err    error
-	}
-	loadc := make(chan loaded, 1)
-	go func() {
-		var l loaded
-		l.idx, _ = s.loadIndex(idxPath)
-		l.target, l.err = s.loadTree(ctx, m, f)
-		loadc <- l
-	}()
-	cur, err := s.scan(ctx, r, key, f)
-	scanD := time.Since(start)
-	l := <-loadc
-	loadD := time.Since(start)
-	if l.err != nil {
-		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, l.err)
-	}
+	p, err := s.planRestore(ctx, m, h, f, ph)
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
 	}
-	target, idx := l.target, l.idx
+	if testHookBeforeApply != nil {
+		testHookBeforeApply()
+	}
+	applyStart := time.Now()
+	res, err := p.apply(ctx, s, h.r)
+	res.Duration = time.Since(ph.start)
+	if err != nil {
+		return res, fmt.Errorf("restore %s: %w", id, err)
+	}
+	ph.attrs = append(ph.attrs, "applyMs", time.Since(applyStart).Milliseconds(), "ms", res.Duration.Milliseconds())
+	path := s.statCachePath(h.key)
+	s.later(h, func(r *os.Root) { p.updateStatCache(s, path, r, ph.start) })
+	s.log.Info("snapshot restored", append([]any{"id", id, "root", clean, "written", res.Written, "removed", res.Removed,
+		"hashed", len(p.read), "blobs", p.checked}, ph.attrs...)...)
+	return res, nil
+}
 
-	// The current files that may hold the target's content: hash them.
-	want := map[string]*node{}
-	eachFile(target, func(n *node) { want[n.rel] = n })
-	var toHash []*node
-	eachFile(cur, func(n *node) {
-		if t := want[n.rel]; t != nil && !n.onWay && t.size == n.st.size {
-			if h, ok := idx.lookup(n); ok {
-				n.hash, n.hashed = h, true
-			} else {
-				toHash = append(toHash, n)
-			}
-		}
-	})
-	err = parallel(ctx, s.workers, len(toHash), func(ctx context.Context, i int) error {
-		_, err := curHash(r, nil, toHash[i])
+// restoreFilter is what a Restore of m into the root (clean and real, as
+// checkRoot returns them) covers: o.Paths (none: everything), less what
+// the snapshot and o exclude or skip.
+func restoreFilter(m *manifest, clean, real string, o RestoreOptions) (*filter, error) {
+	scope, all, err := cleanPaths(clean, real, o.Paths)
+	if err != nil {
+		return nil, err
+	}
+	if all || len(o.Paths) == 0 {
+		scope = nil
+	}
+	skip, _, err := cleanPaths(clean, real, append(append([]string{}, m.Skip...), o.Skip...))
+	if err != nil {
+		return nil, err
+	}
+	ex := compileIgnore(append(append([]string{}, m.Exclude...), o.Exclude...))
+	return &filter{ex: ex, skip: skip, scope: scope, skipFile: o.SkipFile}, nil
+}
+
+// planRestore decides all that a Restore of m will do to the held root,
+// the store's lock held (shared): the snapshot's trees are loaded while
+// the root is scanned, the current files that may hold the target's
+// content are hashed, the plan is made, and every blob it writes is
+// checked.
+func (s *Store) planRestore(ctx context.Context, m *manifest, h *rootHold, f *filter, ph *phases) (*plan, error) {
+	var target *node
+	cur, cache, err := s.scanCached(ctx, h.r, h.key, f, ph, func() (err error) {
+		target, err = s.loadTree(ctx, m, f)
 		return err
 	})
 	if err != nil {
-		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
+		return nil, err
 	}
-
-	hashD := time.Since(start)
-	p := &plan{touched: map[string]bool{}, curDirs: map[string]*node{}}
+	p := &plan{touched: map[string]bool{}, curDirs: map[string]*node{}, cache: cache}
+	if err := p.hashCurrent(ctx, s, h.r, cur, target); err != nil {
+		return nil, err
+	}
+	ph.mark("hashMs")
 	p.dir(cur, target)
-	if scope == nil && cur.mode != target.mode && target.mode != 0 {
+	if f.scope == nil && cur.mode != target.mode && target.mode != 0 {
 		p.dirModes = append(p.dirModes, target)
 	}
+	if err := p.checkBlobs(ctx, s); err != nil {
+		return nil, err
+	}
+	ph.mark("planMs")
+	return p, nil
+}
 
-	// Every blob needed, checked before anything is written.
+// hashCurrent hashes the current files that may hold the target's content
+// (the same path and size): from the stat cache, or else read (p.read).
+func (p *plan) hashCurrent(ctx context.Context, s *Store, r *os.Root, cur, target *node) error {
+	p.want = map[string]*node{}
+	eachFile(target, func(n *node) { p.want[n.rel] = n })
+	eachFile(cur, func(n *node) {
+		if t := p.want[n.rel]; t != nil && !n.onWay && t.size == n.st.size {
+			if h, ok := p.cache.lookup(n); ok {
+				n.hash, n.hashed = h, true
+			} else {
+				p.read = append(p.read, n)
+			}
+		}
+	})
+	return parallel(ctx, s.workers, len(p.read), func(ctx context.Context, i int) error {
+		_, err := curHash(r, nil, p.read[i])
+		return err
+	})
+}
+
+// checkBlobs reads every blob the plan writes and checks it against its
+// hash, before anything is written. Small blobs are kept, checked, in
+// memory (up to verifiedBudget), to be written from there: read once, not
+// twice.
+func (p *plan) checkBlobs(ctx context.Context, s *Store) error {
 	blobs := map[hash32]*node{}
 	for _, t := range p.writes {
 		blobs[t.hash] = t
@@ -169,59 +196,41 @@ func (s *Store) Restore(ctx context.Context, id, root string, o RestoreOptions) 
 	for _, t := range blobs {
 		need = append(need, t)
 	}
-	// Small blobs are kept, checked, in memory (up to verifiedBudget), to
-	// be written from there: read once, not twice.
-	p.verified = make([][]byte, len(need))
+	verified := make([][]byte, len(need))
 	var budget atomic.Int64
 	budget.Store(verifiedBudget)
-	err = parallel(ctx, s.workers, len(need), func(ctx context.Context, i int) error {
+	err := parallel(ctx, s.workers, len(need), func(ctx context.Context, i int) error {
 		t := need[i]
 		if t.size < bufSize && budget.Add(-t.size) >= 0 {
 			data, err := s.readBlob(t.hash, t.size, t.rel)
-			p.verified[i] = data
+			verified[i] = data
 			return err
 		}
 		return s.verifyBlob(t.hash, t.size, t.rel)
 	})
 	if err != nil {
-		return RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
+		return err
 	}
+	p.checked = len(need)
 	p.inMemory = map[hash32][]byte{}
 	for i, t := range need {
-		if p.verified[i] != nil {
-			p.inMemory[t.hash] = p.verified[i]
+		if verified[i] != nil {
+			p.inMemory[t.hash] = verified[i]
 		}
 	}
-	planned := time.Since(start)
-	if testHookBeforeApply != nil {
-		testHookBeforeApply()
-	}
-	applyStart := time.Now()
-	res, err := p.apply(ctx, s, r)
-	if err != nil {
-		res.Duration = time.Since(start)
-		return res, fmt.Errorf("restore %s: %w", id, err)
-	}
-	applyD := time.Since(applyStart)
-	s.later(hold, func(r *os.Root) { s.updateIndex(idxPath, idx, r, start, p, toHash, want) })
-	res.Duration = time.Since(start)
-	s.log.Info("snapshot restored", "id", id, "root", clean, "written", res.Written, "removed", res.Removed,
-		"hashed", len(toHash), "blobs", len(need), "scanMs", scanD.Milliseconds(), "loadMs", loadD.Milliseconds(),
-		"hashMs", hashD.Milliseconds(), "planMs", planned.Milliseconds(),
-		"applyMs", applyD.Milliseconds(), "ms", res.Duration.Milliseconds())
-	return res, nil
+	return nil
 }
 
-// updateIndex records in the root's index, after the answer, what the
-// restore learnt: the
-// stat and hash of the files it wrote and of those it read and found
-// right, so that the next Take or Restore reads neither again; removed
-// paths leave it. Its generation stays: an index older than the last
-// collection is checked as before.
-func (s *Store) updateIndex(path string, idx *index, r *os.Root, start time.Time, p *plan, hashed []*node, want map[string]*node) {
+// updateStatCache records in the root's stat cache (its file is path),
+// after the answer, what the restore learnt: the stat and hash of the
+// files it wrote and of those it read and found right, so that the next
+// Take or Restore reads neither again; removed paths leave it. Its
+// generation stays: a stat cache older than the last collection is
+// checked as before.
+func (p *plan) updateStatCache(s *Store, path string, r *os.Root, start time.Time) {
 	var seen []*node
-	for _, n := range hashed {
-		if t := want[n.rel]; t != nil && n.hashed && n.hash == t.hash {
+	for _, n := range p.read {
+		if t := p.want[n.rel]; t != nil && n.hashed && n.hash == t.hash {
 			seen = append(seen, n)
 		}
 	}
@@ -235,10 +244,8 @@ func (s *Store) updateIndex(path string, idx *index, r *os.Root, start time.Time
 	if len(seen) == 0 && len(p.removes) == 0 {
 		return
 	}
-	next := &index{gen: idx.gen, entries: make(map[string]indexEntry, len(idx.entries)+len(seen))}
-	for k, e := range idx.entries {
-		next.entries[k] = e
-	}
+	next := newStatCache(p.cache.gen, len(p.cache.entries)+len(seen))
+	maps.Copy(next.entries, p.cache.entries)
 	var drop func(n *node)
 	drop = func(n *node) {
 		delete(next.entries, n.rel)
@@ -249,11 +256,8 @@ func (s *Store) updateIndex(path string, idx *index, r *os.Root, start time.Time
 	for _, c := range p.removes {
 		drop(c)
 	}
-	racy := racyBefore(start, seen)
-	for _, n := range seen {
-		next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
-	}
-	s.putIndex(path, next)
+	next.record(start, seen)
+	s.putStatCache(path, next)
 }
 
 // plan is what a Restore will do, all decided before the first write.
@@ -265,10 +269,16 @@ type plan struct {
 	chmods   []*node // files whose mode only is set
 	dirModes []*node // directories whose mode is set at the end
 	removed  int
-	touched  map[string]bool  // directories whose entries change
-	curDirs  map[string]*node // current directories, by rel
-	verified [][]byte
+	touched  map[string]bool   // directories whose entries change
+	curDirs  map[string]*node  // current directories, by rel
 	inMemory map[hash32][]byte // checked blobs, by hash
+	checked  int               // blobs checked
+
+	// For the stat cache: the root's as loaded, the target's files by
+	// path, and the current files read to compare with them.
+	cache *statCache
+	want  map[string]*node
+	read  []*node
 }
 
 // verifiedBudget bounds the bytes of checked blobs a Restore keeps in
@@ -406,30 +416,14 @@ func tempName(rel string) string {
 	return path.Join(path.Dir(rel), ".snapshot-"+hex.EncodeToString(b[:])+".tmp")
 }
 
-// apply carries a plan out, every path through the root handle r.
+// apply carries a plan out, every path through the root handle r: the
+// directories whose entries change opened up, removals, new directories,
+// files, symlinks, the modes of files, and last the modes of directories.
 func (p *plan) apply(ctx context.Context, s *Store, r *os.Root) (RestoreResult, error) {
 	res := RestoreResult{Removed: p.removed}
-	// Directories we change entries of must be writable for a while.
-	type dirMode struct {
-		rel  string
-		mode uint32
-	}
-	var finalModes []dirMode
-	fixed := map[string]bool{}
-	for _, t := range p.dirModes {
-		fixed[t.rel] = true
-	}
-	for rel := range p.touched {
-		c := p.curDirs[rel]
-		if c == nil || c.mode&0o700 == 0o700 {
-			continue
-		}
-		if err := r.Chmod(dotRel(rel), fileMode(c.mode|0o700)); err != nil {
-			return res, err
-		}
-		if !fixed[rel] {
-			finalModes = append(finalModes, dirMode{rel, c.mode})
-		}
+	reopened, err := p.openDirs(r)
+	if err != nil {
+		return res, err
 	}
 	tr := s.openTrash()
 	defer s.emptyTrash(tr)
@@ -444,44 +438,8 @@ func (p *plan) apply(ctx context.Context, s *Store, r *os.Root) (RestoreResult, 
 		}
 		res.Written++
 	}
-	// Files are written in groups by directory, each through a handle on
-	// that directory opened through r (so confined like r, and pinned to
-	// the directory it found: a swap of the name afterwards changes nothing).
-	groups := map[string][]*node{}
-	var dirs []string
-	for _, t := range p.writes {
-		d := parentRel(t.rel)
-		if groups[d] == nil {
-			dirs = append(dirs, d)
-		}
-		groups[d] = append(groups[d], t)
-	}
-	var written atomic.Int64
-	restoreClone := &atomic.Bool{}
-	restoreClone.Store(true)
-	err := parallel(ctx, s.workers, len(dirs), func(ctx context.Context, i int) error {
-		dr, err := r.OpenRoot(dotRel(dirs[i]))
-		if err != nil {
-			return err
-		}
-		defer dr.Close()
-		dd, err := dr.Open(".")
-		if err != nil {
-			return err
-		}
-		defer dd.Close()
-		for _, t := range groups[dirs[i]] {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := s.writeFile(dr, dd, t, p.inMemory[t.hash], restoreClone, tr); err != nil {
-				return err
-			}
-			written.Add(1)
-		}
-		return nil
-	})
-	res.Written += int(written.Load())
+	n, err := p.writeFiles(ctx, s, r, tr)
+	res.Written += n
 	if err != nil {
 		return res, err
 	}
@@ -502,28 +460,111 @@ func (p *plan) apply(ctx context.Context, s *Store, r *os.Root) (RestoreResult, 
 		}
 		res.Written++
 	}
+	n, err = p.setDirModes(r, reopened)
+	res.Written += n
+	return res, err
+}
+
+// dirMode is a directory's mode to set at the end of a Restore.
+type dirMode struct {
+	rel  string
+	mode uint32
+}
+
+// openDirs makes the current directories whose entries change writable
+// for the while, and returns the modes to set them back to (those whose
+// mode the plan sets anyway excepted).
+func (p *plan) openDirs(r *os.Root) ([]dirMode, error) {
+	set := map[string]bool{}
 	for _, t := range p.dirModes {
-		finalModes = append(finalModes, dirMode{t.rel, t.mode})
+		set[t.rel] = true
 	}
-	// Deepest first, so that a directory made read-only comes last.
-	sort.SliceStable(finalModes, func(i, j int) bool {
-		return strings.Count(finalModes[i].rel, "/")+btoi(finalModes[i].rel != "") >
-			strings.Count(finalModes[j].rel, "/")+btoi(finalModes[j].rel != "")
+	var back []dirMode
+	for rel := range p.touched {
+		c := p.curDirs[rel]
+		if c == nil || c.mode&0o700 == 0o700 {
+			continue
+		}
+		if err := r.Chmod(dotRel(rel), fileMode(c.mode|0o700)); err != nil {
+			return nil, err
+		}
+		if !set[rel] {
+			back = append(back, dirMode{rel, c.mode})
+		}
+	}
+	return back, nil
+}
+
+// writeFiles writes the plan's files, and returns how many it wrote. They
+// are written in groups by directory, each through a handle on that
+// directory opened through r (so confined like r, and pinned to the
+// directory it found: a swap of the name afterwards changes nothing).
+func (p *plan) writeFiles(ctx context.Context, s *Store, r *os.Root, tr *trash) (int, error) {
+	groups := map[string][]*node{}
+	var dirs []string
+	for _, t := range p.writes {
+		d := parentRel(t.rel)
+		if groups[d] == nil {
+			dirs = append(dirs, d)
+		}
+		groups[d] = append(groups[d], t)
+	}
+	var written atomic.Int64
+	tryClone := &atomic.Bool{}
+	tryClone.Store(true)
+	err := parallel(ctx, s.workers, len(dirs), func(ctx context.Context, i int) error {
+		dr, err := r.OpenRoot(dotRel(dirs[i]))
+		if err != nil {
+			return err
+		}
+		defer dr.Close()
+		dd, err := dr.Open(".")
+		if err != nil {
+			return err
+		}
+		defer dd.Close()
+		for _, t := range groups[dirs[i]] {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := s.writeFile(dr, dd, t, p.inMemory[t.hash], tryClone, tr); err != nil {
+				return err
+			}
+			written.Add(1)
+		}
+		return nil
 	})
-	made := map[string]bool{}
+	return int(written.Load()), err
+}
+
+// setDirModes sets the modes of directories, last and deepest first (so
+// that a directory made read-only comes after what is beneath it): those
+// the plan sets, and those opened up (reopened) set back. It returns how
+// many of the plan's it counts as written: each once, and none of those
+// it made (counted then).
+func (p *plan) setDirModes(r *os.Root, reopened []dirMode) (int, error) {
+	modes := reopened
+	counted := map[string]bool{}
+	for _, t := range p.dirModes {
+		modes = append(modes, dirMode{t.rel, t.mode})
+		counted[t.rel] = false
+	}
 	for _, t := range p.mkdirs {
-		made[t.rel] = true
+		counted[t.rel] = true
 	}
-	for _, d := range finalModes {
+	depth := func(rel string) int { return strings.Count(rel, "/") + btoi(rel != "") }
+	sort.SliceStable(modes, func(i, j int) bool { return depth(modes[i].rel) > depth(modes[j].rel) })
+	n := 0
+	for _, d := range modes {
 		if err := r.Chmod(dotRel(d.rel), fileMode(d.mode)); err != nil {
-			return res, err
+			return n, err
 		}
-		if fixed[d.rel] && !made[d.rel] {
-			res.Written++
+		if c, ok := counted[d.rel]; ok && !c {
+			n++
+			counted[d.rel] = true
 		}
-		fixed[d.rel] = false // counted once
 	}
-	return res, nil
+	return n, nil
 }
 
 func btoi(b bool) int {

@@ -121,7 +121,7 @@ func TestRestoreSwapRace(t *testing.T) {
 	}
 }
 
-// editPackIdx rewrites the index of the pack holding h, with edit applied
+// editPackIdx rewrites the pack index of the pack holding h, with edit applied
 // to h's entry (false: left out), and has the store read it again.
 func editPackIdx(t *testing.T, s *Store, h hash32, edit func(*packEntry) bool) {
 	t.Helper()
@@ -129,7 +129,7 @@ func editPackIdx(t *testing.T, s *Store, h hash32, edit func(*packEntry) bool) {
 	if !ok {
 		t.Fatalf("blob %x is not packed", h)
 	}
-	entries, err := readPackIdx(s.idxPath(loc.pack))
+	entries, err := readPackIndex(s.packIndexPath(loc.pack))
 	must(t, err)
 	var out []packEntry
 	for _, e := range entries {
@@ -137,7 +137,7 @@ func editPackIdx(t *testing.T, s *Store, h hash32, edit func(*packEntry) bool) {
 			out = append(out, e)
 		}
 	}
-	must(t, os.WriteFile(s.idxPath(loc.pack), encodePackIdx(out), 0o600))
+	must(t, os.WriteFile(s.packIndexPath(loc.pack), encodePackIndex(out), 0o600))
 	must(t, s.reloadPacks())
 }
 
@@ -357,11 +357,11 @@ func TestRestoreCancel(t *testing.T) {
 	}
 }
 
-// TestRestoreUpdatesIndex: a restore records what it wrote in the index,
+// TestRestoreUpdatesStatCache: a restore records what it wrote in the stat cache,
 // so that the next restore (and Take) does not read those files again.
-func TestRestoreUpdatesIndex(t *testing.T) {
+func TestRestoreUpdatesStatCache(t *testing.T) {
 	// No file is racy here, not even those the restore writes (whose mtime
-	// follows its start): the test is of the index's bookkeeping.
+	// follows its start): the test is of the stat cache's bookkeeping.
 	setHook(t, &racyWindowFine, -time.Hour)
 	setHook(t, &racyWindow, -time.Hour)
 	fx := newFixture(t, Options{})

@@ -218,9 +218,8 @@ func (q *scanQueue) scan(t scanTask, buf []byte) error {
 	names, fd := l.names, int(d.Fd())
 	kids := make([]*node, 0, len(names))
 	// The kids' nodes are allocated together: one allocation a directory,
-	// not one an entry (the scan allocated 10,000 nodes for as many files).
-	// The slice is never appended past its capacity, so the pointers into
-	// it stay put.
+	// not one an entry. The slice is never appended past its capacity, so
+	// the pointers into it stay put.
 	nodes := make([]node, 0, len(names))
 	var subdirs []scanTask
 	for i, name := range names {
@@ -361,12 +360,12 @@ func openDirFile(dr *os.Root, n *node) (*os.File, fs.FileInfo, error) {
 }
 
 // curHash returns the content hash of a scanned file of the root: from the
-// index when its stat is unchanged, else by reading it.
-func curHash(r *os.Root, idx *index, n *node) (hash32, error) {
+// stat cache c when it knows the stat unchanged, else by reading the file.
+func curHash(r *os.Root, c *statCache, n *node) (hash32, error) {
 	if n.hashed {
 		return n.hash, nil
 	}
-	if h, ok := idx.lookup(n); ok {
+	if h, ok := c.lookup(n); ok {
 		n.hash, n.hashed = h, true
 		return h, nil
 	}

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/fsutil"
 )
 
 // Options configure a Store.
@@ -44,24 +46,24 @@ type Store struct {
 	workers  int
 	log      *slog.Logger
 
-	mu        sync.Mutex
-	rootLocks map[string]chan struct{} // the in-process half of a root's lock
-	indexes   map[string]*cachedIndex  // by index path: the last read or written
-	listings  map[string]dirListings   // by root key: the last whole scan's
-	memos     map[string]treeMemos     // by root key: the last Take's
-	memoSeeds [2]maphash.Seed          // of every tree memo's fingerprint
-	trees     treeCache                // tree objects read and checked
-	storeLock sync.RWMutex             // the in-process half of the store's lock
-	flushing  bool                     // a flushIndexes is due
-	closed    atomic.Bool
-	closing   chan struct{} // closed by Close: flushIndexes writes at once
-	closeOnce sync.Once
-	bg        sync.WaitGroup // trash emptying and indexes made after answers; Close waits
+	mu         sync.Mutex
+	rootLocks  map[string]chan struct{}  // the in-process half of a root's lock
+	statCaches map[string]*heldStatCache // by file path: the last read or written
+	listings   map[string]dirListings    // by root key: the last whole scan's
+	memos      map[string]treeMemos      // by root key: the last Take's
+	memoSeeds  [2]maphash.Seed           // of every tree memo's fingerprint
+	trees      treeCache                 // tree objects read and checked
+	storeLock  sync.RWMutex              // the in-process half of the store's lock
+	flushing   bool                      // a flushStatCaches is due
+	closed     atomic.Bool
+	closing    chan struct{} // closed by Close: flushStatCaches writes at once
+	closeOnce  sync.Once
+	bg         sync.WaitGroup // trash emptying and stat caches made after answers; Close waits
 
 	packMu  sync.Mutex
 	packs   map[hash32]packLoc     // every packed blob known; see pack.go
 	packIDs map[string][]packEntry // the packs known, by id
-	flusher sync.WaitGroup         // flushIndexes; Close waits, after bg
+	flusher sync.WaitGroup         // flushStatCaches; Close waits, after bg
 }
 
 // Info describes one snapshot.
@@ -76,7 +78,7 @@ type Info struct {
 }
 
 // storeState is store.json: the format's version, the collection
-// generation (bumped by each collection, so that an index written before
+// generation (bumped by each collection, so that a stat cache written before
 // one checks that its blobs are still there) and the blobs' total size.
 type storeState struct {
 	Version    int    `json:"version"`
@@ -148,17 +150,17 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		dir: abs, real: real,
-		maxBytes:  opts.MaxBytes,
-		workers:   opts.Workers,
-		log:       opts.Logger,
-		rootLocks: map[string]chan struct{}{},
-		indexes:   map[string]*cachedIndex{},
-		listings:  map[string]dirListings{},
-		memos:     map[string]treeMemos{},
-		memoSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		closing:   make(chan struct{}),
-		packs:     map[hash32]packLoc{},
-		packIDs:   map[string][]packEntry{},
+		maxBytes:   opts.MaxBytes,
+		workers:    opts.Workers,
+		log:        opts.Logger,
+		rootLocks:  map[string]chan struct{}{},
+		statCaches: map[string]*heldStatCache{},
+		listings:   map[string]dirListings{},
+		memos:      map[string]treeMemos{},
+		memoSeeds:  [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		closing:    make(chan struct{}),
+		packs:      map[hash32]packLoc{},
+		packIDs:    map[string][]packEntry{},
 	}
 	if s.maxBytes <= 0 {
 		s.maxBytes = DefaultMaxBytes
@@ -200,6 +202,24 @@ func Open(dir string, opts Options) (*Store, error) {
 type rootHold struct {
 	unlock func()
 	r      *os.Root
+	key    string // the root's (rootKey)
+}
+
+// holdRoot takes the root's lock (the root checked by checkRoot: clean and
+// real are its paths) and opens a handle on it. The caller releases the
+// hold.
+func (s *Store) holdRoot(ctx context.Context, clean, real string) (*rootHold, error) {
+	key := rootKey(real)
+	unlock, err := s.lockRoot(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(clean)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
+	}
+	return &rootHold{unlock: unlock, r: r, key: key}, nil
 }
 
 // release ends the hold, unless it was handed on.
@@ -213,7 +233,7 @@ func (h *rootHold) release() {
 // later runs f after the answer, in the background, with the root's lock
 // and handle handed over from h: the next Take or Restore of the root
 // waits until f is done, and so does Close. A Take or Restore writes the
-// root's index this way, a cache its answer does not depend on.
+// root's stat cache this way, a cache its answer does not depend on.
 func (s *Store) later(h *rootHold, f func(r *os.Root)) {
 	unlock, r := h.unlock, h.r
 	h.unlock = nil
@@ -222,6 +242,61 @@ func (s *Store) later(h *rootHold, f func(r *os.Root)) {
 		defer r.Close()
 		f(r)
 	})
+}
+
+// scanCached scans the root r (whose key is key) through f while, on
+// other goroutines of the caller's, the root's stat cache is loaded and
+// beside runs (when not nil: a Restore reads the snapshot's trees). It
+// returns once all are done, with the scanned tree and the stat cache
+// (empty when it cannot be read: it is a cache, never the truth); an error
+// of beside comes before the scan's. ph, when not nil, marks the scan's
+// end as scanMs and, with beside, the end of both as loadMs.
+func (s *Store) scanCached(ctx context.Context, r *os.Root, key string, f *filter, ph *phases, beside func() error) (*node, *statCache, error) {
+	type loaded struct {
+		c   *statCache
+		err error
+	}
+	loadc := make(chan loaded, 1)
+	go func() {
+		var l loaded
+		c, err := s.loadStatCache(s.statCachePath(key))
+		if err != nil {
+			s.log.Warn("snapshot stat cache ignored", "root", r.Name(), "err", err)
+		}
+		l.c = c
+		if beside != nil {
+			l.err = beside()
+		}
+		loadc <- l
+	}()
+	top, err := s.scan(ctx, r, key, f)
+	ph.mark("scanMs")
+	l := <-loadc
+	if beside != nil {
+		ph.mark("loadMs")
+	}
+	if l.err != nil {
+		return nil, nil, l.err
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return top, l.c, nil
+}
+
+// phases times the steps of a Take or Restore for its log line.
+type phases struct {
+	start time.Time
+	attrs []any
+}
+
+func newPhases() *phases { return &phases{start: time.Now()} }
+
+// mark records the milliseconds since the start under name; nil ignores.
+func (ph *phases) mark(name string) {
+	if ph != nil {
+		ph.attrs = append(ph.attrs, name, time.Since(ph.start).Milliseconds())
+	}
 }
 
 // background runs f on a goroutine of the Store's, which Close waits for.
@@ -234,13 +309,12 @@ func (s *Store) background(f func()) {
 }
 
 // Close marks the store closed, and waits until what Restores replaced
-// has left the trash and the roots' indexes are written; later calls fail
-// with ErrClosed. The store holds
-// nothing open between calls.
+// has left the trash and the roots' stat caches are written; later calls
+// fail with ErrClosed. The store holds nothing open between calls.
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.closeOnce.Do(func() { close(s.closing) })
-	s.bg.Wait() // its last indexes may start a flusher: waited for next
+	s.bg.Wait() // its last stat caches may start a flusher: waited for next
 	s.flusher.Wait()
 	return nil
 }
@@ -269,7 +343,7 @@ func (s *Store) readState() (storeState, error) {
 
 func (s *Store) writeState(st storeState) error {
 	data, _ := json.Marshal(st)
-	return writeAtomic(s.dir, "store.json", append(data, '\n'), syncFileDir)
+	return writeAtomic(filepath.Join(s.dir, "store.json"), append(data, '\n'), fsutil.SyncFileDir)
 }
 
 // scanUsage adds up the sizes of the blobs, loose and packed.
@@ -339,26 +413,25 @@ func (s *Store) eachBlob(f func(h hash32, path string, size int64) error) error 
 	return nil
 }
 
-var errWouldBlock = errors.New("lock held elsewhere")
-
 // testHookLockWait is called when a lock is busy, before waiting for it:
 // with "root" for another goroutine's Take or Restore of the root, "flock"
 // for another open file description's (another process's) flock.
 var testHookLockWait func(what string)
 
-// lockFile flocks path, waiting for ctx; the returned func unlocks.
+// lockFile flocks path (fsutil.Lock), waiting for ctx; the returned func
+// unlocks.
 func lockFile(ctx context.Context, path string, exclusive bool) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot lock: %w", err)
 	}
-	err = flock(f, exclusive, true)
-	if errors.Is(err, errWouldBlock) {
+	err = fsutil.Lock(f, exclusive, false)
+	if errors.Is(err, fsutil.ErrLocked) {
 		if testHookLockWait != nil {
 			testHookLockWait("flock")
 		}
 		done := make(chan error, 1)
-		go func() { done <- flock(f, exclusive, false) }()
+		go func() { done <- fsutil.Lock(f, exclusive, true) }()
 		select {
 		case err = <-done:
 		case <-ctx.Done():
@@ -581,132 +654,4 @@ func (s *Store) Get(id string) (Info, error) {
 		return Info{}, err
 	}
 	return m.info(), nil
-}
-
-// Drop removes a snapshot, then collects the blobs no remaining manifest
-// references. The snapshot is gone once Drop returns, even with an error
-// from the collection (a damaged manifest or tree stops it, so that nothing
-// still referenced is removed; the error wraps ErrDamaged).
-func (s *Store) Drop(id string) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if !validID(id) {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
-	}
-	unlock, err := s.lockStore(context.Background(), true)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if err := os.Remove(s.manifestPath(id)); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
-	} else if err != nil {
-		return fmt.Errorf("drop snapshot %s: %w", id, err)
-	}
-	if err := syncDir(filepath.Join(s.dir, "snapshots")); err != nil {
-		return fmt.Errorf("drop snapshot %s: %w", id, err)
-	}
-	if err := s.collectLocked(); err != nil {
-		return fmt.Errorf("snapshot %s dropped, but its blobs were not collected: %w", id, err)
-	}
-	return nil
-}
-
-// collectLocked removes every blob no manifest references, and what
-// interrupted Takes left in tmp/; the store lock is held exclusively. It
-// marks first and removes nothing if any manifest or tree cannot be read.
-func (s *Store) collectLocked() error {
-	start := time.Now()
-	ids, err := s.manifestIDs()
-	if err != nil {
-		return err
-	}
-	marked := map[hash32]struct{}{}
-	for _, id := range ids {
-		m, err := s.readManifest(id)
-		if err != nil {
-			return err
-		}
-		h, err := m.tree()
-		if err != nil {
-			return err
-		}
-		if err := s.markTree(h, m.ID, marked); err != nil {
-			return err
-		}
-	}
-	st, err := s.readState()
-	if err != nil {
-		return err
-	}
-	// Leftovers of interrupted writes: no Take is writing now.
-	for _, d := range []string{"tmp", "snapshots"} {
-		ents, err := os.ReadDir(filepath.Join(s.dir, d))
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			if d == "tmp" || strings.HasPrefix(e.Name(), ".") {
-				os.RemoveAll(filepath.Join(s.dir, d, e.Name()))
-			}
-		}
-	}
-	s.clearTrash()
-	var kept, removed int64
-	var n int
-	err = s.eachBlob(func(h hash32, path string, size int64) error {
-		if _, ok := marked[h]; ok {
-			kept += size
-			return nil
-		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		removed += size
-		n++
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("collect: %w", err)
-	}
-	pk, pn, premoved, err := s.collectPacks(marked)
-	if err != nil {
-		return fmt.Errorf("collect: %w", err)
-	}
-	kept, n, removed = kept+pk, n+pn, removed+premoved
-	st.Generation++
-	st.Bytes = kept
-	if err := s.writeState(st); err != nil {
-		return err
-	}
-	s.log.Info("snapshot store collected", "blobs", n, "bytes", removed, "kept", kept, "ms", time.Since(start).Milliseconds())
-	return nil
-}
-
-// markTree marks a tree and everything beneath it.
-func (s *Store) markTree(h hash32, id string, marked map[hash32]struct{}) error {
-	if _, ok := marked[h]; ok {
-		return nil
-	}
-	data, err := s.readBlob(h, -1, "tree of snapshot "+id)
-	if err != nil {
-		return err
-	}
-	kids, err := decodeTree(data, "")
-	if err != nil {
-		return damaged(h, "tree of snapshot "+id, err.Error())
-	}
-	marked[h] = struct{}{}
-	for _, k := range kids {
-		switch k.kind {
-		case kindFile:
-			marked[k.hash] = struct{}{}
-		case kindDir:
-			if err := s.markTree(k.hash, id, marked); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

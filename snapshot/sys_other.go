@@ -8,12 +8,13 @@ import (
 	"os"
 )
 
-// statOf has size and mtime only here: the index then trusts those two.
+// statOf has size and mtime only here: the stat cache then trusts those
+// two.
 func statOf(fi fs.FileInfo) fileStat {
 	return fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
-// lstatIn: see sys_linux.go; here through the root handle.
+// lstatIn: see sys_stat.go; here through the root handle.
 func lstatIn(dr *os.Root, fd int, name, cname string) (kind byte, bits uint32, st fileStat, err error) {
 	fi, err := dr.Lstat(name)
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/fsutil"
 )
 
 // TakeOptions shape a Take.
@@ -39,10 +41,16 @@ const syncBatch = 8
 // Take snapshots root (an absolute directory): its regular files,
 // directories, symlinks (as links, never followed) and their modes.
 // .git and the Exclude patterns are left out, and so are sockets, fifos and
-// devices. A file whose stat the root's index knows unchanged is not read.
-// Takes and Restores of one root are serialized.
+// devices. A file whose stat the root's stat cache knows unchanged is not
+// read. Takes and Restores of one root are serialized.
+//
+// Its steps: scan the root (beside it, load the stat cache); ingest, under
+// the store's exclusive lock, the files the stat cache cannot vouch for
+// (small blobs into packs, large ones into files of their own) and the
+// tree objects, and commit them; write the manifest, which makes the
+// snapshot; and, after the answer, write the new stat cache.
 func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, error) {
-	start := time.Now()
+	ph := newPhases()
 	if err := s.check(); err != nil {
 		return Info{}, err
 	}
@@ -54,88 +62,124 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 	if err != nil {
 		return Info{}, err
 	}
-	f := &filter{ex: compileIgnore(o.Exclude), skip: skip, skipFile: o.SkipFile}
-	key := rootKey(real)
-	unlockRoot, err := s.lockRoot(ctx, key)
+	h, err := s.holdRoot(ctx, clean, real)
 	if err != nil {
 		return Info{}, err
 	}
-	r, err := os.OpenRoot(clean)
-	if err != nil {
-		unlockRoot()
-		return Info{}, fmt.Errorf("%w: root %s: %v", ErrInvalid, clean, err)
-	}
-	hold := &rootHold{unlock: unlockRoot, r: r}
-	defer hold.release()
-	idxPath := filepath.Join(s.dir, "roots", key, "index")
-	// The index is read (and checked) while the tree is scanned; this
-	// goroutine is Take's, which waits for it below.
-	idxc := make(chan *index, 1)
-	go func() {
-		idx, err := s.loadIndex(idxPath)
-		if err != nil {
-			s.log.Warn("snapshot index ignored", "root", clean, "err", err)
-		}
-		idxc <- idx
-	}()
-	top, err := s.scan(ctx, r, key, f)
-	idx := <-idxc
-	if err != nil {
+	defer h.release()
+	t := &take{s: s, h: h, ph: ph, clean: clean, o: o, skip: skip}
+	f := &filter{ex: compileIgnore(o.Exclude), skip: skip, skipFile: o.SkipFile}
+	if err := t.scan(ctx, f); err != nil {
 		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
 	}
-	var files []*node
-	eachFile(top, func(n *node) { files = append(files, n) })
-	var jobs []*node
-	for _, n := range files {
-		if h, ok := idx.lookup(n); ok {
-			n.hash, n.hashed, n.fromIndex = h, true, true
-		} else {
-			jobs = append(jobs, n)
-		}
-	}
-
-	scanned := time.Since(start)
-	unlockStore, err := s.lockStore(ctx, true)
+	m, err := t.store(ctx)
 	if err != nil {
 		return Info{}, err
 	}
-	storeLocked := true
-	defer func() {
-		if storeLocked {
-			unlockStore()
+	t.writeStatCacheLater()
+	ph.mark("ms")
+	s.log.Info("snapshot taken", append([]any{"id", m.ID, "root", clean, "files", m.Files, "bytes", m.Bytes,
+		"read", len(t.jobs), "newBytes", m.NewBytes, "blobs", t.newBlobs}, ph.attrs...)...)
+	return m.info(), nil
+}
+
+// take is one Take, carried from step to step.
+type take struct {
+	s     *Store
+	h     *rootHold
+	ph    *phases
+	clean string
+	o     TakeOptions
+	skip  []string
+
+	top      *node      // the scanned tree
+	files    []*node    // its regular files
+	jobs     []*node    // those to read: the stat cache does not vouch for them
+	cache    *statCache // the root's, as loaded
+	gen      uint64     // the store's generation the blobs were checked at
+	newBlobs int        // loose blobs written
+}
+
+// scan scans the root, and takes from the stat cache the hashes of the
+// files it knows unchanged: the others are the jobs to read.
+func (t *take) scan(ctx context.Context, f *filter) error {
+	top, cache, err := t.s.scanCached(ctx, t.h.r, t.h.key, f, t.ph, nil)
+	if err != nil {
+		return err
+	}
+	t.top, t.cache = top, cache
+	eachFile(top, func(n *node) { t.files = append(t.files, n) })
+	for _, n := range t.files {
+		if h, ok := cache.lookup(n); ok {
+			n.hash, n.hashed, n.fromCache = h, true, true
+		} else {
+			t.jobs = append(t.jobs, n)
 		}
-	}()
+	}
+	return nil
+}
+
+// store does the writing half of the Take under the store's exclusive
+// lock: ingest, commit, then the manifest and what follows it. Until the
+// manifest is written, an error undoes every write (tx.abort).
+func (t *take) store(ctx context.Context) (*manifest, error) {
+	s := t.s
+	unlock, err := s.lockStore(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	st, err := s.readState()
 	if err != nil {
-		return Info{}, err
+		return nil, err
 	}
-	tx := &takeTx{s: s, used: st.Bytes, claims: map[hash32]struct{}{}, shards: map[string]int{},
-		gen: st.Generation, memos: treeMemos{gen: st.Generation, byDir: map[string]treeMemo{}}}
-	s.mu.Lock()
-	tx.prevMemos = s.memos[key]
-	s.mu.Unlock()
-	tx.tryClone.Store(true)
-	if err := tx.listShards(); err != nil {
-		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
+	t.gen = st.Generation
+	tx, err := s.beginTake(t.h.key, st)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", t.clean, err)
 	}
-	defer tx.abort() // a no-op once committed
-	if idx.gen != st.Generation {
-		// A collection ran since the index was written: its blobs may be
-		// gone. Read again the files whose blob is missing.
-		for _, n := range files {
-			if n.fromIndex && !tx.exists(n.hash, n.size) {
-				n.hashed, n.fromIndex = false, false
-				jobs = append(jobs, n)
+	defer tx.abort() // a no-op once the manifest is written
+	if err := t.ingest(ctx, tx); errors.Is(err, errOverCap) {
+		return nil, &TooLargeError{Root: t.clean, Max: s.maxBytes, Used: st.Bytes, Need: tx.added.Load(), Largest: largestDirs(t.top)}
+	} else if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", t.clean, err)
+	}
+	t.ph.mark("readMs")
+	if err := tx.commit(); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", t.clean, err)
+	}
+	t.ph.mark("commitMs")
+	m, err := t.writeManifest(tx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: manifest: %w", t.clean, err)
+	}
+	tx.done = true // the manifest holds the blobs now
+	t.newBlobs = len(tx.pending)
+	tx.publish(t.h.key, st)
+	return m, nil
+}
+
+// ingest reads the jobs into the store, and then writes the tree objects.
+// After a collection (the stat cache's generation is older than the
+// store's), the files whose blob it removed are read too.
+//
+// Files are read in groups of a directory's, each group through one handle
+// on the directory (opened through the root, checked to be the one the
+// scan saw), so that opening a file is one openat.
+func (t *take) ingest(ctx context.Context, tx *takeTx) error {
+	if t.cache.gen != t.gen {
+		for _, n := range t.files {
+			if n.fromCache && !tx.exists(n.hash, n.size) {
+				n.hashed, n.fromCache = false, false
+				t.jobs = append(t.jobs, n)
 			}
 		}
 	}
-	// Files are read in groups of a directory's, each group through one
-	// handle on the directory (opened through r, checked to be the one the
-	// scan saw), so that opening a file is one openat.
-	groups := groupByDir(jobs, 64)
+	groups := groupByDir(t.jobs, 64)
 	stopFlusher := tx.startFlusher()
 	defer stopFlusher()
-	err = parallel(ctx, s.workers, len(groups), func(ctx context.Context, i int) error {
+	r := t.h.r
+	err := parallel(ctx, t.s.workers, len(groups), func(ctx context.Context, i int) error {
 		g := groups[i]
 		dr, err := openScannedDir(r, g.dir)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -154,87 +198,59 @@ func (s *Store) Take(ctx context.Context, root string, o TakeOptions) (Info, err
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := tx.ingest(dr, n); err != nil {
+			if err := tx.ingestFile(dr, n); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err == nil {
-		err = tx.trees(top)
-	}
-	stopFlusher()
-	if errors.Is(err, errOverCap) {
-		return Info{}, &TooLargeError{Root: clean, Max: s.maxBytes, Used: st.Bytes, Need: tx.added.Load(), Largest: largestDirs(top)}
-	}
 	if err != nil {
-		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
+		return err
 	}
-	read := time.Since(start)
-	if err := tx.commit(); err != nil {
-		return Info{}, fmt.Errorf("snapshot %s: %w", clean, err)
-	}
-	committed := time.Since(start)
-	nFiles, nBytes := countTree(top)
-	m := manifest{
-		Version: manifestVersion, Label: o.Label, Root: clean,
-		CreatedAt: start.UTC(), Tree: hex.EncodeToString(top.hash[:]), Mode: top.mode,
+	return tx.trees(t.top)
+}
+
+// writeManifest writes the snapshot's manifest, durably: its blobs are.
+func (t *take) writeManifest(tx *takeTx) (*manifest, error) {
+	start := t.ph.start
+	nFiles, nBytes := countTree(t.top)
+	m := &manifest{
+		Version: manifestVersion, Label: t.o.Label, Root: t.clean,
+		CreatedAt: start.UTC(), Tree: hex.EncodeToString(t.top.hash[:]), Mode: t.top.mode,
 		Files: nFiles, Bytes: nBytes, NewBytes: tx.added.Load(),
-		Exclude: o.Exclude, Skip: skip,
+		Exclude: t.o.Exclude, Skip: t.skip,
 	}
 	for {
 		m.ID = newID(start)
-		if _, err := os.Lstat(s.manifestPath(m.ID)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(t.s.manifestPath(m.ID)); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 	}
 	m.DurationNS = int64(time.Since(start))
-	data, _ := json.MarshalIndent(&m, "", "  ")
-	if err := writeAtomic(filepath.Join(s.dir, "snapshots"), m.ID, append(data, '\n'), syncFileDir); err != nil {
-		return Info{}, fmt.Errorf("snapshot %s: manifest: %w", clean, err)
+	data, _ := json.MarshalIndent(m, "", "  ")
+	if err := writeAtomic(t.s.manifestPath(m.ID), append(data, '\n'), fsutil.SyncFileDir); err != nil {
+		return nil, err
 	}
-	tx.done = true // the manifest holds the blobs now
-	for _, w := range tx.packsAll {
-		s.addPack(w.id, w.entries)
-	}
-	// The trees are in the store: the next Take of the root may trust
-	// what it learned of them.
-	s.mu.Lock()
-	s.memos[key] = tx.memos
-	s.mu.Unlock()
-	if n := tx.added.Load(); n > 0 {
-		st.Bytes += n
-		if err := s.writeState(st); err != nil {
-			// The snapshot is whole; the next collection counts again.
-			s.log.Warn("snapshot store size not recorded", "err", err)
-		}
-	}
-	unlockStore()
-	storeLocked = false
+	return m, nil
+}
 
-	// Nothing read, nothing gone, same generation: the index is as it was
-	// (its entries were all unchanged and not racy). Else it is written
-	// after the answer, the root still locked.
-	if len(jobs) > 0 || len(files) != len(idx.entries) || idx.gen != st.Generation {
-		gen := st.Generation
-		s.later(hold, func(*os.Root) {
-			next := &index{gen: gen, entries: make(map[string]indexEntry, len(files))}
-			racy := racyBefore(start, files)
-			for _, n := range files {
-				if !n.gone {
-					next.entries[n.rel] = indexEntry{st: n.st, hash: n.hash, racy: n.st.mtime >= racy}
-				}
-			}
-			if !next.equal(idx) {
-				s.putIndex(idxPath, next)
-			}
-		})
+// writeStatCacheLater makes the root's new stat cache after the answer,
+// the root still held, unless it would be the one loaded: nothing read,
+// nothing gone, the same generation (its entries were all unchanged and
+// not racy).
+func (t *take) writeStatCacheLater() {
+	old, files, gen, start := t.cache, t.files, t.gen, t.ph.start
+	if len(t.jobs) == 0 && len(files) == len(old.entries) && old.gen == gen {
+		return
 	}
-	info := m.info()
-	s.log.Info("snapshot taken", "id", m.ID, "root", clean, "files", nFiles, "bytes", nBytes,
-		"read", len(jobs), "newBytes", m.NewBytes, "blobs", len(tx.pending), "scanMs", scanned.Milliseconds(),
-		"readMs", read.Milliseconds(), "commitMs", committed.Milliseconds(), "ms", time.Since(start).Milliseconds())
-	return info, nil
+	path := t.s.statCachePath(t.h.key)
+	t.s.later(t.h, func(*os.Root) {
+		next := newStatCache(gen, len(files))
+		next.record(start, files)
+		if !next.equal(old) {
+			t.s.putStatCache(path, next)
+		}
+	})
 }
 
 // fileGroup is files of one directory, read through one handle.
@@ -345,6 +361,41 @@ type takeTx struct {
 	gen       uint64
 	prevMemos treeMemos
 	memos     treeMemos
+}
+
+// beginTake starts the writing half of a Take of the root whose key is
+// key, the store's lock held exclusively and its state st.
+func (s *Store) beginTake(key string, st storeState) (*takeTx, error) {
+	tx := &takeTx{s: s, used: st.Bytes, claims: map[hash32]struct{}{}, shards: map[string]int{},
+		gen: st.Generation, memos: treeMemos{gen: st.Generation, byDir: map[string]treeMemo{}}}
+	s.mu.Lock()
+	tx.prevMemos = s.memos[key]
+	s.mu.Unlock()
+	tx.tryClone.Store(true)
+	if err := tx.listShards(); err != nil {
+		return nil, err
+	}
+	return tx, nil
+}
+
+// publish makes what a Take wrote known once its manifest holds it: the
+// packs' blobs to this Store, the trees' memos to the next Take of the
+// root (key), and the new bytes to store.json (state st, as read).
+func (tx *takeTx) publish(key string, st storeState) {
+	s := tx.s
+	for _, w := range tx.packsAll {
+		s.addPack(w.id, w.entries)
+	}
+	s.mu.Lock()
+	s.memos[key] = tx.memos
+	s.mu.Unlock()
+	if n := tx.added.Load(); n > 0 {
+		st.Bytes += n
+		if err := s.writeState(st); err != nil {
+			// The snapshot is whole; the next collection counts again.
+			s.log.Warn("snapshot store size not recorded", "err", err)
+		}
+	}
 }
 
 // tempBlobPrefix starts the names of blobs and packs being written, in
@@ -482,11 +533,11 @@ func (tx *takeTx) listShards() error {
 	return nil
 }
 
-// ingest reads one file of the root: hashes it and, when its content is
+// ingestFile reads one file of the root: hashes it and, when its content is
 // new, copies it to a temporary blob. A small file is read into memory
 // once; a large one is cloned (reflink) where the filesystem can, and
 // hashed from the clone, or else copied and hashed in one pass.
-func (tx *takeTx) ingest(dr *os.Root, n *node) error {
+func (tx *takeTx) ingestFile(dr *os.Root, n *node) error {
 	f, fi, err := openDirFile(dr, n)
 	if errors.Is(err, fs.ErrNotExist) {
 		n.gone = true // deleted since the scan
@@ -519,6 +570,13 @@ func (tx *takeTx) ingest(dr *os.Root, n *node) error {
 			return fmt.Errorf("read %s: %w", n.rel, err)
 		}
 	}
+	return tx.ingestLarge(f, n)
+}
+
+// ingestLarge copies the open file f (of n) to a temporary blob in tmp/,
+// cloned where the filesystem can, hashing it; the blob is pending for
+// commit when its content is new, else removed.
+func (tx *takeTx) ingestLarge(f *os.File, n *node) error {
 	tmp, err := os.CreateTemp(tx.tmpDir(), tempBlobPrefix+"*")
 	if err != nil {
 		return err
@@ -685,14 +743,14 @@ func (tx *takeTx) commit() error {
 		return syncPath(tx.s.dir, true)
 	}
 	// The packs' names are durable: publish synced packs/ after the last
-	// index.
+	// pack index.
 	for dir := range touched {
-		if err := syncDir(dir); err != nil {
+		if err := fsutil.SyncDir(dir); err != nil {
 			return err
 		}
 	}
 	if tx.newShard {
-		return syncDir(filepath.Join(tx.s.dir, "blobs"))
+		return fsutil.SyncDir(filepath.Join(tx.s.dir, "blobs"))
 	}
 	return nil
 }

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolhost/toolhost/internal/fsutil"
 )
 
 // countReads counts the files of roots opened for reading.
@@ -40,7 +42,7 @@ func manyFiles(n, size int) map[string]entry {
 	return ents
 }
 
-// TestUnchangedRetakeReadsNothing: the index vouches for every unchanged
+// TestUnchangedRetakeReadsNothing: the stat cache vouches for every unchanged
 // file; a changed one is read, and only it.
 func TestUnchangedRetakeReadsNothing(t *testing.T) {
 	fx := newFixture(t, Options{})
@@ -154,7 +156,7 @@ func TestDropCollects(t *testing.T) {
 	packs := filepath.Join(fx.dir, "packs")
 	must(t, os.WriteFile(filepath.Join(packs, ".tmp-123.pack"), []byte(packMagic+"half"), 0o600))
 	must(t, os.WriteFile(filepath.Join(packs, "0badc0de.pack"), []byte(packMagic+"orphan\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(packs, "0dead.idx"), encodePackIdx([]packEntry{{h: orphan, off: int64(len(packMagic)), size: 7}}), 0o600))
+	must(t, os.WriteFile(filepath.Join(packs, "0dead.idx"), encodePackIndex([]packEntry{{h: orphan, off: int64(len(packMagic)), size: 7}}), 0o600))
 
 	must(t, fx.store.Drop(a.ID))
 	for content, want := range map[string]bool{"first version\n": false, "second version\n": true, "kept by both\n": true, "orphan\n": false} {
@@ -189,7 +191,7 @@ func TestDropCollects(t *testing.T) {
 	wantErr(t, fx.store.Drop(b.ID), ErrNotFound)
 }
 
-// TestTakeAfterCollection: the index still vouches for files whose blobs a
+// TestTakeAfterCollection: the stat cache still vouches for files whose blobs a
 // Drop collected; the next Take sees the generation changed and reads them
 // again, so that its snapshot restores.
 func TestTakeAfterCollection(t *testing.T) {
@@ -274,11 +276,11 @@ func TestConcurrentTakesSerialized(t *testing.T) {
 
 	// Another process: its flock on the root's lock file holds a Take back.
 	setHook(t, &testHookRead, nil)
-	fx.settle() // the second's index is made, under the root's lock
+	fx.settle() // the second's stat cache is made, under the root's lock
 	f, err := os.OpenFile(filepath.Join(fx.dir, "roots", rootKey(fx.root), "lock"), os.O_RDWR, 0)
 	must(t, err)
 	defer f.Close()
-	must(t, flock(f, true, false))
+	must(t, fsutil.Lock(f, true, true))
 	third := make(chan result, 1)
 	go func() {
 		i, err := fx.store.Take(fx.ctx, fx.root, TakeOptions{})
@@ -299,7 +301,7 @@ func TestConcurrentTakesSerialized(t *testing.T) {
 	f2, err := os.OpenFile(filepath.Join(fx.dir, "roots", rootKey(fx.root), "lock"), os.O_RDWR, 0)
 	must(t, err)
 	defer f2.Close()
-	must(t, flock(f2, true, false))
+	must(t, fsutil.Lock(f2, true, true))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-waiting; cancel() }()
 	_, err = fx.store.Take(ctx, fx.root, TakeOptions{})
@@ -408,7 +410,7 @@ func TestFullDiskTmpfs(t *testing.T) {
 	s, err := Open(filepath.Join(mnt, "store"), Options{})
 	must(t, err)
 	// Closed before the unmount: what it does after its answers (the root's
-	// lock held while its index is made) would keep the mount busy.
+	// lock held while its stat cache is made) would keep the mount busy.
 	t.Cleanup(func() { s.Close() })
 	root := t.TempDir()
 	writeTree(t, root, manyFiles(40, 10_000))
@@ -614,11 +616,11 @@ func TestListGet(t *testing.T) {
 // TestFormatsVersioned: every file the store writes says its format's
 // version, and one of another version is refused.
 func TestFormatsVersioned(t *testing.T) {
-	setHook(t, &indexDelay, 0)
+	setHook(t, &statCacheDelay, 0)
 	fx := newFixture(t, Options{})
 	writeTree(t, fx.root, map[string]entry{"a/b.txt": file("b\n", 0o644)})
 	info := fx.take(TakeOptions{})
-	fx.store.flusher.Wait() // the index is written
+	fx.store.flusher.Wait() // the stat cache is written
 	m, err := os.ReadFile(fx.store.manifestPath(info.ID))
 	must(t, err)
 	if !bytes.Contains(m, []byte(`"version": 1`)) {
@@ -630,7 +632,7 @@ func TestFormatsVersioned(t *testing.T) {
 	idx, err := os.ReadFile(filepath.Join(fx.dir, "roots", rootKey(fx.root), "index"))
 	must(t, err)
 	if !bytes.HasPrefix(idx, []byte("toolhost-snapshot-index 1\n")) {
-		t.Errorf("index starts %q", idx[:30])
+		t.Errorf("the stat cache starts %q", idx[:30])
 	}
 	trees := 0
 	for _, sb := range storedBlobs(t, fx.dir) {
@@ -654,12 +656,12 @@ func TestFormatsVersioned(t *testing.T) {
 	}
 }
 
-// TestIndexWrittenLater: the index a Take makes is used from memory at
+// TestStatCacheWrittenLater: the stat cache a Take makes is used from memory at
 // once, and written to its file within indexDelay or when the Store closes,
 // where a new Store of the directory finds it; unless another process
-// wrote the file meanwhile: then its index wins.
-func TestIndexWrittenLater(t *testing.T) {
-	setHook(t, &indexDelay, time.Hour)
+// wrote the file meanwhile: then its stat cache wins.
+func TestStatCacheWrittenLater(t *testing.T) {
+	setHook(t, &statCacheDelay, time.Hour)
 	fx := newFixture(t, Options{})
 	writeTree(t, fx.root, manyFiles(20, 100))
 	ageTree(t, fx.root)
@@ -667,16 +669,16 @@ func TestIndexWrittenLater(t *testing.T) {
 	reads := countReads(t)
 	fx.take(TakeOptions{})
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the index file is there before its delay or Close: %v", err)
+		t.Errorf("the stat cache file is there before its delay or Close: %v", err)
 	}
 	reads.Swap(0)
 	fx.take(TakeOptions{})
 	if got := reads.Swap(0); got != 0 {
-		t.Errorf("a re-take read %d files, want 0 (the index in memory)", got)
+		t.Errorf("a re-take read %d files, want 0 (the stat cache in memory)", got)
 	}
 	must(t, fx.store.Close())
-	if idx, err := loadIndex(path); err != nil || len(idx.entries) != 20 {
-		t.Fatalf("the index file after Close: %v, %v", idx, err)
+	if idx, err := readStatCache(path); err != nil || len(idx.entries) != 20 {
+		t.Fatalf("the stat cache file after Close: %v, %v", idx, err)
 	}
 
 	s2, err := Open(fx.dir, Options{})
@@ -686,19 +688,19 @@ func TestIndexWrittenLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := reads.Swap(0); got != 0 {
-		t.Errorf("a new Store's take read %d files, want 0 (the index written)", got)
+		t.Errorf("a new Store's take read %d files, want 0 (the stat cache written)", got)
 	}
-	// Another process writes the file while s2's newer index waits in
+	// Another process writes the file while s2's newer stat cache waits in
 	// memory: s2 does not write over it.
 	fx.write("d00/f000.txt", "changed\n")
 	if _, err := s2.Take(fx.ctx, fx.root, TakeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s2.bg.Wait()
-	must(t, saveIndex(path, &index{entries: map[string]indexEntry{}}))
+	must(t, writeStatCache(path, &statCache{entries: map[string]statEntry{}}))
 	must(t, s2.Close())
-	if idx, err := loadIndex(path); err != nil || len(idx.entries) != 0 {
-		t.Errorf("the other process's index was written over: %d entries, %v", len(idx.entries), err)
+	if idx, err := readStatCache(path); err != nil || len(idx.entries) != 0 {
+		t.Errorf("the other process's stat cache was written over: %d entries, %v", len(idx.entries), err)
 	}
 	reads.Swap(0)
 	s3, err := Open(fx.dir, Options{})
@@ -708,7 +710,7 @@ func TestIndexWrittenLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := reads.Swap(0); got != 20 {
-		t.Errorf("a take after another process's (empty) index read %d files, want 20", got)
+		t.Errorf("a take after another process's (empty) stat cache read %d files, want 20", got)
 	}
 }
 

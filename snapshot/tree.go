@@ -19,7 +19,7 @@ const (
 	kindLink = 'l'
 )
 
-// fileStat is what the index compares to tell that a file did not change.
+// fileStat is what the stat cache compares to tell that a file did not change.
 type fileStat struct {
 	size, mtime, ctime int64 // times in ns since the epoch
 	ino, dev           uint64
@@ -44,7 +44,7 @@ type node struct {
 	// From a scan only.
 	parent    *node
 	st        fileStat
-	fromIndex bool // hash taken from the index, unread
+	fromCache bool // hash taken from the stat cache, unread
 	gone      bool // vanished while the snapshot was taken
 	hides     bool // dir: the scan left an entry of it out (.git, excluded, skipped)
 	files     int  // dir: regular files beneath
