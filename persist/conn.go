@@ -107,7 +107,7 @@ func (h *holder) serveFront(c *net.UnixConn) {
 	opts := cfg.RPC
 	opts.Persist = true
 	opts.Lifecycle = cn
-	opts.Table = cn.prepare(firstInitialize(hl.Prefix))
+	opts.Table = cn.prepare(rpc.ParseFirst(hl.Prefix).Initialize())
 	srv := rpc.NewServer(opts)
 
 	h.serveUntilGone(c, func() int {

@@ -1,8 +1,6 @@
 package persist
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,13 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/fsutil"
-	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/tools"
 )
@@ -264,62 +260,6 @@ func (h *holder) endAll(reason string) {
 		}
 		return all
 	})
-}
-
-// firstInitialize decodes the params of the first message when it is an
-// initialize, from the bytes a front read.
-func firstInitialize(prefix []byte) *protocol.InitializeParams {
-	body := FirstMessage(prefix)
-	if body == nil {
-		return nil
-	}
-	var m struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &m) != nil || m.Method != protocol.MethodInitialize {
-		return nil
-	}
-	var p protocol.InitializeParams
-	if json.Unmarshal(m.Params, &p) != nil {
-		return nil
-	}
-	return &p
-}
-
-// FirstMessage returns the first whole message in b, in either framing,
-// or nil.
-func FirstMessage(b []byte) []byte {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 {
-		return nil
-	}
-	if b[0] == '{' {
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			return b[:i]
-		}
-		if json.Valid(b) {
-			return b
-		}
-		return nil
-	}
-	// Content-Length headers.
-	end := bytes.Index(b, []byte("\r\n\r\n"))
-	if end < 0 {
-		return nil
-	}
-	n := -1
-	for _, line := range strings.Split(string(b[:end]), "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.EqualFold(strings.TrimSpace(k), "Content-Length") {
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &n)
-		}
-	}
-	body := b[end+4:]
-	if n < 0 || len(body) < n {
-		return nil
-	}
-	return body[:n]
 }
 
 // logSwitch is where a session's logs go: the stderr of the front that
