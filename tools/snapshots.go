@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/hub"
+	"github.com/toolhost/toolhost/internal/fsutil"
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
@@ -287,20 +288,18 @@ func (t *Tools) exportSnapshot(ctx context.Context, s *rpc.Session, p *protocol.
 		return nil, err
 	}
 	final := filepath.Join(dir, p.SnapshotID+".tar")
-	f, err := os.CreateTemp(dir, ".export-*")
+	tmp, err := fsutil.CreateTemp(final, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	// A damaged store leaves a partial tar: it is kept only whole.
-	err = st.Export(context.WithoutCancel(ctx), p.SnapshotID, f, snapshot.ExportOptions{Skip: denied})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	defer tmp.Discard()
+	// A damaged store leaves a partial tar: it is kept only whole. An
+	// artifact need not outlive a crash, so nothing is fsynced.
+	err = st.Export(context.WithoutCancel(ctx), p.SnapshotID, tmp.File, snapshot.ExportOptions{Skip: denied})
 	if err == nil {
-		err = os.Rename(f.Name(), final)
+		err = tmp.Commit(fsutil.RenameOnly)
 	}
 	if err != nil {
-		os.Remove(f.Name())
 		return nil, snapshotError(p.SnapshotID, err)
 	}
 	fi, err := os.Stat(final)
