@@ -56,8 +56,9 @@ func specialKind(a netip.Addr) string {
 
 // RefusalError is a connection refused by policy. Its message is the text
 // the client gets: "toolhost: HOST:PORT is not in this command's network
-// allow-list", and for a special address what the name resolved to. It
-// wraps ErrNotAllowed, and ErrSpecialAddress when that is why.
+// allow-list", followed for a special address by what the name resolved
+// to, and for a refused ask by the answer's reason. It wraps
+// ErrNotAllowed, and ErrSpecialAddress when that is why.
 type RefusalError struct {
 	Host string // as asked, normalized
 	Port int
@@ -65,6 +66,9 @@ type RefusalError struct {
 	// address the name resolved to, and its kind ("loopback", …).
 	Resolved netip.Addr
 	Kind     string
+	// Asked is set when Config.Ask was asked and refused: the Verdict's
+	// Reason ("denied by the user", "no answer", …).
+	Asked string
 }
 
 // Error returns the message the client gets.
@@ -74,6 +78,9 @@ func (e *RefusalError) Error() string {
 	if e.Kind != "" {
 		lit := netip.AddrPortFrom(e.Resolved, uint16(e.Port)).String()
 		msg += fmt.Sprintf(": %s resolved to %s, a %s address, which only an IP-literal entry (%s) allows", e.Host, e.Resolved, e.Kind, lit)
+	}
+	if e.Asked != "" {
+		msg += ": " + e.Asked
 	}
 	return msg
 }
@@ -89,8 +96,11 @@ func (e *RefusalError) Unwrap() []error {
 
 // reason returns the short reason for logs.
 func (e *RefusalError) reason() string {
-	if e.Kind != "" {
+	switch {
+	case e.Kind != "":
 		return fmt.Sprintf("resolved to %s, a %s address", e.Resolved, e.Kind)
+	case e.Asked != "":
+		return "not in the allow-list; asked: " + e.Asked
 	}
 	return "not in the allow-list"
 }
@@ -120,30 +130,52 @@ type decision struct {
 	host  requestHost
 	port  int
 	addrs []netip.AddrPort
+	// unlisted says the allow-list does not name host and port: addrs are
+	// what an entry for them would allow, and may be dialed only once
+	// Config.Ask has allowed them (session.ask clears it). dial refuses
+	// a decision that has it.
+	unlisted bool
 }
 
-// check decides a request for host (as the client wrote it) and port: a
-// *RefusalError, an *UpstreamError when the name does not resolve, or the
-// addresses to dial. An IP literal is allowed only by the same IP-literal
-// entry. A name must be allowed by a name entry, and is then resolved; an
-// answer that is a special address is dropped unless an IP-literal entry
-// allows it, and with no answer left the request is refused.
+// check decides a request for host (as the client wrote it) and port
+// against the allow-list: a *RefusalError, an *UpstreamError when the name
+// does not resolve, or the addresses to dial. An IP literal is allowed
+// only by the same IP-literal entry. A name must be allowed by a name
+// entry, and is then resolved; an answer that is a special address is
+// dropped unless an IP-literal entry allows it, and with no answer left
+// the request is refused.
+//
+// With Config.Ask set, a host and port the list does not name are not
+// refused here: they are checked as if an entry named them (a name is
+// resolved and its special answers dropped, so that one that resolves to
+// special addresses only is refused without asking), and the decision
+// comes back unlisted, for session.decide to ask about. A malformed host
+// or port, or an address with a zone, is refused without asking.
 func (p *Proxy) check(ctx context.Context, host string, port int) (decision, error) {
 	h, err := parseRequestHost(host)
 	if err != nil || port < 1 || port > 65535 {
 		return decision{}, &RefusalError{Host: host, Port: port}
 	}
 	d := decision{host: h, port: port}
-	allow := p.cfg.Allow
+	allow, asking := p.cfg.Allow, p.cfg.Ask != nil
 	if h.addr.IsValid() {
-		if !allow.allowsAddr(h.addr, port) || h.addr.Zone() != "" {
+		if h.addr.Zone() != "" {
 			return d, &RefusalError{Host: h.String(), Port: port}
+		}
+		if !allow.allowsAddr(h.addr, port) {
+			if !asking {
+				return d, &RefusalError{Host: h.String(), Port: port}
+			}
+			d.unlisted = true
 		}
 		d.addrs = []netip.AddrPort{netip.AddrPortFrom(h.addr, uint16(port))}
 		return d, nil
 	}
 	if !allow.allowsName(h.name, port) {
-		return d, &RefusalError{Host: h.name, Port: port}
+		if !asking {
+			return d, &RefusalError{Host: h.name, Port: port}
+		}
+		d.unlisted = true
 	}
 	answers, err := p.resolver.LookupNetIP(ctx, "ip", h.name)
 	if err == nil && len(answers) == 0 {
@@ -171,8 +203,13 @@ func (p *Proxy) check(ctx context.Context, host string, port int) (decision, err
 }
 
 // dial connects to the first of d's addresses that answers: exactly the
-// addresses checked, never a name. The error is an *UpstreamError.
+// addresses checked, never a name. The error is an *UpstreamError, or a
+// *RefusalError for a decision still unlisted (never asked, or not
+// allowed), which no caller should pass.
 func (p *Proxy) dial(ctx context.Context, d decision) (net.Conn, netip.AddrPort, error) {
+	if d.unlisted {
+		return nil, netip.AddrPort{}, &RefusalError{Host: d.host.String(), Port: d.port}
+	}
 	var errs []error
 	for _, a := range d.addrs {
 		c, err := p.cfg.Dial(ctx, "tcp", a)

@@ -45,6 +45,16 @@
 // other. Errors wrap ErrNotAllowed, ErrSpecialAddress, ErrUpstream,
 // ErrOverLimit and ErrPattern for errors.Is.
 //
+// With Config.Ask set, a host and port the allow-list does not name are
+// asked about instead of refused, while the proxy holds the client's
+// connection (CONNECT, plain HTTP and SOCKS5 alike): a name is first
+// resolved and checked as a listed one would be, so that one resolving
+// to special addresses only is refused without asking; an IP literal is
+// asked about as it is. Allowed, the connection is dialed exactly as a
+// listed one; refused, it gets the refusal above with the answer's
+// reason appended ("…: denied by the user"). Ask is the proxy's only
+// way to the user: netproxy knows nothing of who answers.
+//
 // Each proxy counts what it let through and what it refused (Stats), caps
 // the client connections served at once (Config.MaxConns), and ends
 // connections idle or open too long (Config.IdleTimeout, TotalTimeout).
@@ -63,7 +73,11 @@
 // not what a TLS tunnel carries: an allowed host that relays (a CDN
 // fronting other sites by SNI, an open proxy) carries whatever it relays.
 // Plain HTTP's Upgrade (WebSocket over http://) is not relayed; a
-// WebSocket over CONNECT is.
+// WebSocket over CONNECT is. With Config.Ask set, a name is resolved
+// before it is asked about, refused or not: a command can then make the
+// proxy look up any name, and so send what the name spells to the DNS
+// servers of its domain, though nothing connects to it. Without Ask,
+// only listed names are resolved.
 //
 // # Who imports it
 //

@@ -68,9 +68,7 @@ func (p *Proxy) serveCONNECT(s *session, req *http.Request) {
 		writeAnswer(s.client, http.StatusBadRequest, "", "toolhost: CONNECT needs host:port: "+err.Error(), true)
 		return
 	}
-	ctx, cancel := s.opContext()
-	up, counts, err := p.connect(ctx, "connect", host, port)
-	cancel()
+	up, counts, err := s.connect("connect", host, port)
 	if err != nil {
 		writeError(s.client, err, true)
 		return
@@ -135,11 +133,10 @@ func (f *forwarder) forward(req *http.Request) bool {
 		writeAnswer(s.client, http.StatusBadRequest, "", "toolhost: bad host in the URI: "+err.Error(), true)
 		return false
 	}
-	// Check every request, even one that could reuse the upstream
-	// connection: the allow-list is about each request's host.
-	ctx, cancel := s.opContext()
-	defer cancel()
-	d, err := p.check(ctx, host, port)
+	// Decide every request, even one that could reuse the upstream
+	// connection: the allow-list (and any ask) is about each request's
+	// host.
+	d, err := s.decide(host, port)
 	if err != nil {
 		if errors.Is(err, ErrNotAllowed) {
 			p.logRefusal("http", err)
@@ -147,6 +144,9 @@ func (f *forwarder) forward(req *http.Request) bool {
 		return answer(err)
 	}
 	k := hostPort{d.host.String(), port}
+	// Measured from now: the decision may have waited on an ask.
+	ctx, cancel := s.opContext()
+	defer cancel()
 	if err := f.connect(ctx, d, k); err != nil {
 		return answer(err)
 	}

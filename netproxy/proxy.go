@@ -53,6 +53,32 @@ type Config struct {
 	// ID is the handle id of the command the proxy serves, on every log
 	// line as "id".
 	ID string
+	// Ask, when set, is asked about a host and port the allow-list does
+	// not name, while the proxy holds the client's connection; its
+	// Verdict decides, and the connection goes on (dialed exactly as an
+	// allowed one) or is refused with the Reason. It is never asked about
+	// what the allow-list refuses for another reason: a name that
+	// resolves to a loopback, link-local, private or unspecified address
+	// (ErrSpecialAddress) is refused without asking. An IP literal that
+	// the list does not name is asked about (the user sees the address).
+	// Ask is called with the proxy's context (ended by Close, when the
+	// command ends) and must return when it ends. nil: refused as before.
+	//
+	// Ask is called on the goroutine of the connection that asks, with no
+	// lock of the proxy's held: connections asking at once, even about
+	// the same host and port, each make their own call (merging them is
+	// the asker's business). While it runs, no timeout of the proxy's
+	// ends the client's connection but TotalTimeout, which also ends the
+	// context; the idle timeout starts again when it returns. An Allow
+	// returned once that context has ended is refused all the same.
+	Ask func(ctx context.Context, host string, port int) Verdict
+}
+
+// Verdict is the answer to an ask: Allow, or a refusal whose Reason
+// ("denied by the user", "no answer", …) the refused client is told.
+type Verdict struct {
+	Allow  bool
+	Reason string
 }
 
 // maxHeaderBytes bounds an HTTP request's or a SOCKS5 handshake's header,
@@ -378,15 +404,20 @@ func (p *Proxy) countAllowed(d decision) *allowedCounts {
 	return a
 }
 
-// connect checks host and port, dials, tracks and counts the connection.
-// The error is a *RefusalError (logged and counted), an *UpstreamError, or
-// ErrClosed.
-func (p *Proxy) connect(ctx context.Context, proto, host string, port int) (net.Conn, *allowedCounts, error) {
-	d, err := p.check(ctx, host, port)
+// connect decides host and port (session.decide: the allow-list, then
+// any ask), dials, tracks and counts the connection. The error is a
+// *RefusalError (logged and counted), an *UpstreamError, or ErrClosed.
+func (s *session) connect(proto, host string, port int) (net.Conn, *allowedCounts, error) {
+	p := s.p
+	d, err := s.decide(host, port)
 	if err == nil {
+		// The decision may have waited on an ask: the dial's time is
+		// measured from now.
+		ctx, cancel := s.opContext()
 		var up net.Conn
 		var at netip.AddrPort
 		up, at, err = p.dial(ctx, d)
+		cancel()
 		if err == nil {
 			if err := p.track(up); err != nil {
 				return nil, nil, err

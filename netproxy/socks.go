@@ -58,9 +58,7 @@ func (p *Proxy) serveSOCKS(s *session) {
 		return
 	}
 	s.unboundedHeader()
-	ctx, cancel := s.opContext()
-	up, counts, err := p.connect(ctx, "socks5", host, port)
-	cancel()
+	up, counts, err := s.connect("socks5", host, port)
 	if err != nil {
 		writeSOCKSReply(s.client, socksCode(err))
 		return
