@@ -15,13 +15,16 @@ const (
 )
 
 // Config is what a Broker is made of: how it asks, and how long it waits.
+// Deny and a nil Ask stop the asking only: a remembered grant (an Always
+// one in the Store, say) still answers; a caller that wants none gives no
+// Store.
 type Config struct {
 	Ask        Asker            // nil: nobody can ask (every ask is denied ByNoClient)
 	Deny       bool             // --approvals deny: every ask is denied ByPolicy, nobody is asked
 	Timeout    time.Duration    // how long an ask waits for the user; 0 is 60s
 	MaxPending int              // distinct asks waiting at once per Broker; 0 is 8; past it an ask is denied ByPolicy without asking
 	Store      *Store           // the always-grants; nil: Always is not offered
-	Root       string           // the canonical root the Store's grants are kept under
+	Root       string           // the canonical root the Store's grants are kept under; "": the Store is not used
 	Now        func() time.Time // for tests; nil is time.Now
 }
 
@@ -142,6 +145,9 @@ func (b *Broker) Decide(ctx context.Context, r Request) Outcome {
 	if !r.Kind.valid() || r.Target == "" {
 		return deny(r, ByPolicy, fmt.Sprintf("%s: kind %q, target %q", reasonBadRequest, r.Kind, r.Target))
 	}
+	if ctx.Err() != nil { // ended already: nobody to ask for
+		return deny(r, ByNoClient, ReasonEnded)
+	}
 	wctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	for {
@@ -155,19 +161,29 @@ func (b *Broker) Decide(ctx context.Context, r Request) Outcome {
 		select {
 		case <-a.done:
 		case <-wctx.Done():
-			if b.leave(a) { // resolved meanwhile: its answer counts
-				break
+			if !b.leave(a) {
+				return gaveUp(ctx, a)
 			}
-			if ctx.Err() != nil {
-				return deny(r, ByNoClient, ReasonEnded)
-			}
-			return deny(r, ByTimeout, ReasonTimeout)
+			// Resolved meanwhile: its answer counts, if it is r's.
 		}
 		if a.answers(r) {
 			return a.out
 		}
-		// A Once or Command allow for another handle: ask again, for r.
+		// A Once or Command allow for another handle: ask again, for r,
+		// unless r's time is up.
+		if wctx.Err() != nil {
+			return gaveUp(ctx, a)
+		}
 	}
+}
+
+// gaveUp is the deny of a caller of Decide who stopped waiting on a:
+// ByNoClient when its ctx ended (the command ended), else ByTimeout.
+func gaveUp(ctx context.Context, a *ask) Outcome {
+	if ctx.Err() != nil {
+		return deny(a.req, ByNoClient, ReasonEnded)
+	}
+	return deny(a.req, ByTimeout, ReasonTimeout)
 }
 
 // join decides r at once, or returns the ask it is to wait on: one
@@ -257,10 +273,16 @@ func (b *Broker) leave(a *ask) (resolved bool) {
 func (b *Broker) run(a *ask) {
 	defer b.running.Done()
 	defer a.cancel()
-	req := a.req
-	req.Argv = append([]string(nil), req.Argv...)
-	req.Scopes = append([]Scope(nil), req.Scopes...)
-	ans, err := b.ask(a.ctx, req)
+	var (
+		ans Answer
+		err error
+	)
+	if a.ctx.Err() == nil { // abandoned, or closed, before it was put: never put it
+		req := a.req // the Asker's to keep: it cannot change a's
+		req.Argv = append([]string(nil), req.Argv...)
+		req.Scopes = append([]Scope(nil), req.Scopes...)
+		ans, err = b.ask(a.ctx, req)
+	}
 	out, g := b.judge(a, ans, err)
 	if g != nil && g.Scope == Always {
 		b.mu.Lock()
