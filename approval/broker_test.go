@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -584,5 +585,28 @@ func TestRequestIDs(t *testing.T) {
 			}
 		}
 		prev = n
+	}
+}
+
+func TestAlwaysThatCannotBeSavedIsADeny(t *testing.T) {
+	store := openStore(t)
+	if err := store.Add(alwaysGrant("/elsewhere", "x.example:443")); err != nil {
+		t.Fatal(err)
+	}
+	u := newFakeUser()
+	b := newBroker(t, Config{Ask: u.ask, Store: store, Root: root})
+	out := decideAsync(context.Background(), b, netReq("h1", "example.com:443"))
+	c := u.next(t)
+	if !c.req.offers(Always) {
+		t.Fatalf("scopes offered %v, want always among them", c.req.Scopes)
+	}
+	writeFile(t, store.Path(), "damaged meanwhile")
+	c.answer(Answer{Allow: true, Scope: Always})
+	got := <-out
+	if got.Allow || got.DecidedBy != ByPolicy || !strings.Contains(got.Reason, "the grant could not be saved") {
+		t.Errorf("Decide: %+v, want a deny by policy saying the grant could not be saved", got)
+	}
+	if got, _ := os.ReadFile(store.Path()); string(got) != "damaged meanwhile" {
+		t.Errorf("the damaged file was overwritten: %q", got)
 	}
 }

@@ -21,7 +21,12 @@
 // without a scope or with one not offered, a timeout, a caller whose
 // context ends, and a Broker that is closed all deny, each with the
 // DecidedBy and the Reason that say why. Decide never waits longer than
-// its context or Config.Timeout, whatever the Asker does.
+// its context or Config.Timeout, whatever the Asker does. A question that
+// nobody waits on any more is withdrawn (the Asker's context ends), and
+// an answer that comes after the timeout counts for nothing.
+//
+// The Broker owns the goroutines that put its questions, one per
+// pending ask; Close withdraws them all and waits for them.
 //
 // # What it remembers, where
 //
