@@ -48,7 +48,7 @@ func (s *session) ask(d decision) (decision, error) {
 	}
 	defer cancel()
 	host := d.host.String()
-	p.log.Info("netproxy: asking", "host", host, "port", d.port)
+	p.log.Debug("netproxy: asking", "host", host, "port", d.port)
 	v := p.cfg.Ask(ctx, host, d.port)
 	// The client was held, not idle: its idle time starts now.
 	s.touch()

@@ -131,6 +131,20 @@ func fetchVia(t *testing.T, proto, proxyAddr, host string, port int) outcome {
 	return o
 }
 
+// fetchAsync is fetchVia for a goroutine other than the test's: where
+// fetchVia would stop the test, it returns an outcome that says so (the
+// test has failed), so that whoever waits for it is not left waiting.
+func fetchAsync(t *testing.T, proto, proxyAddr, host string, port int) (o outcome) {
+	o.text = "the fetch failed"
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o = fetchVia(t, proto, proxyAddr, host, port)
+	}()
+	<-done
+	return o
+}
+
 // checkHeaderIsBody checks that a 403's refusal header holds its body's
 // text.
 func checkHeaderIsBody(t *testing.T, resp *http.Response, body string) {
@@ -343,7 +357,7 @@ func TestAskHoldsPastIdleTimeout(t *testing.T) {
 			a, release := heldAsker(Verdict{Allow: true})
 			_, proxyAddr := startProxy(t, Config{Allow: allow(t), Ask: a.ask, IdleTimeout: 20 * time.Millisecond})
 			got := make(chan outcome, 1)
-			go func() { got <- fetchVia(t, proto, proxyAddr, "127.0.0.1", port) }()
+			go func() { got <- fetchAsync(t, proto, proxyAddr, "127.0.0.1", port) }()
 			<-a.entered
 
 			silent := dialProxy(t, proxyAddr)
@@ -449,7 +463,7 @@ func TestAskConcurrent(t *testing.T) {
 	got := make(chan outcome, len(fetches))
 	var wg sync.WaitGroup
 	for _, f := range fetches {
-		wg.Go(func() { got <- fetchVia(t, f.proto, proxyAddr, f.host, port) })
+		wg.Go(func() { got <- fetchAsync(t, f.proto, proxyAddr, f.host, port) })
 	}
 	var entered []string
 	for range fetches {

@@ -389,6 +389,13 @@ type Confinement struct {
 	// Proxy tunes each step's proxy; the zero value takes the defaults of
 	// ProxyLimits.
 	Proxy ProxyLimits
+	// NetworkAsk, with Network set, is what the proxy of each step asks
+	// about a host:port the allow-list does not name, with the handle id
+	// of the command (its command id before it has one); nil refuses as
+	// before. It is netproxy.Config.Ask with the id: it is called while
+	// the proxy holds the connection, and must return when ctx ends (the
+	// step's end).
+	NetworkAsk func(ctx context.Context, handleID, host string, port int) netproxy.Verdict
 }
 
 // Step is one step of a recipe. Dir and Env default to the Spec's; Env is

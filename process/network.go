@@ -2,6 +2,7 @@ package process
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"time"
 
@@ -31,20 +32,19 @@ type ProxyLimits struct {
 // proxyConfig returns the configuration of a proxy for the next step of
 // the command, nil without a network allow-list. Refusals are logged
 // with the handle id (the command id when the command is not a handle
-// yet) and the command id. It takes c.mu: call it before spawnStep does.
+// yet) and the command id. With Confinement.NetworkAsk, the proxy's Ask
+// calls it with the id the command has when it asks (proxyID): a command
+// promoted while its step runs asks with its handle id from then on. It
+// takes c.mu: call it before spawnStep does.
 func (c *Command) proxyConfig() *netproxy.Config {
 	cf := c.spec.Confine
 	if cf == nil || cf.Network == nil {
 		return nil
 	}
-	id := c.HandleID()
-	if id == "" {
-		id = c.id
-	}
 	lim := cf.Proxy
 	cfg := &netproxy.Config{
 		Allow:        *cf.Network,
-		ID:           id,
+		ID:           c.proxyID(),
 		Log:          c.m.log.With("command", c.id),
 		IdleTimeout:  max(lim.IdleTimeout, 0),
 		TotalTimeout: max(lim.TotalTimeout, 0),
@@ -56,7 +56,23 @@ func (c *Command) proxyConfig() *netproxy.Config {
 	if lim.MaxConns == 0 {
 		cfg.MaxConns = DefaultProxyMaxConns
 	}
+	if ask := cf.NetworkAsk; ask != nil {
+		cfg.Ask = func(ctx context.Context, host string, port int) netproxy.Verdict {
+			return ask(ctx, c.proxyID(), host, port)
+		}
+	}
 	return cfg
+}
+
+// proxyID returns the id the proxy's logs and asks name the command by:
+// its handle id, or its command id while it has none. It takes c.mu,
+// briefly: the proxy asks from its own goroutines, holding nothing of the
+// command's.
+func (c *Command) proxyID() string {
+	if id := c.HandleID(); id != "" {
+		return id
+	}
+	return c.id
 }
 
 // addStats adds one step's proxy counts to sum: connections, bytes and

@@ -172,6 +172,78 @@ func TestNetworkAllowList(t *testing.T) {
 	}
 }
 
+// askScript fetches, through the step's proxy, the origin on port $1 by
+// each protocol (absolute-URI HTTP, CONNECT, SOCKS5), the origin on port
+// $2, and a loopback name; none of them is in the allow-list.
+const askScript = `echo "http: $(curl -sS -m 10 "http://127.0.0.1:$1/" 2>&1)"
+echo "connect: $(curl -sS -m 10 -p "http://127.0.0.1:$1/" 2>&1)"
+echo "socks5: $(curl -sS -m 10 -x "$ALL_PROXY" "http://127.0.0.1:$1/" 2>&1)"
+echo "denied: $(curl -sS -m 10 -w ' (%{http_code})' "http://127.0.0.1:$2/" 2>&1 | tr -d '\n')"
+echo "by name: $(curl -sS -m 10 -w ' (%{http_code})' "http://localhost:$1/" 2>&1 | tr -d '\n')"`
+
+// TestNetworkAsk runs curl in a confined command whose allow-list names
+// nothing, with a NetworkAsk that allows one origin on the host's
+// loopback and denies the rest: the allowed origin is reached by each
+// protocol, each connection asked about with the command's handle id;
+// the denied one gets the 403 with the reason; a loopback name is
+// refused without asking; and the Result counts what the asks decided.
+func TestNetworkAsk(t *testing.T) {
+	needNetNS(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl on this machine")
+	}
+	allowed, denied := hostOrigin(t), hostOrigin(t)
+	nothing, err := netproxy.ParseAllowList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string // "id host:port", guarded by mu
+	ask := func(ctx context.Context, id, host string, port int) netproxy.Verdict {
+		mu.Lock()
+		asked = append(asked, fmt.Sprintf("%s %s:%d", id, host, port))
+		mu.Unlock()
+		if host == "127.0.0.1" && port == allowed {
+			return netproxy.Verdict{Allow: true}
+		}
+		return netproxy.Verdict{Reason: "denied by the user"}
+	}
+	m := newTestManager(t, Config{})
+	root := t.TempDir()
+	c, err := m.Start(Spec{Dir: root, Handle: true, Argv: []string{"sh", "-c", askScript, "sh", strconv.Itoa(allowed), strconv.Itoa(denied)},
+		Confine: &Confinement{Policy: sandbox.Policy{Filesystem: sandbox.WorkspaceWrite, Network: true, Root: root}, Require: true, Network: &nothing, NetworkAsk: ask},
+	}, Observer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := waitDone(t, c, 30*time.Second)
+
+	want := fmt.Sprintf("http: from the origin\nconnect: from the origin\nsocks5: from the origin\n"+
+		"denied: toolhost: 127.0.0.1:%d is not in this command's network allow-list: denied by the user (403)\n"+
+		"by name: toolhost: localhost:%d is not in this command's network allow-list: localhost resolved to ", denied, allowed)
+	if !strings.HasPrefix(res.Output.Stdout, want) || !strings.HasSuffix(res.Output.Stdout, " (403)\n") {
+		t.Errorf("stdout:\n%s\nwant it to begin:\n%s", res.Output.Stdout, want)
+	}
+	id := c.HandleID()
+	one := fmt.Sprintf("%s 127.0.0.1:%d", id, allowed)
+	mu.Lock()
+	got := append([]string(nil), asked...)
+	mu.Unlock()
+	if diff := cmp.Diff([]string{one, one, one, fmt.Sprintf("%s 127.0.0.1:%d", id, denied)}, got); diff != "" {
+		t.Errorf("asked (-want +got):\n%s", diff)
+	}
+	wantStats := &netproxy.Stats{
+		Allowed: []netproxy.AllowedStat{{Host: "127.0.0.1", Port: allowed, Connections: 3}},
+		Denied:  []netproxy.DeniedStat{{Host: "127.0.0.1", Port: denied, Attempts: 1}, {Host: "localhost", Port: allowed, Attempts: 1}},
+	}
+	if diff := cmp.Diff(wantStats, res.Network, cmpopts.IgnoreFields(netproxy.AllowedStat{}, "BytesOut", "BytesIn")); diff != "" {
+		t.Errorf("network mismatch (-want +got):\n%s", diff)
+	}
+	if g := ourGoroutines(); len(g) > 0 {
+		t.Errorf("goroutines of the proxy left after the command:\n%s", strings.Join(g, "\n\n"))
+	}
+}
+
 // portEvents collects a command's port events for a test to wait on.
 type portEvents chan PortEvent
 

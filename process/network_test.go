@@ -2,6 +2,7 @@ package process
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -84,5 +85,58 @@ func TestInsideTarget(t *testing.T) {
 		if network != tc.network || target != tc.target {
 			t.Errorf("insideTarget(%q) = %s %s, want %s %s", tc.addr, network, target, tc.network, tc.target)
 		}
+	}
+}
+
+// TestProxyConfigAsk checks that proxyConfig gives the proxy an Ask only
+// with Confinement.NetworkAsk, and that it calls NetworkAsk with the
+// command's id as it is when it asks: the command id before the command
+// is a handle, the handle id after; the context, host, port and the
+// answer pass through as they are.
+func TestProxyConfigAsk(t *testing.T) {
+	type call struct {
+		id, host string
+		port     int
+		ctx      context.Context
+	}
+	var calls []call
+	ask := func(ctx context.Context, id, host string, port int) netproxy.Verdict {
+		calls = append(calls, call{id, host, port, ctx})
+		return netproxy.Verdict{Reason: "denied by the user"}
+	}
+	allow, err := netproxy.ParseAllowList("example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(t, Config{})
+	c := &Command{m: m, seq: 7, id: "c-7", spec: Spec{Confine: &Confinement{Network: &allow}}}
+	if cfg := c.proxyConfig(); cfg == nil || cfg.Ask != nil {
+		t.Fatalf("without NetworkAsk: config %+v, want one without Ask", cfg)
+	}
+	c.spec.Confine.NetworkAsk = ask
+	cfg := c.proxyConfig()
+	if cfg == nil || cfg.Ask == nil || cfg.ID != "c-7" {
+		t.Fatalf("with NetworkAsk: config %+v, want an Ask and the command id", cfg)
+	}
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "the proxy's")
+	if v := cfg.Ask(ctx, "elsewhere.example", 8443); v != (netproxy.Verdict{Reason: "denied by the user"}) {
+		t.Errorf("Ask = %+v, want NetworkAsk's answer", v)
+	}
+	c.mu.Lock()
+	c.handleID = "h-7" // as Promote sets it while the step runs
+	c.mu.Unlock()
+	cfg.Ask(ctx, "10.0.0.1", 22)
+	if len(calls) != 2 || calls[0].ctx.Value(key{}) != "the proxy's" || calls[1].ctx.Value(key{}) != "the proxy's" {
+		t.Fatalf("calls %+v, want two with the proxy's context", calls)
+	}
+	got := []string{fmt.Sprint(calls[0].id, " ", calls[0].host, " ", calls[0].port), fmt.Sprint(calls[1].id, " ", calls[1].host, " ", calls[1].port)}
+	if diff := cmp.Diff([]string{"c-7 elsewhere.example 8443", "h-7 10.0.0.1 22"}, got); diff != "" {
+		t.Errorf("NetworkAsk's calls (-want +got):\n%s", diff)
+	}
+
+	c.spec.Confine = &Confinement{NetworkAsk: ask} // no allow-list: no proxy
+	if cfg := c.proxyConfig(); cfg != nil {
+		t.Errorf("without Network: config %+v, want none", cfg)
 	}
 }
