@@ -265,9 +265,9 @@ func TestAskIPLiteral(t *testing.T) {
 // TestAskNeverAboutSpecialOrListed: what the allow-list refuses for
 // another reason than not naming it is refused without asking — a name
 // that resolves to special addresses only (ErrSpecialAddress), a listed
-// name that does, an address with a zone, a bad port — and a name that
-// does not resolve is a network error, not asked either; what the list
-// names goes through without asking.
+// name that does, an address with a zone, a bad port — and so is a name
+// that does not resolve, with the refusal it gets without Ask; what the
+// list names goes through without asking.
 func TestAskNeverAboutSpecialOrListed(t *testing.T) {
 	_, port := originServer(t, "listed")
 	// 127.0.0.2: the list names 127.0.0.1:port, which would let a name
@@ -310,11 +310,13 @@ func TestAskNeverAboutSpecialOrListed(t *testing.T) {
 	if d, err := p.check(ctx, "literal.test", port); err != nil || !d.unlisted || len(d.addrs) != 1 || d.addrs[0].String() != listed {
 		t.Errorf("check(literal.test) = %+v, %v; want %s, unlisted", d, err, listed)
 	}
-	if _, err := p.check(ctx, "nowhere.test", 443); !errors.Is(err, ErrUpstream) {
-		t.Errorf("check of a name that does not resolve = %v, want ErrUpstream", err)
+	for _, proto := range protocols {
+		wantRefused(t, proto, fetchVia(t, proto, proxyAddr, "nowhere.test", 80), refusal("nowhere.test:80"))
 	}
-	if code, body, _ := get(t, httpClient(proxyAddr, nil), "http://nowhere.test/"); code != http.StatusBadGateway || !strings.Contains(body, "not a policy refusal") {
-		t.Errorf("GET of a name that does not resolve = %d %q, want 502", code, body)
+	p.Close()
+	want := []DeniedStat{{"loop.test", port, 3}, {"nowhere.test", 80, 3}}
+	if diff := cmp.Diff(want, p.Stats().Denied); diff != "" {
+		t.Errorf("Stats.Denied (-want +got):\n%s", diff)
 	}
 }
 

@@ -150,7 +150,8 @@ type decision struct {
 // resolved and its special answers dropped, so that one that resolves to
 // special addresses only is refused without asking), and the decision
 // comes back unlisted, for session.decide to ask about. A malformed host
-// or port, or an address with a zone, is refused without asking.
+// or port, an address with a zone, or a name that does not resolve is
+// refused without asking, as it would be without Ask.
 func (p *Proxy) check(ctx context.Context, host string, port int) (decision, error) {
 	h, err := parseRequestHost(host)
 	if err != nil || port < 1 || port > 65535 {
@@ -182,6 +183,12 @@ func (p *Proxy) check(ctx context.Context, host string, port int) (decision, err
 		err = errors.New("no addresses")
 	}
 	if err != nil {
+		if d.unlisted {
+			// Refused for not being listed, as without Ask: there is
+			// nothing to ask about, and it is no fault on the way to an
+			// allowed host.
+			return d, &RefusalError{Host: h.name, Port: port}
+		}
 		return d, &UpstreamError{Host: h.name, Port: port, Op: "resolve", Err: err}
 	}
 	var first netip.Addr

@@ -49,8 +49,8 @@
 // asked about instead of refused, while the proxy holds the client's
 // connection (CONNECT, plain HTTP and SOCKS5 alike): a name is first
 // resolved and checked as a listed one would be, so that one resolving
-// to special addresses only is refused without asking; an IP literal is
-// asked about as it is. Allowed, the connection is dialed exactly as a
+// to special addresses only, or not at all, is refused without asking; an
+// IP literal is asked about as it is. Allowed, the connection is dialed exactly as a
 // listed one; refused, it gets the refusal above with the answer's
 // reason appended ("…: denied by the user"). Ask is the proxy's only
 // way to the user: netproxy knows nothing of who answers.

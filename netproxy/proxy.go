@@ -59,7 +59,8 @@ type Config struct {
 	// allowed one) or is refused with the Reason. It is never asked about
 	// what the allow-list refuses for another reason: a name that
 	// resolves to a loopback, link-local, private or unspecified address
-	// (ErrSpecialAddress) is refused without asking. An IP literal that
+	// (ErrSpecialAddress) is refused without asking, and so is one that
+	// does not resolve (as it would be without Ask). An IP literal that
 	// the list does not name is asked about (the user sees the address).
 	// Ask is called with the proxy's context (ended by Close, when the
 	// command ends) and must return when it ends. nil: refused as before.
