@@ -415,6 +415,9 @@ type ToolResult struct {
 	// Changes are what such a command changed in the root, sorted by
 	// path, at most 1,000.
 	Changes []Change `json:"changes,omitempty"`
+	// Approvals are the command's asks and how each was decided, in the
+	// order they were decided (a remembered grant's answer included).
+	Approvals []ApprovalOutcome `json:"approvals,omitempty"`
 	// ChangesTruncated says more paths changed than Changes holds.
 	ChangesTruncated bool `json:"changesTruncated,omitempty"`
 	// ProtectViolations names, relative to the root (absolute outside

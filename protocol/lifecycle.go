@@ -50,6 +50,10 @@ type ClientInfo struct {
 // ClientCapabilities are the client capabilities toolhost reads.
 type ClientCapabilities struct {
 	Window *WindowClientCapabilities `json:"window,omitempty"`
+	// Approvals says the client can ask its user: a connection its
+	// command's allow-list refuses is then asked about
+	// (approval/request) instead of refused at once.
+	Approvals *ApprovalsClientCapabilities `json:"approvals,omitempty"`
 }
 
 // WindowClientCapabilities are the LSP window capabilities.
@@ -153,6 +157,8 @@ type ServerCapabilities struct {
 	// Snapshots says snapshot, restore, diff, snapshots, dropSnapshot and
 	// exportSnapshot are served, and snapshot: true on commands.
 	Snapshots bool `json:"snapshots"`
+	// Approvals says how the session asks its client's user.
+	Approvals ApprovalsCapability `json:"approvals"`
 }
 
 // WorkspaceInfo gives the resolved real paths the session works in.

@@ -38,6 +38,8 @@ const (
 	MethodSnapshots      = "snapshots"
 	MethodDropSnapshot   = "dropSnapshot"
 	MethodExportSnapshot = "exportSnapshot"
+	MethodApprovals      = "approvals"
+	MethodRevokeApproval = "revokeApproval"
 	MethodCancelRequest  = "$/cancelRequest" // a notification, though LSP calls it a method
 )
 
@@ -60,6 +62,7 @@ const (
 	NotifyProgress               = "$/progress"
 	NotifyLogMessage             = "window/logMessage"
 	MethodWorkDoneProgressCreate = "window/workDoneProgress/create"
+	MethodApprovalRequest        = "approval/request"
 )
 
 // Requests the client sends.
@@ -310,6 +313,16 @@ var (
 	// Errors:
 	//   - [CodeSnapshotNotFound]: an unknown snapshot (data: snapshotId).
 	ExportSnapshotRequest = RequestType[ExportSnapshotParams, ExportSnapshotResult](MethodExportSnapshot)
+	// ApprovalsRequest lists the remembered allows: the session's command
+	// and session grants, and the always grants of its root.
+	ApprovalsRequest = RequestType[ApprovalsParams, ApprovalList](MethodApprovals)
+	// RevokeApprovalRequest drops a remembered allow; an always grant is
+	// removed from the grants file. A connection it allowed stays open;
+	// the next asks again.
+	//
+	// Errors:
+	//   - [CodeInvalidParams]: an unknown approvalId (data: field).
+	RevokeApprovalRequest = RequestType[RevokeApprovalParams, RevokeApprovalResult](MethodRevokeApproval)
 )
 
 // Notifications the client sends.
@@ -383,4 +396,13 @@ var (
 	// answer within 5 seconds or the command's end mean no $/progress for
 	// the handle.
 	WorkDoneProgressCreateRequest = RequestType[WorkDoneProgressCreateParams, Null](MethodWorkDoneProgressCreate)
+	// ApprovalRequestRequest asks the client's user, for a client that
+	// declared capabilities.approvals, whether a confined command may do
+	// what its confinement refuses: connect to a host:port its allow-list
+	// does not name. The command's connection is held meanwhile. Asks of
+	// the same kind and target are merged into one, and an allow is
+	// remembered in the scope the answer chose. An error answer, an
+	// answer that is not allow or deny, a scope not offered, no answer
+	// within --approval-timeout, or the connection's end are a deny.
+	ApprovalRequestRequest = RequestType[ApprovalRequestParams, ApprovalRequestResult](MethodApprovalRequest)
 )

@@ -34,6 +34,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 	t.killGrace = set.killGrace
 	t.artifacts = o.artifacts
 	t.conf = o.conf
+	t.asks = t.newAsks(s, o.conf)
 	t.createdAt = time.Now().UTC()
 	t.mu.Unlock()
 	return t.initializeResult(ctx, s, o, set.outputLimit), nil
@@ -179,9 +180,12 @@ func (t *Tools) initializeResult(ctx context.Context, s *rpc.Session, o *opened,
 	}
 	ws := o.ws
 	t.log.Info("workspace ready", "root", ws.Root(), "readRoots", ws.ReadRoots(), "artifactsDir", ws.ArtifactsDir())
+	approvals := t.asks.cap
+	approvals.Ask = approvals.Ask && s.ClientCapabilities().Approvals != nil
 	res := &protocol.InitializeResult{
-		SessionID:    t.sessionID,
-		Capabilities: protocol.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap, Resume: t.cfg.Persist, Snapshots: t.cfg.SnapshotDir != nil},
+		SessionID: t.sessionID,
+		Capabilities: protocol.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap, Resume: t.cfg.Persist,
+			Snapshots: t.cfg.SnapshotDir != nil, Approvals: approvals},
 		Workspace: protocol.WorkspaceInfo{
 			Root:         ws.Root(),
 			ReadRoots:    append([]string{}, ws.ReadRoots()...),
@@ -202,7 +206,7 @@ func (t *Tools) initializeResult(ctx context.Context, s *rpc.Session, o *opened,
 // ctx ends). The first call also removes the artifacts, unless kept.
 func (t *Tools) Shutdown(ctx context.Context) {
 	t.mu.Lock()
-	mgr, artifacts, conf := t.mgr, t.artifacts, t.conf
+	mgr, artifacts, conf, asks := t.mgr, t.artifacts, t.conf, t.asks
 	first := !t.shutdown
 	t.shutdown = true
 	t.mu.Unlock()
@@ -220,6 +224,8 @@ func (t *Tools) Shutdown(ctx context.Context) {
 	if err := mgr.Shutdown(ctx); err != nil {
 		t.log.Warn("process shutdown incomplete", "err", err)
 	}
+	// An ask still pending is denied, and its asking ends.
+	asks.broker.Close()
 	// Every handle has ended; wait until each toolResult is queued.
 	done := make(chan struct{})
 	go func() { // owned by Shutdown through done

@@ -375,6 +375,7 @@ func (t *Tools) attachSnapshot(cmd *process.Command, cs *commandSnapshot) {
 func (t *Tools) finalResult(cmd *process.Command) protocol.ToolResult {
 	res := toolResult(cmd.Result())
 	reposResult(cmd, &res)
+	t.approvalsResult(cmd, &res)
 	t.mu.Lock()
 	cs := t.cmdSnaps[cmd.ID()]
 	t.mu.Unlock()

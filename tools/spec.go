@@ -27,7 +27,18 @@ func (t *Tools) commandSpec(ws *workspace.Workspace, p *protocol.RunCommandParam
 	t.mu.Lock()
 	conf := t.conf
 	t.mu.Unlock()
-	return spec, conf.confine(p, &spec, steps)
+	if err := conf.confine(p, &spec, steps); err != nil {
+		return spec, err
+	}
+	if spec.Confine != nil && spec.Confine.Network != nil {
+		// A connection the allow-list refuses is asked about.
+		argv := spec.Argv
+		if len(steps) > 0 {
+			argv = steps[0].Argv
+		}
+		spec.Confine.NetworkAsk = t.networkAsk(argv, spec.Dir)
+	}
+	return spec, nil
 }
 
 // plainSpec checks the params runCommand and longRunning share but argv

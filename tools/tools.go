@@ -86,6 +86,9 @@ type Config struct {
 	// SnapshotExclude are --snapshot-exclude's patterns (gitignore
 	// syntax), left out of every snapshot besides .git/.
 	SnapshotExclude []string
+	// Approvals is how a session asks its client's user about what its
+	// confinement refuses.
+	Approvals ApprovalsConfig
 }
 
 // The --sandbox modes.
@@ -153,6 +156,7 @@ type Tools struct {
 	killGrace   time.Duration
 	artifacts   *artifactsDir               // created by Initialize, removed by Shutdown
 	conf        *confinement                // the session's confinement; its directory is removed by Shutdown
+	asks        *asks                       // the session's asking of its client's user; set by Initialize
 	tokens      map[string]*process.Command // commands behind $/progress tokens, for window/workDoneProgress/cancel
 	shutdown    bool
 	// progressFiles numbers the progress files kept beside the artifacts.
@@ -218,6 +222,8 @@ func (t *Tools) Table() *rpc.Table {
 // forwardedLater) with its route, so that its handler serves this
 // server's requests only.
 func (t *Tools) register(tab *rpc.Table) {
+	rpc.Handle(tab, protocol.ApprovalsRequest, t.approvalsList)
+	rpc.Handle(tab, protocol.RevokeApprovalRequest, t.revokeApproval)
 	rpc.Handle(tab, protocol.RunCommandRequest, forwarded(protocol.RunCommandRequest, t.routeRunCommand, t.runCommand))
 	rpc.Handle(tab, protocol.LongRunningRequest, forwarded(protocol.LongRunningRequest, byDestination(t, longRunningDest), t.longRunning))
 	rpc.Handle(tab, protocol.CancelRequest, forwarded(protocol.CancelRequest, byHandle(t, cancelHandle), t.cancel))
@@ -245,7 +251,7 @@ func (t *Tools) register(tab *rpc.Table) {
 	tab.Sends(protocol.NotifyToolResult, protocol.NotifyStepTransition, protocol.NotifyHeartbeat, protocol.NotifyOutput,
 		protocol.NotifyEvent, protocol.NotifyPortOpened, protocol.NotifyPortClosed,
 		protocol.NotifyProgress, protocol.NotifyLogMessage)
-	tab.SendsRequests(protocol.MethodWorkDoneProgressCreate)
+	tab.SendsRequests(protocol.MethodWorkDoneProgressCreate, protocol.MethodApprovalRequest)
 }
 
 // state returns the workspace and the process manager, set by Initialize.

@@ -98,6 +98,12 @@ func parseCommandLine(args []string, cwd string, env []string, usage io.Writer) 
 	if f.destinationRetry < 0 {
 		return nil, fmt.Errorf("--destination-retry must not be negative, not %d", f.destinationRetry)
 	}
+	if f.approvals != "ask" && f.approvals != "deny" {
+		return nil, fmt.Errorf("--approvals must be ask or deny, not %q", f.approvals)
+	}
+	if f.approvalTimeout <= 0 {
+		return nil, fmt.Errorf("--approval-timeout must be positive, not %v", f.approvalTimeout)
+	}
 	if f.persist && cl.sub == subDemo {
 		return nil, errors.New("--persist is not supported with demo")
 	}

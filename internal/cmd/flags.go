@@ -52,6 +52,11 @@ type flags struct {
 	stateDir string
 	linger   time.Duration
 
+	// approvals and approvalTimeout: asking the client's user about what
+	// confinement refuses (package approval).
+	approvals       string
+	approvalTimeout time.Duration
+
 	// snapshotMaxBytes and snapshotExclude configure the snapshot store.
 	snapshotMaxBytes byteSize
 	snapshotExclude  []string
@@ -156,6 +161,8 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 		f.snapshotExclude = append(f.snapshotExclude, s)
 		return nil
 	})
+	fs.StringVar(&f.approvals, "approvals", "ask", "what a confined command's refused connection becomes: ask (the client's user is asked, when the client declared capabilities.approvals; otherwise it is refused) or deny (refused, nobody asked)")
+	fs.DurationVar(&f.approvalTimeout, "approval-timeout", 60*time.Second, "how long an ask waits for the user's answer; past it the ask is denied (\"no answer\")")
 	fs.DurationVar(&f.linger, "linger", 10*time.Minute, "with --persist, how long a detached session's commands go on before they are killed and the session ends")
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")

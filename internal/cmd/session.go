@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/toolhost/toolhost/approval"
 	"github.com/toolhost/toolhost/mcp"
 	"github.com/toolhost/toolhost/persist"
 	"github.com/toolhost/toolhost/rpc"
@@ -42,6 +43,7 @@ func (cl *commandLine) session(version string, reg *registries, logger *slog.Log
 		}
 	}
 	cfg := tools.Config{
+		Approvals: cl.approvalsConfig(logger),
 		SnapshotDir: func() (string, error) {
 			d, err := persist.ResolveDirs(stateDir)
 			if err != nil {
@@ -84,4 +86,22 @@ func (cl *commandLine) session(version string, reg *registries, logger *slog.Log
 		rpc:   opts,
 		mcp:   mcp.Options{Version: version, TaskTTL: cl.taskTTL, TaskTTLMax: cl.taskTTLMax},
 	}
+}
+
+// approvalsConfig is the sessions' asking: --approvals, its timeout, and
+// the user's file of always grants, which is left out, with a warning,
+// when it cannot be read whole.
+func (cl *commandLine) approvalsConfig(logger *slog.Logger) tools.ApprovalsConfig {
+	ac := tools.ApprovalsConfig{Deny: cl.approvals == "deny", Timeout: cl.approvalTimeout}
+	if ac.Deny {
+		return ac
+	}
+	path, err := approval.DefaultStorePath(func(k string) string { return lookupEnv(cl.sandbox.Env, k) })
+	if err == nil {
+		ac.Store, err = approval.OpenStore(path)
+	}
+	if err != nil {
+		logger.Warn("approvals: no always grants: the grants file cannot be used", "err", err)
+	}
+	return ac
 }

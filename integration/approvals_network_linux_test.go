@@ -1,0 +1,298 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/protocol"
+)
+
+// This file checks issue 35's network asks through the binary: a confined
+// command's curl to a local origin its allow-list does not name is held
+// while the test, as the client's user, answers approval/request.
+
+// asker is a client's user: each approval/request the server sends
+// arrives on asked, and waits for the answer the test sends on answers
+// (or for the request's end).
+type asker struct {
+	asked   chan *protocol.ApprovalRequestParams
+	answers chan protocol.ApprovalRequestResult
+	count   atomic.Int32
+}
+
+// approvalServer starts toolhost with its grants file under config (its
+// XDG_CONFIG_HOME), initializes it as a client that can ask (unless
+// noCap), and skips without the network enforcement.
+func approvalServer(t *testing.T, config string, noCap bool, args ...string) (*server, *asker) {
+	t.Helper()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir(), "XDG_CONFIG_HOME=" + config}
+	s := start(t, options{args: args, env: env})
+	a := &asker{asked: make(chan *protocol.ApprovalRequestParams, 16), answers: make(chan protocol.ApprovalRequestResult, 16)}
+	// The client answers its server's requests one at a time, on the
+	// goroutine that delivers notifications: an ask left unanswered holds
+	// it until the test ends.
+	ended := make(chan struct{})
+	t.Cleanup(func() { close(ended) }) // runs before start's, which waits for the client
+	client.OnRequest(s.c, protocol.ApprovalRequestRequest, func(ctx context.Context, p *protocol.ApprovalRequestParams) (*protocol.ApprovalRequestResult, error) {
+		a.count.Add(1)
+		a.asked <- p
+		select {
+		case r := <-a.answers:
+			return &r, nil
+		case <-ended:
+			return nil, errors.New("the test ended")
+		}
+	})
+	params := &protocol.InitializeParams{Capabilities: &protocol.ClientCapabilities{Approvals: &protocol.ApprovalsClientCapabilities{}}}
+	if noCap {
+		params = nil
+	}
+	res := s.initialize(params)
+	needNetEnforcement(t, res.Capabilities.Sandbox.Layers)
+	wantAsk := !noCap && !slices.Contains(args, "deny")
+	if got := res.Capabilities.Approvals.Ask; got != wantAsk {
+		t.Fatalf("capabilities.approvals.ask = %v, want %v", got, wantAsk)
+	}
+	return s, a
+}
+
+// fetch runs curl through the command's proxy to url under an allow-list
+// that names only a host nobody asks for, and returns the result; its
+// stdout ends with the HTTP status.
+func fetch(t *testing.T, s *server, url string) *client.Pending {
+	t.Helper()
+	return s.request("runCommand", map[string]any{
+		"argv":      []string{"sh", "-c", `curl -sS --max-time 60 -w '\n%{http_code}' "$URL"`},
+		"env":       map[string]any{"URL": url},
+		"sandbox":   netAllow("127.0.0.1:1"),
+		"timeoutMs": sbTimeout.Milliseconds(),
+	})
+}
+
+// result waits for a fetch's answer.
+func result(t *testing.T, p *client.Pending) protocol.ToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit+sbTimeout)
+	defer cancel()
+	var res protocol.ToolResult
+	if err := p.Wait(ctx, &res); err != nil {
+		t.Fatalf("runCommand: %v", err)
+	}
+	return res
+}
+
+// TestApprovalsNetworkAllowAndDeny: an allow lets the held connection
+// through (the body arrives), a deny answers 403 "denied by the user";
+// once is not remembered, so each command asks; the ToolResult says how
+// each ask was decided.
+func TestApprovalsNetworkAllowAndDeny(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	s, a := approvalServer(t, t.TempDir(), false)
+	const body = "fetched through an ask"
+	_, port := netAllowedServer(t, body)
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+
+	p := fetch(t, s, "http://"+target+"/")
+	q := <-a.asked
+	if q.Kind != protocol.ApprovalNetwork || q.Target != target || q.ApprovalID == "" || len(q.Argv) == 0 || q.Cwd == "" {
+		t.Errorf("approval/request %+v; want kind network, target %s, an id, the argv and the cwd", q, target)
+	}
+	if diff := cmp.Diff([]protocol.ApprovalScope{protocol.ApprovalOnce, protocol.ApprovalCommand, protocol.ApprovalSession, protocol.ApprovalAlways}, q.Scopes); diff != "" {
+		t.Errorf("scopes: mismatch (-want +got):\n%s", diff)
+	}
+	if q.HandleID != "" {
+		t.Errorf("handleId %q for a runCommand that has no handle", q.HandleID)
+	}
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalOnce}
+	res := result(t, p)
+	if !strings.HasPrefix(res.Stdout, body) || !strings.HasSuffix(res.Stdout, "\n200") {
+		t.Errorf("an allowed fetch printed %q, want the body and 200", res.Stdout)
+	}
+	want := []protocol.ApprovalOutcome{{Kind: protocol.ApprovalNetwork, Target: target, Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalOnce, DecidedBy: protocol.DecidedByUser}}
+	if diff := cmp.Diff(want, res.Approvals); diff != "" {
+		t.Errorf("approvals: mismatch (-want +got):\n%s", diff)
+	}
+
+	p = fetch(t, s, "http://"+target+"/")
+	<-a.asked // once was not remembered
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalDeny}
+	res = result(t, p)
+	if !strings.Contains(res.Stdout, "denied by the user") || !strings.HasSuffix(res.Stdout, "\n403") {
+		t.Errorf("a denied fetch printed %q, want 403 saying denied by the user", res.Stdout)
+	}
+	want = []protocol.ApprovalOutcome{{Kind: protocol.ApprovalNetwork, Target: target, Decision: protocol.ApprovalDeny, DecidedBy: protocol.DecidedByUser}}
+	if diff := cmp.Diff(want, res.Approvals); diff != "" {
+		t.Errorf("approvals: mismatch (-want +got):\n%s", diff)
+	}
+	if n := a.count.Load(); n != 2 {
+		t.Errorf("%d asks, want 2", n)
+	}
+}
+
+// TestApprovalsNetworkSessionGrantAndRevoke: an allow for the session
+// answers the next command's connection without asking (decidedBy
+// grant); approvals lists it; once revoked, the next asks again.
+func TestApprovalsNetworkSessionGrantAndRevoke(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	s, a := approvalServer(t, t.TempDir(), false)
+	_, port := netAllowedServer(t, "ok")
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+
+	p := fetch(t, s, "http://"+target+"/")
+	<-a.asked
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalSession}
+	result(t, p)
+
+	res := result(t, fetch(t, s, "http://"+target+"/"))
+	if !strings.HasSuffix(res.Stdout, "\n200") || len(res.Approvals) != 1 || res.Approvals[0].DecidedBy != protocol.DecidedByGrant || res.Approvals[0].Scope != protocol.ApprovalSession {
+		t.Errorf("a fetch under a session grant: stdout %q, approvals %+v; want 200, decided by the grant", res.Stdout, res.Approvals)
+	}
+	var list protocol.ApprovalList
+	s.mustCall("approvals", map[string]any{}, &list)
+	if len(list) != 1 || list[0].Target != target || list[0].Scope != protocol.ApprovalSession {
+		t.Fatalf("approvals = %+v, want the session grant of %s", list, target)
+	}
+	var rev protocol.RevokeApprovalResult
+	s.mustCall("revokeApproval", map[string]any{"approvalId": list[0].ApprovalID}, &rev)
+	if rev.Revoked.ApprovalID != list[0].ApprovalID {
+		t.Errorf("revoked %+v, want %s", rev.Revoked, list[0].ApprovalID)
+	}
+	if e := s.call("revokeApproval", map[string]any{"approvalId": list[0].ApprovalID}, nil); e == nil || e.Code != protocol.CodeInvalidParams {
+		t.Errorf("a second revoke of %s: %v, want -32602", list[0].ApprovalID, e)
+	}
+
+	p = fetch(t, s, "http://"+target+"/")
+	<-a.asked // revoked: asked again
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalDeny}
+	if res := result(t, p); !strings.HasSuffix(res.Stdout, "\n403") {
+		t.Errorf("after the revoke, a denied fetch printed %q, want 403", res.Stdout)
+	}
+}
+
+// TestApprovalsNetworkAlwaysSurvivesARestart: an allow for always is
+// written to the grants file under the user's config directory, which a
+// confined command cannot write; a new server on the same root answers
+// from it without asking.
+func TestApprovalsNetworkAlwaysSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	config := t.TempDir()
+	s, a := approvalServer(t, config, false)
+	_, port := netAllowedServer(t, "ok")
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+	p := fetch(t, s, "http://"+target+"/")
+	<-a.asked
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalAlways}
+	result(t, p)
+	grants := filepath.Join(config, "toolhost", "grants.json")
+	before, err := os.ReadFile(grants)
+	if err != nil || !strings.Contains(string(before), target) {
+		t.Fatalf("the grants file %s: %q, %v; want it to name %s", grants, before, err, target)
+	}
+	forge := netRun(t, s, map[string]any{"filesystem": "workspace-write", "network": false}, "",
+		`echo '{"version":1,"grants":[]}' > "$GRANTS"`, map[string]any{"GRANTS": grants}, sbTimeout)
+	if forge.Success {
+		t.Errorf("a confined command wrote the grants file: %+v", forge)
+	}
+	if after, _ := os.ReadFile(grants); string(after) != string(before) {
+		t.Errorf("the grants file changed under a confined command: %q", after)
+	}
+	s.shutdown()
+
+	s2 := start(t, options{root: s.root, env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir(), "XDG_CONFIG_HOME=" + config}})
+	client.OnRequest(s2.c, protocol.ApprovalRequestRequest, func(context.Context, *protocol.ApprovalRequestParams) (*protocol.ApprovalRequestResult, error) {
+		t.Error("the restarted server asked about a host granted always")
+		return &protocol.ApprovalRequestResult{Decision: protocol.ApprovalDeny}, nil
+	})
+	s2.initialize(&protocol.InitializeParams{Capabilities: &protocol.ClientCapabilities{Approvals: &protocol.ApprovalsClientCapabilities{}}})
+	res := result(t, fetch(t, s2, "http://"+target+"/"))
+	if !strings.HasSuffix(res.Stdout, "\n200") || len(res.Approvals) != 1 || res.Approvals[0].DecidedBy != protocol.DecidedByGrant {
+		t.Errorf("after a restart: stdout %q, approvals %+v; want 200 decided by the always grant", res.Stdout, res.Approvals)
+	}
+}
+
+// TestApprovalsNetworkNeverAsked: a client without the capability, a
+// server with --approvals deny, an answer that never comes, and a name
+// that resolves to a loopback address are all refused; only the timeout
+// is asked.
+func TestApprovalsNetworkNeverAsked(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	_, port := netAllowedServer(t, "ok")
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+	for _, c := range []struct {
+		name      string
+		noCap     bool
+		args      []string
+		url       string
+		asks      int32
+		decidedBy protocol.ApprovalDecidedBy
+		says      string
+	}{
+		{"no capability", true, nil, "http://" + target + "/", 0, protocol.DecidedByNoClient, "no client"},
+		{"approvals deny", false, []string{"--approvals", "deny"}, "http://" + target + "/", 0, protocol.DecidedByPolicy, "--approvals deny"},
+		{"timeout", false, []string{"--approval-timeout", "300ms"}, "http://" + target + "/", 1, protocol.DecidedByTimeout, "no answer"},
+		{"a name of a loopback address", false, nil, fmt.Sprintf("http://localhost:%d/", port), 0, "", "loopback"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s, a := approvalServer(t, t.TempDir(), c.noCap, c.args...)
+			res := result(t, fetch(t, s, c.url))
+			if !strings.HasSuffix(res.Stdout, "\n403") || !strings.Contains(res.Stdout, c.says) {
+				t.Errorf("stdout %q, want 403 saying %q", res.Stdout, c.says)
+			}
+			if n := a.count.Load(); n != c.asks {
+				t.Errorf("%d asks, want %d", n, c.asks)
+			}
+			if c.decidedBy == "" {
+				if len(res.Approvals) != 0 {
+					t.Errorf("approvals %+v for a refusal that is never asked", res.Approvals)
+				}
+				return
+			}
+			if len(res.Approvals) != 1 || res.Approvals[0].DecidedBy != c.decidedBy || res.Approvals[0].Decision != protocol.ApprovalDeny {
+				t.Errorf("approvals %+v, want one deny decided by %s", res.Approvals, c.decidedBy)
+			}
+		})
+	}
+}
+
+// TestApprovalsNetworkMerged: three connections of one command to one
+// host at once are one ask, whose allow for the command lets all three
+// through.
+func TestApprovalsNetworkMerged(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	s, a := approvalServer(t, t.TempDir(), false)
+	_, port := netAllowedServer(t, "ok")
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+	p := s.request("runCommand", map[string]any{
+		"argv":      []string{"sh", "-c", `for i in 1 2 3; do curl -sS --max-time 60 -o /dev/null -w '%{http_code}\n' "$URL" & done; wait`},
+		"env":       map[string]any{"URL": "http://" + target + "/"},
+		"sandbox":   netAllow("127.0.0.1:1"),
+		"timeoutMs": sbTimeout.Milliseconds(),
+	})
+	<-a.asked
+	// For the command: the connections that come after the answer, not
+	// merged into its ask, are answered by the grant.
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalCommand}
+	res := result(t, p)
+	if res.Stdout != "200\n200\n200\n" {
+		t.Errorf("three fetches printed %q, want three 200s", res.Stdout)
+	}
+	if n := a.count.Load(); n != 1 {
+		t.Errorf("%d asks for three connections to one host at once, want 1", n)
+	}
+}
