@@ -2,9 +2,11 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -220,6 +222,34 @@ func TestApprovalsNetworkAlwaysSurvivesARestart(t *testing.T) {
 	res := result(t, fetch(t, s2, "http://"+target+"/"))
 	if !strings.HasSuffix(res.Stdout, "\n200") || len(res.Approvals) != 1 || res.Approvals[0].DecidedBy != protocol.DecidedByGrant {
 		t.Errorf("after a restart: stdout %q, approvals %+v; want 200 decided by the always grant", res.Stdout, res.Approvals)
+	}
+
+	// From a shell: toolhost approvals list shows it, revoke drops it.
+	cli := func(args ...string) (string, int) {
+		cmd := exec.Command(binary, append([]string{"approvals"}, args...)...)
+		cmd.Env = []string{"HOME=" + os.Getenv("HOME"), "XDG_CONFIG_HOME=" + config}
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("toolhost approvals %q: %v", args, err)
+		}
+		return string(out), code
+	}
+	out, code := cli("list", "--json", "--root", s.root)
+	var listed []struct{ ID, Kind, Target, Root string }
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || code != 0 || len(listed) != 1 || listed[0].Target != target || listed[0].Root != s.root {
+		t.Fatalf("toolhost approvals list --json --root: exit %d, %q (%v); want the grant of %s", code, out, err, target)
+	}
+	if out, code := cli("revoke", "g-unknown"); code != 1 || !strings.Contains(out, "g-unknown") {
+		t.Errorf("a revoke of an unknown id: exit %d, %q; want 1 naming it", code, out)
+	}
+	if out, code := cli("revoke", listed[0].ID); code != 0 {
+		t.Fatalf("toolhost approvals revoke: exit %d, %q", code, out)
+	}
+	if out, _ := cli("list"); strings.Contains(out, target) {
+		t.Errorf("after the revoke, the list still names %s: %q", target, out)
 	}
 }
 

@@ -167,7 +167,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  toolhost [flags]       serve JSON-RPC 2.0 on stdin/stdout (MCP when the first message is an MCP initialize or server/discover)\n  toolhost mcp [flags]   serve the Model Context Protocol on stdin/stdout\n  toolhost demo [flags]  play a short session against a temporary workspace (--mcp: an MCP session)\n  toolhost holder ...    the holder of --persist's sessions, which toolhost --persist starts itself\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage:\n  toolhost [flags]       serve JSON-RPC 2.0 on stdin/stdout (MCP when the first message is an MCP initialize or server/discover)\n  toolhost mcp [flags]   serve the Model Context Protocol on stdin/stdout\n  toolhost demo [flags]  play a short session against a temporary workspace (--mcp: an MCP session)\n  toolhost approvals list|revoke  the always grants of approval/request, from a shell\n  toolhost holder ...    the holder of --persist's sessions, which toolhost --persist starts itself\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	return fs

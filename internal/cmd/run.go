@@ -28,6 +28,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, version strin
 	if len(args) > 0 && args[0] == "holder" {
 		return runHolder(args[1:], stderr, version)
 	}
+	if len(args) > 0 && args[0] == "approvals" {
+		return runApprovals(args[1:], stdout, stderr)
+	}
 	cl, err := parseCommandLine(args, "", os.Environ(), stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
