@@ -326,3 +326,72 @@ func TestApprovalsNetworkMerged(t *testing.T) {
 		t.Errorf("%d asks for three connections to one host at once, want 1", n)
 	}
 }
+
+// TestApprovalsSandboxWider: a runCommand whose sandbox is wider than the
+// server's is asked about before it starts when it gives a
+// justification: allowed, it runs with exactly the sandbox asked (its
+// write lands, under a read-only default); denied, it is -32034 naming
+// the widening and nothing ran; without a justification it is -32602, as
+// before, and nobody is asked.
+func TestApprovalsSandboxWider(t *testing.T) {
+	t.Parallel()
+	s, a := approvalServer(t, t.TempDir(), false, "--sandbox-default", "read-only")
+	run := func(marker, justification string) (protocol.ToolResult, *protocol.Error) {
+		params := map[string]any{
+			"argv":    netTouch(filepath.Join(s.root, marker)),
+			"sandbox": map[string]any{"filesystem": "workspace-write"},
+		}
+		if justification != "" {
+			params["justification"] = justification
+		}
+		return netRunResult(t, s, params)
+	}
+
+	_, e := run("plain", "")
+	netInvalidParams(t, "a wider sandbox without a justification", e, "sandbox.filesystem")
+	netMarkerAbsent(t, "without a justification", filepath.Join(s.root, "plain"))
+
+	done := make(chan struct{})
+	var res protocol.ToolResult
+	go func() { // owned by the test, which waits on done
+		defer close(done)
+		res, e = run("allowed", "the build writes its output")
+	}()
+	q := <-a.asked
+	if q.Kind != protocol.ApprovalSandbox || !strings.Contains(q.Target, "filesystem workspace-write, where the server allows read-only") || q.Justification != "the build writes its output" {
+		t.Errorf("approval/request %+v; want kind sandbox, the widening and the justification", q)
+	}
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalOnce}
+	<-done
+	if e != nil || !res.Success {
+		t.Fatalf("the allowed command: %v, %+v", e, res)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "allowed")); err != nil {
+		t.Errorf("the allowed command's write did not land: %v", err)
+	}
+	if res.Sandbox == nil || res.Sandbox.Filesystem != protocol.SandboxWorkspaceWrite {
+		t.Errorf("sandbox applied %+v, want workspace-write", res.Sandbox)
+	}
+	if len(res.Approvals) != 1 || res.Approvals[0].Kind != protocol.ApprovalSandbox || res.Approvals[0].Decision != protocol.ApprovalAllow {
+		t.Errorf("approvals %+v, want the sandbox ask allowed", res.Approvals)
+	}
+
+	done = make(chan struct{})
+	go func() { // owned by the test, which waits on done
+		defer close(done)
+		_, e = run("denied", "please")
+	}()
+	<-a.asked
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalDeny}
+	<-done
+	if e == nil || e.Code != protocol.CodeApprovalDenied {
+		t.Fatalf("the denied command: %v, want -32034", e)
+	}
+	if d := errData(e); d.Kind != protocol.ApprovalSandbox || d.DecidedBy != protocol.DecidedByUser || !strings.Contains(d.Target, "workspace-write") {
+		t.Errorf("ApprovalDenied data %+v, want kind sandbox, decidedBy user and the widening", d)
+	}
+	netMarkerAbsent(t, "a denied sandbox", filepath.Join(s.root, "denied"))
+	if n := a.count.Load(); n != 2 {
+		t.Errorf("%d asks, want 2", n)
+	}
+}

@@ -30,6 +30,12 @@ const (
 	// network allow-list does not name. The proxy holds the connection
 	// while the user decides.
 	ApprovalNetwork ApprovalKind = "network"
+	// ApprovalSandbox: a runCommand or longRunning whose sandbox is wider
+	// than the server allows (a looser filesystem mode, the network on, or
+	// an allow-list entry the server's list does not cover), and which
+	// gives a justification. Asked before anything starts; the target
+	// describes the widening.
+	ApprovalSandbox ApprovalKind = "sandbox"
 )
 
 // ApprovalScope is how far an allow reaches.

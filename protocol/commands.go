@@ -135,6 +135,13 @@ type RunCommandParams struct {
 	// brings back) and changes (what the command added, modified and
 	// deleted).
 	Snapshot bool `json:"snapshot,omitempty"`
+	// Justification is the agent's reason for a sandbox wider than the
+	// server allows. With it, and a client that can ask its user
+	// (capabilities.approvals), the widening is asked about before
+	// anything starts (approval/request, kind sandbox): allowed, the
+	// command runs with exactly the sandbox asked; denied, ApprovalDenied.
+	// Without it such a sandbox is InvalidParams.
+	Justification string `json:"justification,omitempty"`
 }
 
 // LongRunningParams are the params of longRunning: everything runCommand

@@ -59,4 +59,5 @@ var (
 	ErrSnapshotTooLarge       = &Error{Code: CodeSnapshotTooLarge, Message: "snapshot too large"}
 	ErrSnapshotBusy           = &Error{Code: CodeSnapshotBusy, Message: "snapshot busy"}
 	ErrSnapshotNotFound       = &Error{Code: CodeSnapshotNotFound, Message: "snapshot not found"}
+	ErrApprovalDenied         = &Error{Code: CodeApprovalDenied, Message: "approval denied"}
 )

@@ -25,6 +25,7 @@ const (
 	CodeSnapshotTooLarge       = -32031 // a snapshot would take the store over --snapshot-max-bytes (data.largest, data.size, data.limit)
 	CodeSnapshotBusy           = -32032 // a restore while the session's commands run, without force (data.reason)
 	CodeSnapshotNotFound       = -32033 // an unknown snapshotId (data.snapshotId)
+	CodeApprovalDenied         = -32034 // a sandbox wider than the server allows was asked about and not allowed (data.kind, data.target, data.decidedBy)
 )
 
 // ErrorData is the data of every error toolhost sends: what and where.
@@ -81,4 +82,9 @@ type ErrorData struct {
 	// Entry is the denyRead or protect entry that matched, as configured
 	// (absolute), with Policy.
 	Entry string `json:"entry,omitempty"`
+	// Kind, Target and DecidedBy are the ask of an ApprovalDenied: what
+	// was asked, exactly, and who denied it.
+	Kind      ApprovalKind      `json:"kind,omitempty"`
+	Target    string            `json:"target,omitempty"`
+	DecidedBy ApprovalDecidedBy `json:"decidedBy,omitempty"`
 }

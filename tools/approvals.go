@@ -172,14 +172,19 @@ func (t *Tools) isHandle(id string) bool {
 
 // record keeps an outcome of the command id asked with.
 func (a *asks) record(id string, out approval.Outcome) {
+	a.mu.Lock()
+	a.byID[id] = append(a.byID[id], wireOutcome(out))
+	a.mu.Unlock()
+}
+
+// wireOutcome is an outcome as a ToolResult reports it.
+func wireOutcome(out approval.Outcome) protocol.ApprovalOutcome {
 	o := protocol.ApprovalOutcome{Kind: protocol.ApprovalKind(out.Kind), Target: out.Target,
 		Decision: protocol.ApprovalDeny, DecidedBy: protocol.ApprovalDecidedBy(out.DecidedBy)}
 	if out.Allow {
 		o.Decision, o.Scope = protocol.ApprovalAllow, protocol.ApprovalScope(out.Scope)
 	}
-	a.mu.Lock()
-	a.byID[id] = append(a.byID[id], o)
-	a.mu.Unlock()
+	return o
 }
 
 // approvalsResult puts cmd's asks into its result res. Once res is final

@@ -18,7 +18,7 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *protocol.Lon
 	if p.YieldMs != nil {
 		return nil, protocol.InvalidParams("yieldMs", "is for runCommand: a longRunning answers at once")
 	}
-	spec, err := t.commandSpec(ws, &p.RunCommandParams, p.Steps)
+	spec, asked, err := t.commandSpec(ctx, ws, &p.RunCommandParams, p.Steps)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +86,7 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *protocol.Lon
 	}
 	t.attachSnapshot(cmd, before)
 	attachRepos(cmd, repos)
+	t.bindAsks(cmd, asked)
 	// The handle's notifications wait for the response that names it.
 	s.AfterReply(ctx, func() { w.started(cmd) })
 	token := p.WorkDoneToken

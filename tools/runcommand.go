@@ -33,7 +33,7 @@ const maxYieldMs = 3_600_000
 func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunCommandParams) (*protocol.ToolResult, error) {
 	arrived := arrival(ctx)
 	ws, mgr := t.state()
-	spec, err := t.commandSpec(ws, p, nil)
+	spec, asked, err := t.commandSpec(ctx, ws, p, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +43,7 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunC
 		if err != nil {
 			return nil, err
 		}
+		t.bindAsks(cmd, asked)
 		s.Detach(ctx) // it waits on the command now, computing nothing
 		return t.awaitCommand(ctx, s, w, cmd, p.WorkDoneToken, nil)
 	}
@@ -54,6 +55,7 @@ func (t *Tools) runCommand(ctx context.Context, s *rpc.Session, p *protocol.RunC
 	if err != nil {
 		return nil, procError(err)
 	}
+	t.bindAsks(cmd, asked)
 	if p.WorkDoneToken != nil {
 		t.trackToken(*p.WorkDoneToken, cmd)
 	}

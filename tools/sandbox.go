@@ -294,12 +294,18 @@ func (c *confinement) policy(l level) sandbox.Policy {
 // confinement, and points the caches of a workspace-write command at the
 // session's cache directory unless env sets them. It returns nil for a
 // command that runs unconfined (--sandbox off, and nothing asked).
-func (c *confinement) confine(p *protocol.RunCommandParams, spec *process.Spec, steps []protocol.StepSpec) error {
+//
+// A sandbox wider than the session's is refused, unless wider (when not
+// nil) gives the level to run with instead: the user allowed it.
+func (c *confinement) confine(p *protocol.RunCommandParams, spec *process.Spec, steps []protocol.StepSpec, wider func(refusal error) (level, error)) error {
 	explicit := c.explicit || p.Sandbox != nil || p.Limits != nil
 	for _, st := range steps {
 		explicit = explicit || st.Sandbox != nil
 	}
 	lvl, err := c.tighten(c.def, p.Sandbox, "sandbox")
+	if err != nil && wider != nil {
+		lvl, err = wider(err)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -13,22 +14,27 @@ import (
 
 // commandSpec checks the params runCommand and longRunning share, and a
 // recipe's steps, and turns them into a process spec, confined as the
-// session and the request say. With steps, argv must be empty.
-func (t *Tools) commandSpec(ws *workspace.Workspace, p *protocol.RunCommandParams, steps []protocol.StepSpec) (process.Spec, error) {
+// session and the request say. With steps, argv must be empty. A sandbox
+// wider than the session's, given with a justification, is asked about
+// (askWider) before anything starts; the outcomes are the asks made, for
+// the command's ToolResult (bindAsks).
+func (t *Tools) commandSpec(ctx context.Context, ws *workspace.Workspace, p *protocol.RunCommandParams, steps []protocol.StepSpec) (process.Spec, []protocol.ApprovalOutcome, error) {
 	spec, err := t.plainSpec(ws, p)
 	if err != nil {
-		return spec, err
+		return spec, nil, err
 	}
 	if len(steps) > 0 {
 		if err := stepsSpec(ws, &spec, steps); err != nil {
-			return spec, err
+			return spec, nil, err
 		}
 	}
 	t.mu.Lock()
 	conf := t.conf
 	t.mu.Unlock()
-	if err := conf.confine(p, &spec, steps); err != nil {
-		return spec, err
+	var outcomes []protocol.ApprovalOutcome
+	wider := func(refusal error) (level, error) { return t.askWider(ctx, conf, p, refusal, &outcomes) }
+	if err := conf.confine(p, &spec, steps, wider); err != nil {
+		return spec, outcomes, err
 	}
 	if spec.Confine != nil && spec.Confine.Network != nil {
 		// A connection the allow-list refuses is asked about.
@@ -38,7 +44,7 @@ func (t *Tools) commandSpec(ws *workspace.Workspace, p *protocol.RunCommandParam
 		}
 		spec.Confine.NetworkAsk = t.networkAsk(argv, spec.Dir)
 	}
-	return spec, nil
+	return spec, outcomes, nil
 }
 
 // plainSpec checks the params runCommand and longRunning share but argv

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -201,7 +202,7 @@ func TestCommandSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := f.tools.commandSpec(f.ws, &tt.p, tt.steps)
+			got, _, err := f.tools.commandSpec(context.Background(), f.ws, &tt.p, tt.steps)
 			if err != nil {
 				t.Fatalf("commandSpec: %v", err)
 			}
@@ -293,7 +294,7 @@ func TestCommandSpecRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := f.tools.commandSpec(f.ws, &tt.p, tt.steps)
+			_, _, err := f.tools.commandSpec(context.Background(), f.ws, &tt.p, tt.steps)
 			checkError(t, err, tt.want)
 		})
 	}
@@ -496,7 +497,7 @@ func TestCommandSpecConfinement(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Config{OutputLimit: sessionOutputLimit, Sandbox: tt.server}, tt.session)
-			got, err := f.tools.commandSpec(f.ws, &tt.p, tt.steps)
+			got, _, err := f.tools.commandSpec(context.Background(), f.ws, &tt.p, tt.steps)
 			if err != nil {
 				t.Fatalf("commandSpec: %v", err)
 			}
@@ -619,7 +620,7 @@ func TestCommandSpecConfinementRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Config{Sandbox: tt.server}, tt.session)
-			_, err := f.tools.commandSpec(f.ws, &tt.p, tt.steps)
+			_, _, err := f.tools.commandSpec(context.Background(), f.ws, &tt.p, tt.steps)
 			checkError(t, err, tt.want)
 		})
 	}

@@ -395,6 +395,15 @@ export interface RunCommandParams {
    * deleted).
    */
   snapshot?: boolean;
+  /**
+   * Justification is the agent's reason for a sandbox wider than the
+   * server allows. With it, and a client that can ask its user
+   * (capabilities.approvals), the widening is asked about before
+   * anything starts (approval/request, kind sandbox): allowed, the
+   * command runs with exactly the sandbox asked; denied, ApprovalDenied.
+   * Without it such a sandbox is InvalidParams.
+   */
+  justification?: string;
 }
 
 /**
@@ -1810,14 +1819,23 @@ export interface ApprovalsCapability {
 }
 
 /** ApprovalKind is what an ask is about. */
-export type ApprovalKind = "network";
+export type ApprovalKind = "network" | "sandbox";
 
+/** The kinds of ask. */
 /**
  * ApprovalNetwork: a confined command connects to a host:port its
  * network allow-list does not name. The proxy holds the connection
  * while the user decides.
  */
 export const ApprovalNetwork = "network" satisfies ApprovalKind;
+/**
+ * ApprovalSandbox: a runCommand or longRunning whose sandbox is wider
+ * than the server allows (a looser filesystem mode, the network on, or
+ * an allow-list entry the server's list does not cover), and which
+ * gives a justification. Asked before anything starts; the target
+ * describes the widening.
+ */
+export const ApprovalSandbox = "sandbox" satisfies ApprovalKind;
 
 /** ApprovalScope is how far an allow reaches. */
 export type ApprovalScope = "once" | "command" | "session" | "always";
@@ -2550,6 +2568,13 @@ export interface ErrorData {
    * (absolute), with Policy.
    */
   entry?: string;
+  /**
+   * Kind, Target and DecidedBy are the ask of an ApprovalDenied: what
+   * was asked, exactly, and who denied it.
+   */
+  kind?: ApprovalKind;
+  target?: string;
+  decidedBy?: ApprovalDecidedBy;
 }
 
 /** The error codes toolhost sends: JSON-RPC's, LSP's, and its own. */
@@ -2597,3 +2622,5 @@ export const CodeSnapshotTooLarge = -32031;
 export const CodeSnapshotBusy = -32032;
 /** an unknown snapshotId (data.snapshotId) */
 export const CodeSnapshotNotFound = -32033;
+/** a sandbox wider than the server allows was asked about and not allowed (data.kind, data.target, data.decidedBy) */
+export const CodeApprovalDenied = -32034;
