@@ -140,6 +140,9 @@ type Server struct {
 	// answer, by id; nextCall numbers them. Guarded by mu.
 	calls    map[jsonrpc2.ID]chan callAnswer
 	nextCall int64
+	// inputEnded is set once the read loop has seen the input end: no
+	// answer to a call can come, so calls fail at once. Guarded by mu.
+	inputEnded bool
 
 	// room is signalled (capacity 1) when the outbox drains or a busy
 	// request ends; the read loop waits on it for room to go on.
@@ -183,6 +186,7 @@ type batch struct {
 type callAnswer struct {
 	result json.RawMessage
 	err    *protocol.Error
+	gone   bool // no answer: the input ended (ErrClientGone)
 }
 
 // NewServer returns a server for one session.
@@ -271,6 +275,7 @@ func (s *Server) readLoop(fr *frameReader) {
 			if err != io.EOF {
 				s.log.Warn("input failed", "err", err)
 			}
+			s.endCalls()
 			break
 		}
 		j := s.dispatch(frame)
@@ -803,6 +808,10 @@ func (s *Server) callClient(ctx context.Context, method string, params any) (jso
 	}
 	ch := make(chan callAnswer, 1)
 	s.mu.Lock()
+	if s.inputEnded {
+		s.mu.Unlock()
+		return nil, ErrClientGone
+	}
 	s.nextCall++
 	id := jsonrpc2.NewNumberID(s.nextCall)
 	s.calls[id] = ch
@@ -815,12 +824,33 @@ func (s *Server) callClient(ctx context.Context, method string, params any) (jso
 	s.out.send(jsonrpc2.AppendCall(nil, id, method, p), false)
 	select {
 	case a := <-ch:
-		if a.err != nil {
+		switch {
+		case a.gone:
+			return nil, ErrClientGone
+		case a.err != nil:
 			return nil, a.err
 		}
 		return a.result, nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
+	}
+}
+
+// ErrClientGone is the error of a request to the client once its input
+// has ended: no answer can come.
+var ErrClientGone = errors.New("the client's input ended: no answer can come")
+
+// endCalls fails the calls that await an answer, and every later one,
+// with ErrClientGone: the input has ended.
+func (s *Server) endCalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inputEnded = true
+	for _, ch := range s.calls {
+		select {
+		case ch <- callAnswer{gone: true}: // capacity 1: unless answered already
+		default:
+		}
 	}
 }
 

@@ -102,7 +102,7 @@ func askClient(ctx context.Context, s *rpc.Session, r approval.Request, isHandle
 	var res protocol.ApprovalRequestResult
 	err := s.Call(ctx, protocol.MethodApprovalRequest, p, &res)
 	switch {
-	case errors.Is(err, rpc.ErrDetached):
+	case errors.Is(err, rpc.ErrDetached), errors.Is(err, rpc.ErrClientGone):
 		return approval.Answer{}, approval.ErrNoClient
 	case err != nil:
 		return approval.Answer{}, err

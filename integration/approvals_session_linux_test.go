@@ -1,0 +1,79 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/client"
+	"github.com/toolhost/toolhost/protocol"
+)
+
+// TestApprovalsConnectionLostMidAsk: a client whose input ends while an
+// ask waits for it denies it (decidedBy noClient): the command's
+// connection is refused at once, not after the timeout, and the command's
+// result still arrives on the open output.
+func TestApprovalsConnectionLostMidAsk(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	s, a := approvalServer(t, t.TempDir(), false, "--approval-timeout", "10m")
+	_, port := netAllowedServer(t, "ok")
+	p := fetch(t, s, fmt.Sprintf("http://127.0.0.1:%d/", port))
+	<-a.asked
+	s.closeStdin()
+	res := result(t, p)
+	if !strings.HasSuffix(res.Stdout, "\n403") || !strings.Contains(res.Stdout, "no client can ask") {
+		t.Errorf("stdout %q, want 403 saying no client can ask", res.Stdout)
+	}
+	if len(res.Approvals) != 1 || res.Approvals[0].DecidedBy != protocol.DecidedByNoClient {
+		t.Errorf("approvals %+v, want one deny decided by noClient", res.Approvals)
+	}
+}
+
+// TestApprovalsSessionGrantSurvivesAResume: under --persist, an allow for
+// the session is the session's: a client that resumes it after the first
+// one's connection ended finds the grant, and is not asked.
+func TestApprovalsSessionGrantSurvivesAResume(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	pe := newPersistEnv(t)
+	config := t.TempDir()
+	o := pe.options()
+	o.env = append(o.env, "XDG_CONFIG_HOME="+config)
+	a := start(t, o)
+	asked := make(chan *protocol.ApprovalRequestParams, 1)
+	client.OnRequest(a.c, protocol.ApprovalRequestRequest, func(_ context.Context, q *protocol.ApprovalRequestParams) (*protocol.ApprovalRequestResult, error) {
+		asked <- q
+		return &protocol.ApprovalRequestResult{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalSession}, nil
+	})
+	caps := &protocol.ClientCapabilities{Approvals: &protocol.ApprovalsClientCapabilities{}}
+	init := a.initialize(&protocol.InitializeParams{Capabilities: caps})
+	needNetEnforcement(t, init.Capabilities.Sandbox.Layers)
+	_, port := netAllowedServer(t, "ok")
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	if res := result(t, fetch(t, a, url)); !strings.HasSuffix(res.Stdout, "\n200") {
+		t.Fatalf("the first fetch printed %q, want 200", res.Stdout)
+	}
+	<-asked
+	a.closeStdin()
+	a.wait()
+
+	b := start(t, o)
+	client.OnRequest(b.c, protocol.ApprovalRequestRequest, func(context.Context, *protocol.ApprovalRequestParams) (*protocol.ApprovalRequestResult, error) {
+		t.Error("the resumed session asked about a host its session allowed")
+		return &protocol.ApprovalRequestResult{Decision: protocol.ApprovalDeny}, nil
+	})
+	params := resumeParams(init.SessionID, nil)
+	params.Capabilities = caps
+	b.initialize(params)
+	res := result(t, fetch(t, b, url))
+	if !strings.HasSuffix(res.Stdout, "\n200") || len(res.Approvals) != 1 || res.Approvals[0].DecidedBy != protocol.DecidedByGrant {
+		t.Errorf("after the resume: stdout %q, approvals %+v; want 200 decided by the session grant", res.Stdout, res.Approvals)
+	}
+	var list protocol.ApprovalList
+	b.mustCall("approvals", map[string]any{}, &list)
+	if len(list) != 1 || list[0].Scope != protocol.ApprovalSession {
+		t.Errorf("approvals after the resume = %+v, want the session grant", list)
+	}
+}
