@@ -77,3 +77,36 @@ func TestApprovalsSessionGrantSurvivesAResume(t *testing.T) {
 		t.Errorf("approvals after the resume = %+v, want the session grant", list)
 	}
 }
+
+// TestApprovalsTwentyCommandsFiveHosts: twenty commands at once, four to
+// each of five hosts no list names, with a user who allows each host for
+// the session: exactly five asks, and every command gets its body.
+func TestApprovalsTwentyCommandsFiveHosts(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	s, a := approvalServer(t, t.TempDir(), false)
+	var urls []string
+	for i := range 5 {
+		_, port := netAllowedServer(t, fmt.Sprintf("host %d", i))
+		urls = append(urls, fmt.Sprintf("http://127.0.0.1:%d/", port))
+	}
+	go func() { // owned by the test: it ends once the five answers are taken, or with the test
+		for range 5 {
+			<-a.asked
+			a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalSession}
+		}
+	}()
+	var pending []*client.Pending
+	for i := range 20 {
+		pending = append(pending, fetch(t, s, urls[i%5]))
+	}
+	for i, p := range pending {
+		res := result(t, p)
+		if want := fmt.Sprintf("host %d\n200", i%5); res.Stdout != want {
+			t.Errorf("command %d printed %q, want %q", i, res.Stdout, want)
+		}
+	}
+	if n := a.count.Load(); n != 5 {
+		t.Errorf("%d asks for five hosts, want 5", n)
+	}
+}
