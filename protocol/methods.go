@@ -399,7 +399,9 @@ var (
 	// ApprovalRequestRequest asks the client's user, for a client that
 	// declared capabilities.approvals, whether a confined command may do
 	// what its confinement refuses: connect to a host:port its allow-list
-	// does not name. The command's connection is held meanwhile. Asks of
+	// does not name (the command's connection is held meanwhile), or run
+	// with a sandbox wider than the session's, which it justified (before
+	// it starts). Asks of
 	// the same kind and target are merged into one, and an allow is
 	// remembered in the scope the answer chose. An error answer, an
 	// answer that is not allow or deny, a scope not offered, no answer
