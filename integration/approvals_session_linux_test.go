@@ -3,6 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,5 +111,75 @@ func TestApprovalsTwentyCommandsFiveHosts(t *testing.T) {
 	}
 	if n := a.count.Load(); n != 5 {
 		t.Errorf("%d asks for five hosts, want 5", n)
+	}
+}
+
+// TestApprovalsBadAnswers: an answer that is not one is a deny by policy,
+// and the session goes on: a decision other than allow or deny, a scope
+// not offered, and an error answer. A damaged grants file is refused,
+// left as it was, and always is not offered.
+func TestApprovalsBadAnswers(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	config := t.TempDir()
+	grants := filepath.Join(config, "toolhost", "grants.json")
+	if err := os.MkdirAll(filepath.Dir(grants), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const damaged = `{"version":1,"grants":[{"id":`
+	if err := os.WriteFile(grants, []byte(damaged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, a := approvalServer(t, config, false)
+	_, port := netAllowedServer(t, "ok")
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	for _, answer := range []protocol.ApprovalRequestResult{
+		{Decision: "maybe"},
+		{Decision: protocol.ApprovalAllow, Scope: "forever"},
+		{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalAlways},
+		{Decision: protocol.ApprovalAllow},
+	} {
+		p := fetch(t, s, url)
+		q := <-a.asked
+		if slices.Contains(q.Scopes, protocol.ApprovalAlways) {
+			t.Errorf("always offered with a damaged grants file: %v", q.Scopes)
+		}
+		a.answers <- answer
+		res := result(t, p)
+		if !strings.HasSuffix(res.Stdout, "\n403") || len(res.Approvals) != 1 || res.Approvals[0].DecidedBy != protocol.DecidedByPolicy {
+			t.Errorf("answer %+v: stdout %q, approvals %+v; want 403, denied by policy", answer, res.Stdout, res.Approvals)
+		}
+	}
+	if b, _ := os.ReadFile(grants); string(b) != damaged {
+		t.Errorf("the damaged grants file was changed: %q", b)
+	}
+	if !strings.Contains(s.stderr.String(), "grants file") {
+		t.Errorf("no warning about the damaged grants file in the log")
+	}
+}
+
+// TestApprovalsSandboxNetworkOn: a command that asks for the network on
+// under --sandbox-network off, with a justification, is asked about; the
+// allow gives it the network it asked for, and nothing more.
+func TestApprovalsSandboxNetworkOn(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	s, a := approvalServer(t, t.TempDir(), false, "--sandbox-network", "off")
+	_, port := netAllowedServer(t, "reached")
+	p := s.request("runCommand", map[string]any{
+		"argv":          []string{"sh", "-c", `curl -sS --max-time 60 "$URL"`},
+		"env":           map[string]any{"URL": fmt.Sprintf("http://127.0.0.1:%d/", port)},
+		"sandbox":       map[string]any{"network": true},
+		"justification": "the tests fetch a fixture",
+		"timeoutMs":     sbTimeout.Milliseconds(),
+	})
+	q := <-a.asked
+	if q.Kind != protocol.ApprovalSandbox || q.Target != "network on, where the server allows off" {
+		t.Errorf("approval/request kind %s, target %q; want sandbox, the network on where the server allows off", q.Kind, q.Target)
+	}
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalOnce}
+	res := result(t, p)
+	if res.Stdout != "reached" || res.Sandbox == nil || !res.Sandbox.Network {
+		t.Errorf("stdout %q, sandbox %+v; want the body, with the network on", res.Stdout, res.Sandbox)
 	}
 }
