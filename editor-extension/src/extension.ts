@@ -15,12 +15,14 @@ import {
   WorkDoneProgress,
 } from 'vscode-languageclient/node';
 import { progressHandles, sandboxOf, snapshotsOf, workspaceOf } from './answers';
+import { ApprovalQueue, approvalButtons, approvalMessage, approvalsFeature, approvalTimeoutOf, askedFor, describeApproval } from './approvals';
 import { splitArgv } from './argv';
 import { destinationOf, destinationPicks, destinationsOf, handleHead, isLocalPath, qualifiedPath, THIS_MACHINE } from './destinations';
 import type { ReadOutput } from './follow';
 import { LiveOutput } from './liveOutput';
 import { describeAllowed, describeCapability, describeRefused, describeStep, refusedHosts, summarizeResult, ToolsModel, ToolView } from './model';
 import {
+  ApprovalRequestRequest,
   type CancelParams,
   type InitializationOptions,
   CancelRequest,
@@ -111,6 +113,8 @@ class Toolhost implements vscode.Disposable {
   private snapshotWarned = false;
   /** The documents of a file as a command's snapshot holds it, for the diff editor. */
   private readonly snapshotDocs: SnapshotDocs;
+  /** The server's questions to the user (approval/request), one notification at a time. */
+  private readonly approvals = new ApprovalQueue((p) => vscode.window.showWarningMessage(approvalMessage(p), ...approvalButtons(p.scopes)));
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.session = new SessionStore(context.workspaceState);
@@ -156,7 +160,7 @@ class Toolhost implements vscode.Disposable {
       cmd('toolhost.restartServer', () => this.restartServer()),
       cmd('toolhost.showResults', () => this.results.show(true)),
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (['serverPath', 'serverArgs', 'readRoots', 'sandbox', 'networkAllow', 'persist'].some((s) => e.affectsConfiguration(`toolhost.${s}`))) {
+        if (['serverPath', 'serverArgs', 'readRoots', 'sandbox', 'networkAllow', 'persist', 'approvals.enabled'].some((s) => e.affectsConfiguration(`toolhost.${s}`))) {
           void vscode.window
             .showInformationMessage('Toolhost: restart the server to use the new settings?', 'Restart Server')
             .then((a) => a && this.restartServer());
@@ -252,6 +256,18 @@ class Toolhost implements vscode.Disposable {
     };
     const client = new ToolhostClient('toolhost', 'Toolhost', serverOptions, clientOptions);
     this.client = client;
+    // capabilities.approvals, unless toolhost.approvals.enabled is false
+    // (read at each initialize): the server then asks before it refuses.
+    client.registerFeature(approvalsFeature(() => vscode.workspace.getConfiguration('toolhost').get<unknown>('approvals.enabled')));
+    client.onRequest(ApprovalRequestRequest, async (p, token) => {
+      this.serverLog.info(`Asking the user: "${p.argv.join(' ')}" asks to ${askedFor(p)} (${p.approvalId}, scopes ${p.scopes.join(', ') || 'none'}).`);
+      // The server denies an ask it waited timeoutMs on without cancelling
+      // the request: the notification is given up on then too.
+      const answer = await this.approvals.ask(p, token, approvalTimeoutOf(client.initializeResult));
+      const gaveUp = token.isCancellationRequested ? ' (the server stopped waiting)' : '';
+      this.serverLog.info(`Answered ${p.approvalId}: ${answer.decision}${answer.scope ? ` ${answer.scope}` : ''}${gaveUp}.`);
+      return answer;
+    });
     client.onNotification(ToolResultNotification, (r) => {
       // A seq had before (a resume from an older lastSeq): applied, not reported again.
       this.toolResult(r, this.session.received(r.seq));
@@ -280,6 +296,7 @@ class Toolhost implements vscode.Disposable {
       // (the window goes) says nothing about the server in use.
       if (client.abandoned || client.detaching) return;
       if (e.newState !== State.Running) {
+        this.approvals.clear();
         this.live.stopAll('the server stopped');
         for (const t of this.terminals) t.serverStopped();
         this.outputs.clear();
@@ -908,6 +925,7 @@ class Toolhost implements vscode.Disposable {
     }
     for (const a of r.network?.allowed ?? []) this.results.appendLine(`    allowed: ${describeAllowed(a)}`);
     for (const d of refusedHosts({ result: r })) this.results.appendLine(`    ${describeRefused(d)}`);
+    for (const a of r.approvals ?? []) this.results.appendLine(`    asked: ${describeApproval(a)}`);
     if (hasSnapshot(r)) {
       const paths = (r.changes ?? []).slice(0, 20).map((c) => `${c.kind} ${c.path}`);
       this.results.appendLine(`    ${changesLabel(r).toLowerCase()} since snapshot ${r.snapshotId}${paths.length > 0 ? `: ${paths.join(', ')}` : ''}${(r.changes?.length ?? 0) > paths.length ? ', …' : ''}`);

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { approvalTooltip, describeApproval } from './approvals';
 import { describeDestination, type Group, THIS_MACHINE, THIS_MACHINE_LABEL } from './destinations';
 import {
   appliedConfinement,
@@ -13,7 +14,7 @@ import {
   ToolView,
 } from './model';
 import { describePort, forwardedFrom, portUrl } from './ports';
-import type { Change, NetworkDenied, Port } from './protocol';
+import type { ApprovalOutcome, Change, NetworkDenied, Port } from './protocol';
 import { changeRow, changesLabel, directories } from './snapshots';
 import { changeChildren, EXPAND_CHANGES, type Node, toolChildren } from './treeNodes';
 
@@ -99,6 +100,8 @@ export class ToolsView implements vscode.TreeDataProvider<Node>, vscode.Disposab
         return progressFileItem(node.tool, node.path);
       case 'refused':
         return refusedItem(node.tool, node.denied);
+      case 'approval':
+        return approvalItem(node.tool, node.outcome, node.index);
       case 'changes':
         return changesItem(node.tool);
       case 'change':
@@ -155,6 +158,8 @@ function nodeKey(n: Node): string {
       return `progressFile:${n.tool.key}`;
     case 'refused':
       return `refused:${n.tool.key}:${hostPort(n.denied.host, n.denied.port)}`;
+    case 'approval':
+      return `approval:${n.tool.key}:${n.index}`;
     case 'changes':
       return `changes:${n.tool.key}`;
     case 'change':
@@ -271,6 +276,17 @@ function refusedItem(t: ToolView, d: NetworkDenied): vscode.TreeItem {
   );
   item.iconPath = new vscode.ThemeIcon('circle-slash', new vscode.ThemeColor('problemsWarningIcon.foreground'));
   item.contextValue = 'toolhost.refused';
+  return item;
+}
+
+/** approvalItem is one ask of a command and how it was decided: "connect to h:80 · allowed once · by you". */
+function approvalItem(t: ToolView, o: ApprovalOutcome, index: number): vscode.TreeItem {
+  const item = new vscode.TreeItem(describeApproval(o), vscode.TreeItemCollapsibleState.None);
+  item.id = `${t.key}/approval/${index}`;
+  item.tooltip = new vscode.MarkdownString(approvalTooltip(o).join('  \n'));
+  const allowed = o.decision === 'allow';
+  item.iconPath = new vscode.ThemeIcon(allowed ? 'unlock' : 'lock', allowed ? undefined : new vscode.ThemeColor('problemsWarningIcon.foreground'));
+  item.contextValue = 'toolhost.approval';
   return item;
 }
 
