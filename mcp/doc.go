@@ -35,6 +35,12 @@
 //     no tasks: a receiving middleware and custom methods add them, and
 //     the stdio transport (internal/stdio) carries what the SDK's types
 //     cannot;
+//   - toolhost's approval/request (issue 35: a confined command connects
+//     to a host:port its allow-list does not name) becomes a form
+//     elicitation on the tool call whose command asked, for a client that
+//     can elicit; a task shows input_required meanwhile; any other client
+//     is never asked, and the result's text names the flag its user can
+//     add (approvals.go);
 //   - a destination argument runs a command, or reads and writes a file, on
 //     a destination of --destination;
 //   - the end of stdin ends toolhost's session, which ends every process;

@@ -36,6 +36,9 @@ func toolResultContent(res *protocol.ToolResult) *sdk.CallToolResult {
 	if line := deniedLine(res.Network); line != "" {
 		b.WriteString("\n" + line)
 	}
+	for _, line := range approvalLines(res.Approvals) {
+		b.WriteString("\n" + line)
+	}
 	if res.SnapshotID != "" {
 		b.WriteString("\n" + changesLine(res))
 	}
@@ -140,6 +143,36 @@ func deniedLine(n *protocol.NetworkUse) string {
 	}
 	return fmt.Sprintf("refused by the network policy, not a network fault: %s (not in the allow-list; retrying will not help, only the user can allow a host, with --network-allow)",
 		strings.Join(hosts, ", "))
+}
+
+// approvalLines say how each of a command's asks was decided (issue 35),
+// a line each. A network ask denied because nobody could be asked
+// (noClient: this MCP client cannot elicit) names the exact flag that
+// allows the host for good, since the model's only way forward is its
+// user's configuration.
+func approvalLines(asks []protocol.ApprovalOutcome) []string {
+	var lines []string
+	for _, a := range asks {
+		switch {
+		case a.Decision == protocol.ApprovalAllow && a.DecidedBy == protocol.DecidedByGrant:
+			lines = append(lines, fmt.Sprintf("connection to %s allowed by a grant the user gave before (%s)", a.Target, a.Scope))
+		case a.Decision == protocol.ApprovalAllow:
+			lines = append(lines, fmt.Sprintf("the user allowed the connection to %s (%s)", a.Target, a.Scope))
+		case a.Kind == protocol.ApprovalNetwork && a.DecidedBy == protocol.DecidedByNoClient:
+			lines = append(lines, fmt.Sprintf("connection to %s refused without asking: this MCP client cannot ask its user (it offers no form elicitation). The user can allow it by adding --network-allow %s to the toolhost mcp command line in the client's MCP configuration, and restarting the server", a.Target, a.Target))
+		case a.DecidedBy == protocol.DecidedByUser:
+			lines = append(lines, fmt.Sprintf("the user denied the connection to %s: do not retry it", a.Target))
+		case a.DecidedBy == protocol.DecidedByTimeout:
+			lines = append(lines, fmt.Sprintf("connection to %s refused: the user did not answer in time", a.Target))
+		case a.Kind == protocol.ApprovalNetwork:
+			// Policy: --approvals deny, too many asks pending, or a call
+			// nobody could be asked on.
+			lines = append(lines, fmt.Sprintf("connection to %s refused (%s) without the user's answer. The user can allow it by adding --network-allow %s to the toolhost mcp command line in the client's MCP configuration", a.Target, a.DecidedBy, a.Target))
+		default:
+			lines = append(lines, fmt.Sprintf("%s %s refused (%s)", a.Kind, a.Target, a.DecidedBy))
+		}
+	}
+	return lines
 }
 
 // headTail keeps the first and last textHalf bytes of s, on rune

@@ -148,6 +148,9 @@ type Server struct {
 	out   *stdio.Outlet
 	// far knows where destination commands keep their artifacts.
 	far farDirs
+	// callers are the tool calls an approval/request may be put on
+	// (approvals.go).
+	callers callers
 
 	// mu guards conns and nextConn.
 	mu sync.Mutex
@@ -220,6 +223,7 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 	client.OnNotification(s.th, protocol.HeartbeatNotification, s.events.heartbeat)
 	client.OnNotification(s.th, protocol.ToolResultNotification, s.events.toolResult)
 	client.OnNotification(s.th, protocol.LogMessageNotification, s.logMessage)
+	client.OnRequest(s.th, protocol.ApprovalRequestRequest, s.approvalRequest)
 
 	// The instructions each initialize (or server/discover) answers with
 	// name the registries' hosts once read (tasksMiddleware); these are
@@ -364,6 +368,7 @@ func (s *Server) await(c *conn) error {
 	s.mu.Lock()
 	delete(s.conns, c.id)
 	s.mu.Unlock()
+	s.callers.drop(c.ss)
 	s.tasks.disconnected(c)
 	return waitErr
 }

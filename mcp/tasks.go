@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +98,10 @@ type task struct {
 	lastOutput   int64
 	lastStep     int
 	lastActivity time.Time
+	// asking are the targets its command waits on the user for (see
+	// taskTable.asking): while there is one, a working task shows
+	// input_required.
+	asking []string
 }
 
 // backend is what the task table asks of the session under it: the
@@ -145,6 +150,10 @@ type taskTable struct {
 	next      int
 	bytes     int
 	listeners map[*listener]bool
+	// pending are the targets each handle's command waits on the user for,
+	// an entry per ask in flight, kept whether or not the handle is a
+	// task's (the ask may come before its task). Guarded by mu.
+	pending map[string][]string
 }
 
 // newTaskTable returns the task table of s's session; a ttl of 0 or less
@@ -197,6 +206,7 @@ func (tt *taskTable) createOn(c *conn, handleID string, form taskForm, ttl time.
 	tt.tasks[t.id] = t
 	if handleID != "" {
 		tt.handles[handleID] = t
+		t.asking = slices.Clone(tt.pending[handleID])
 	}
 	tt.order = append(tt.order, t)
 	return t
@@ -515,10 +525,48 @@ func (t *task) pollLocked(now time.Time) *int64 {
 	return ptr(d.Milliseconds())
 }
 
+// asking notes that handleID's command waits on the user to decide about
+// target (delta 1) or no longer does (delta -1): its task, if it has one,
+// shows input_required meanwhile.
+func (tt *taskTable) asking(handleID, target string, delta int) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if tt.pending == nil {
+		tt.pending = make(map[string][]string)
+	}
+	targets := tt.pending[handleID]
+	if delta > 0 {
+		targets = append(targets, target)
+	} else if i := slices.Index(targets, target); i >= 0 {
+		targets = slices.Delete(targets, i, i+1)
+	}
+	if len(targets) == 0 {
+		delete(tt.pending, handleID)
+	} else {
+		tt.pending[handleID] = targets
+	}
+	if t := tt.handles[handleID]; t != nil {
+		t.asking = slices.Clone(targets)
+		if !t.status.Terminal() {
+			t.updated = time.Now()
+		}
+	}
+}
+
+// shownLocked is the status and message t shows: input_required while a
+// working task's command waits on the user; the table's mu is held.
+func (t *task) shownLocked() (taskwire.Status, string) {
+	if t.status == taskwire.Working && len(t.asking) > 0 {
+		return taskwire.InputRequired, "waiting for the user to allow or deny a connection to " + strings.Join(t.asking, ", ")
+	}
+	return t.status, t.message
+}
+
 // legacyLocked is t as a 2025-11-25 Task; the table's mu is held.
 func (t *task) legacyLocked(now time.Time) taskwire.LegacyTask {
+	status, message := t.shownLocked()
 	return taskwire.LegacyTask{
-		TaskID: t.id, Status: t.status, StatusMessage: t.message,
+		TaskID: t.id, Status: status, StatusMessage: message,
 		CreatedAt: stamp(t.created), LastUpdatedAt: stamp(t.updated),
 		TTL: ptr(t.ttl.Milliseconds()), PollInterval: t.pollLocked(now),
 	}
@@ -526,8 +574,9 @@ func (t *task) legacyLocked(now time.Time) taskwire.LegacyTask {
 
 // extLocked is t as a 2026-07-28 DetailedTask; the table's mu is held.
 func (t *task) extLocked(now time.Time) *taskwire.ExtTask {
+	status, message := t.shownLocked()
 	x := &taskwire.ExtTask{
-		TaskID: t.id, Status: t.status, StatusMessage: t.message,
+		TaskID: t.id, Status: status, StatusMessage: message,
 		CreatedAt: stamp(t.created), LastUpdatedAt: stamp(t.updated),
 		TTLMs: ptr(t.ttl.Milliseconds()), PollIntervalMs: t.pollLocked(now),
 	}

@@ -207,6 +207,9 @@ func ptr[T any](v T) *T { return &v }
 // passes with the command still running.
 func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *RunCommandInput) (*sdk.CallToolResult, error) {
 	p := in.params()
+	// The command's asks are put to this call's client (approvals.go).
+	me, done := s.callers.add(ctx, req.Session, [][]string{in.Argv})
+	defer done()
 	token := req.Params.GetProgressToken()
 	tc := taskCallFrom(ctx)
 	if tc != nil && tc.form == formLegacy {
@@ -217,6 +220,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		if err != nil {
 			return s.toolError(err)
 		}
+		s.callers.setHandle(me, started.HandleID)
 		s.startTask(ctx, req, tc, started.HandleID, "running "+started.Command)
 		return startedContent(started), nil
 	}
@@ -227,6 +231,9 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		res, err := s.th.RunCommand(ctx, &p)
 		if err != nil {
 			return s.toolError(err)
+		}
+		if res.Status == protocol.StatusRunning {
+			s.callers.setHandle(me, res.HandleID) // it yielded
 		}
 		return s.callResult(res), nil
 	}
@@ -239,6 +246,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 	if err != nil {
 		return s.toolError(err)
 	}
+	s.callers.setHandle(me, started.HandleID)
 	var k *sink
 	if token != nil {
 		var stop func()
@@ -293,10 +301,17 @@ func (s *Server) waitHandle(ctx context.Context, handleID string, limitMs *int64
 
 // startCommand runs start_command: toolhost's longRunning.
 func (s *Server) startCommand(ctx context.Context, req *sdk.CallToolRequest, in *StartCommandInput) (*sdk.CallToolResult, error) {
+	argvs := [][]string{in.Argv}
+	for _, st := range in.Steps {
+		argvs = append(argvs, st.Argv)
+	}
+	me, done := s.callers.add(ctx, req.Session, argvs)
+	defer done()
 	res, err := s.th.LongRunning(ctx, in.params())
 	if err != nil {
 		return s.toolError(err)
 	}
+	s.callers.setHandle(me, res.HandleID)
 	if tc := taskCallFrom(ctx); tc != nil {
 		// The middleware answers with the task instead.
 		s.startTask(ctx, req, tc, res.HandleID, fmt.Sprintf("started %s (pid %d)", res.Command, res.PID))

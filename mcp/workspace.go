@@ -97,6 +97,11 @@ func (s *Server) initializeParams(ss *sdk.ServerSession, roots []*sdk.Root) (*pr
 	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 		p.ClientInfo = &protocol.ClientInfo{Name: "mcp: " + ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
 	}
+	if canElicit(ss) {
+		// toolhost's asks become elicitations of this client (approvals.go);
+		// without the capability toolhost refuses at once, noClient.
+		p.Capabilities = &protocol.ClientCapabilities{Approvals: &protocol.ApprovalsClientCapabilities{}}
+	}
 	var warnings []string
 	var paths []string
 	for _, r := range roots {

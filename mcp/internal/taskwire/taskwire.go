@@ -42,14 +42,17 @@ const (
 type Status string
 
 const (
-	Working   Status = "working"
-	Completed Status = "completed"
-	Failed    Status = "failed"
-	Cancelled Status = "cancelled"
+	Working Status = "working"
+	// InputRequired is shown while a working task waits on its client's
+	// user (an elicitation); it goes back to working after the answer.
+	InputRequired Status = "input_required"
+	Completed     Status = "completed"
+	Failed        Status = "failed"
+	Cancelled     Status = "cancelled"
 )
 
 // Terminal reports whether a task in state st never changes again.
-func (st Status) Terminal() bool { return st != Working && st != "" }
+func (st Status) Terminal() bool { return st != Working && st != InputRequired && st != "" }
 
 // LegacyTask is a Task of 2025-11-25: tasks/get's and tasks/cancel's
 // result, an element of tasks/list, notifications/tasks/status's params
