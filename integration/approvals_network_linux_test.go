@@ -256,7 +256,8 @@ func TestApprovalsNetworkAlwaysSurvivesARestart(t *testing.T) {
 // TestApprovalsNetworkNeverAsked: a client without the capability, a
 // server with --approvals deny, an answer that never comes, and a name
 // that resolves to a loopback address are all refused; only the timeout
-// is asked.
+// is asked, and only it and the asks a client could answer are in the
+// result's approvals.
 func TestApprovalsNetworkNeverAsked(t *testing.T) {
 	t.Parallel()
 	netNeedTool(t, "curl", false)
@@ -271,8 +272,10 @@ func TestApprovalsNetworkNeverAsked(t *testing.T) {
 		decidedBy protocol.ApprovalDecidedBy
 		says      string
 	}{
-		{"no capability", true, nil, "http://" + target + "/", 0, protocol.DecidedByNoClient, "no client"},
-		{"approvals deny", false, []string{"--approvals", "deny"}, "http://" + target + "/", 0, protocol.DecidedByPolicy, "--approvals deny"},
+		// A command that cannot ask is refused as if approvals did not
+		// exist: no ask, no entry, and the name is not even resolved.
+		{"no capability", true, nil, "http://" + target + "/", 0, "", "is not in this command's network allow-list\n"},
+		{"approvals deny", false, []string{"--approvals", "deny"}, "http://" + target + "/", 0, "", "is not in this command's network allow-list\n"},
 		{"timeout", false, []string{"--approval-timeout", "300ms"}, "http://" + target + "/", 1, protocol.DecidedByTimeout, "no answer"},
 		{"a name of a loopback address", false, nil, fmt.Sprintf("http://localhost:%d/", port), 0, "", "loopback"},
 	} {

@@ -133,16 +133,18 @@ func deniedLine(n *protocol.NetworkUse) string {
 	if n == nil || len(n.Denied) == 0 {
 		return ""
 	}
-	var hosts []string
+	var hosts, flags []string
 	for i, d := range n.Denied {
 		if i == deniedNamed {
 			hosts = append(hosts, fmt.Sprintf("and %d more", len(n.Denied)-deniedNamed))
 			break
 		}
-		hosts = append(hosts, net.JoinHostPort(d.Host, strconv.Itoa(d.Port)))
+		hp := net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+		hosts = append(hosts, hp)
+		flags = append(flags, "--network-allow "+hp)
 	}
-	return fmt.Sprintf("refused by the network policy, not a network fault: %s (not in the allow-list; retrying will not help, only the user can allow a host, with --network-allow)",
-		strings.Join(hosts, ", "))
+	return fmt.Sprintf("refused by the network policy, not a network fault: %s (not in the allow-list; retrying will not help: the user can allow it by adding %s to the toolhost mcp command line in the client's MCP configuration)",
+		strings.Join(hosts, ", "), strings.Join(flags, " "))
 }
 
 // approvalLines say how each of a command's asks was decided (issue 35),

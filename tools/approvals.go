@@ -36,8 +36,10 @@ type ApprovalsConfig struct {
 // asks are the session's asking: its broker, and each command's asks
 // until its final result reports them.
 type asks struct {
-	broker *approval.Broker
-	cap    protocol.ApprovalsCapability
+	broker  *approval.Broker
+	cap     protocol.ApprovalsCapability
+	session *rpc.Session // whose client is asked
+	deny    bool         // --approvals deny
 
 	mu sync.Mutex
 	// byID are the outcomes of each command's asks, by the id its proxy
@@ -65,7 +67,7 @@ func (t *Tools) newAsks(s *rpc.Session, conf *confinement) *asks {
 			return askClient(ctx, s, r, t.isHandle)
 		}
 	}
-	a := &asks{broker: approval.New(cfg), byID: map[string][]protocol.ApprovalOutcome{}}
+	a := &asks{broker: approval.New(cfg), session: s, deny: ac.Deny, byID: map[string][]protocol.ApprovalOutcome{}}
 	timeout := ac.Timeout
 	if timeout == 0 {
 		timeout = approval.DefaultTimeout
@@ -76,6 +78,15 @@ func (t *Tools) newAsks(s *rpc.Session, conf *confinement) *asks {
 		a.cap.Scopes = append(a.cap.Scopes, protocol.ApprovalAlways)
 	}
 	return a
+}
+
+// canAsk says a command started now may ask: --approvals ask, and a
+// client that declared capabilities.approvals. A command that cannot is
+// refused by its allow-list as if approvals did not exist: its proxy
+// resolves no name the list does not name (the lookup of an asked name,
+// which comes before the ask, is a way out for what a command knows).
+func (a *asks) canAsk() bool {
+	return !a.deny && a.session.ClientCapabilities().Approvals != nil
 }
 
 // askClient puts r to the client of s with approval/request; r.HandleID

@@ -36,7 +36,10 @@ func (t *Tools) commandSpec(ctx context.Context, ws *workspace.Workspace, p *pro
 	if err := conf.confine(p, &spec, steps, wider); err != nil {
 		return spec, outcomes, err
 	}
-	if spec.Confine != nil && spec.Confine.Network != nil {
+	t.mu.Lock()
+	a := t.asks
+	t.mu.Unlock()
+	if spec.Confine != nil && spec.Confine.Network != nil && a != nil && a.canAsk() {
 		// A connection the allow-list refuses is asked about.
 		argv := spec.Argv
 		if len(steps) > 0 {
