@@ -49,6 +49,7 @@ var figures = []figure{
 	{"mcp-task-call", (*bench).mcpTaskVsCall},
 	{"mcp-task-wake", (*bench).mcpTaskWake},
 	{"network", (*bench).network},
+	{"approvals", (*bench).approvals},
 	{"persist-rtt", (*bench).persistRoundTrip},
 	{"persist-resume", (*bench).persistResume},
 	{"snapshot", (*bench).snapshots},
@@ -65,30 +66,38 @@ type server struct {
 // startServer starts the binary on a root and an artifacts directory of its
 // own in the work directory, and initializes the session.
 func (b *bench) startServer(name string, extra ...string) (*server, error) {
+	s, _, err := b.startServerWith(name, nil, nil, extra...)
+	return s, err
+}
+
+// startServerWith is startServer with the client's options and the
+// capabilities it declares, returning the initialize result.
+func (b *bench) startServerWith(name string, opts *client.Options, caps *protocol.ClientCapabilities, extra ...string) (*server, *protocol.InitializeResult, error) {
 	b.nextID++
 	base := filepath.Join(b.work, fmt.Sprintf("%02d-%s", b.nextID, name))
 	s := &server{root: filepath.Join(base, "root"), artifacts: filepath.Join(base, "artifacts")}
 	if err := os.MkdirAll(s.root, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	argv := append([]string{b.bin, "--framing", "ndjson", "--root", s.root, "--artifacts-dir", s.artifacts, "--log-level", "warn"}, extra...)
-	c, err := startChild(argv, s.root, filepath.Join(base, "stderr.log"), nil)
+	c, err := startChild(argv, s.root, filepath.Join(base, "stderr.log"), opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.child = c
 	ctx, cancel := limit()
 	defer cancel()
 	pid := os.Getpid()
-	if _, err := c.Initialize(ctx, &protocol.InitializeParams{ProcessID: &pid, ClientInfo: &protocol.ClientInfo{Name: "toolhost-bench"}}); err != nil {
+	res, err := c.Initialize(ctx, &protocol.InitializeParams{ProcessID: &pid, ClientInfo: &protocol.ClientInfo{Name: "toolhost-bench"}, Capabilities: caps})
+	if err != nil {
 		c.close(false)
-		return nil, err
+		return nil, nil, err
 	}
 	if err := c.Initialized(ctx); err != nil {
 		c.close(false)
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, res, nil
 }
 
 // end shuts the session down and removes its directories.
