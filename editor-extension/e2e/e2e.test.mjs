@@ -19,7 +19,10 @@
 // serves): the extension offers a restart, and a command that curls that
 // origin and a host outside the list shows the refused host under its row,
 // and the word "confined" (not an emoji lock, which draws as an empty box
-// without an emoji font) in its description.
+// without an emoji font) in its description. Then a command curls another
+// loopback origin the list does not name: the server asks (approval/request),
+// the notification names the command and the host, the test clicks Allow
+// once, the output shows the body, and the decision is a row under it.
 //
 //   scripts/install-e2e.sh && npm run package && node --test e2e/
 //
@@ -284,7 +287,7 @@ function notification(text) {
   return page.locator('.notifications-toasts .notification-toast', { hasText: text });
 }
 
-describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
+describe('toolhost extension in code-server', { timeout: 420_000 }, () => {
   before(async () => {
     for (const f of [NODE24, CODE_SERVER, CHROMIUM, VSIX]) {
       assert.ok(existsSync(f), `${f} is missing: run scripts/install-e2e.sh and npm run package`);
@@ -983,6 +986,66 @@ describe('toolhost extension in code-server', { timeout: 300_000 }, () => {
       assert.match(tip, new RegExp(`network allow-list: 127\\.0\\.0\\.1:${port}`));
       assert.match(tip, /refused: refused\.invalid:80 \(1 attempt\)/);
       await screenshot('network-allow-tooltip');
+    } finally {
+      origin.close();
+    }
+  });
+
+  test('an ask for an origin the allow-list does not name: one notification names the command and the host, Allow once lets the command fetch the body, and the decision shows under its row', async () => {
+    // The server still runs with the previous test's allow-list, which does
+    // not name this origin: an IP literal it does not name is asked about.
+    let hits = 0;
+    const origin = createHttpServer((_, res) => {
+      hits++;
+      res.end('asked-origin-body\n');
+    });
+    await new Promise((r) => origin.listen(0, '127.0.0.1', r));
+    const port = origin.address().port;
+    try {
+      await runPalette('Notifications: Clear All Notifications');
+      const id = `ask${Math.floor(Math.random() * 1e9)}`;
+      const line = `sh -c "echo ${id}; curl -sS http://127.0.0.1:${port}/"`;
+      await page.locator('.statusbar-item', { hasText: /\d+ running/ }).first().click(); // the Tools view
+      await runPalette('Toolhost: Run Command');
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(line);
+      await input.press('Enter');
+      await pickWhere();
+      const ask = notification(`connect to 127.0.0.1:${port}`);
+      await ask.first().waitFor({ timeout: 30_000 });
+      assert.equal(await ask.count(), 1, 'one notification');
+      const text = (await ask.first().innerText()).replace(/\u00a0/g, ' ');
+      assert.ok(text.includes(`"sh -c echo ${id}; curl -sS http://127.0.0.1:${port}/" (in ${WS})`), `the command and its directory: ${text}`);
+      const buttons = (await ask.first().locator('.monaco-button').allInnerTexts()).map((b) => b.trim());
+      assert.equal(buttons[0], 'Allow once', JSON.stringify(buttons));
+      assert.equal(buttons[buttons.length - 1], 'Deny', JSON.stringify(buttons));
+      assert.ok(buttons.every((b) => ['Allow once', 'Allow for this command', 'Allow for this session', 'Always', 'Deny'].includes(b)), JSON.stringify(buttons));
+      assert.equal(hits, 0, 'the connection is held while the user decides');
+      await rowShows(line, 'running');
+      await screenshot('approval-notification');
+
+      await ask.first().locator('.monaco-button', { hasText: /^Allow once$/ }).click();
+      await rowShows(line, 'completed');
+      assert.equal(hits, 1, 'the origin was reached, once');
+      assert.equal(await notification(`connect to 127.0.0.1:${port}`).count(), 0, 'the notification is gone');
+      const decision = `connect to 127.0.0.1:${port} · allowed once · by you`;
+      await rowShows(decision, decision);
+      const rows = await treeRows();
+      const handleAt = rows.findIndex((r) => r.text.includes(id));
+      const decisionAt = rows.findIndex((r) => r.text.includes(decision));
+      assert.ok(handleAt >= 0 && decisionAt > handleAt && rows[decisionAt].level === rows[handleAt].level + 1, `the decision is the handle's child: ${JSON.stringify(rows)}`);
+      await screenshot('approval-decision-row');
+
+      // The command's output shows the body it fetched.
+      const row = treeRow(line).first();
+      await row.hover();
+      await row.locator('.action-label[aria-label="Open Output"]').click();
+      const shown = async () => editorText(await page.locator('.editor-group-container .monaco-editor .view-lines').allInnerTexts());
+      await until('the output to show the fetched body', async () => (await shown()).includes('asked-origin-body'));
+      assert.ok((await shown()).includes(id));
+      assert.match(serverLog(), new RegExp(`Answered \\S+: allow once\\.`));
+      await screenshot('approval-output');
     } finally {
       origin.close();
     }
