@@ -289,6 +289,9 @@ func TestApprovalsNetworkNeverAsked(t *testing.T) {
 			if n := a.count.Load(); n != c.asks {
 				t.Errorf("%d asks, want %d", n, c.asks)
 			}
+			if c.decidedBy == protocol.DecidedByTimeout && len(s.notifications(protocol.MethodCancelRequest)) == 0 {
+				t.Errorf("no $/cancelRequest withdrew the ask that timed out")
+			}
 			if c.decidedBy == "" {
 				if len(res.Approvals) != 0 {
 					t.Errorf("approvals %+v for a refusal that is never asked", res.Approvals)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -813,7 +814,8 @@ func (s *Server) callClient(ctx context.Context, method string, params any) (jso
 		return nil, ErrClientGone
 	}
 	s.nextCall++
-	id := jsonrpc2.NewNumberID(s.nextCall)
+	n := s.nextCall
+	id := jsonrpc2.NewNumberID(n)
 	s.calls[id] = ch
 	s.mu.Unlock()
 	defer func() {
@@ -832,6 +834,12 @@ func (s *Server) callClient(ctx context.Context, method string, params any) (jso
 		}
 		return a.result, nil
 	case <-ctx.Done():
+		// The request is withdrawn: say so, as LSP's $/cancelRequest does
+		// either way, so that a client showing it to its user (an ask) can
+		// take it down. Its answer, if one still comes, is dropped.
+		if b, err := encodeNotification(protocol.MethodCancelRequest, protocol.CancelRequestParams{ID: json.RawMessage(strconv.FormatInt(n, 10))}); err == nil {
+			s.out.send(b, false)
+		}
 		return nil, context.Cause(ctx)
 	}
 }

@@ -248,7 +248,7 @@ func (t *Tools) register(tab *rpc.Table) {
 	rpc.Handle(tab, protocol.DropSnapshotRequest, forwarded(protocol.DropSnapshotRequest, bySnapshot(t, dropID, dropDest), t.dropSnapshot))
 	rpc.Handle(tab, protocol.ExportSnapshotRequest, forwarded(protocol.ExportSnapshotRequest, bySnapshot(t, exportID, exportDest), t.exportSnapshot))
 	rpc.HandleNotification(tab, protocol.WorkDoneProgressCancelNotification, t.workDoneProgressCancel)
-	tab.Sends(protocol.NotifyToolResult, protocol.NotifyStepTransition, protocol.NotifyHeartbeat, protocol.NotifyOutput,
+	tab.Sends(protocol.NotifyToolResult, protocol.NotifyStepTransition, protocol.NotifyHeartbeat, protocol.NotifyOutput, protocol.MethodCancelRequest,
 		protocol.NotifyEvent, protocol.NotifyPortOpened, protocol.NotifyPortClosed,
 		protocol.NotifyProgress, protocol.NotifyLogMessage)
 	tab.SendsRequests(protocol.MethodWorkDoneProgressCreate, protocol.MethodApprovalRequest)

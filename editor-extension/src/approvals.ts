@@ -73,9 +73,19 @@ export function answerOf(click: string | undefined, scopes: readonly ApprovalSco
   return scope ? { decision: 'allow', scope } : DENIED;
 }
 
-/** askedFor says what an ask would allow: "connect to example.com:443". */
+/**
+ * askedFor says what an ask would allow: "connect to example.com:443", or
+ * for a sandbox wider than the server's, "run with filesystem full, where
+ * the server allows workspace-write".
+ */
 export function askedFor(p: Pick<ApprovalRequestParams, 'kind' | 'target'>): string {
-  return p.kind === 'network' ? `connect to ${p.target}` : `${p.kind} ${p.target}`;
+  switch (p.kind) {
+    case 'network':
+      return `connect to ${p.target}`;
+    case 'sandbox':
+      return `run with ${p.target}`;
+  }
+  return `${p.kind as string} ${p.target}`;
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   ApprovalQueue,
   approvalTimeoutOf,
   approvalTooltip,
+  askedFor,
   type CancelToken,
   describeApproval,
 } from '../src/approvals';
@@ -309,4 +310,11 @@ test('the real server: the capability the feature declares makes it ask; Allow o
     origin.close();
     await s.close();
   }
+});
+
+test('a sandbox ask says the widening it would run with', () => {
+  assert.equal(
+    askedFor({ kind: 'sandbox', target: 'filesystem full, where the server allows workspace-write' }),
+    'run with filesystem full, where the server allows workspace-write',
+  );
 });
