@@ -116,7 +116,7 @@ func TestApprovalsTwentyCommandsFiveHosts(t *testing.T) {
 
 // TestApprovalsBadAnswers: an answer that is not one is a deny by policy,
 // and the session goes on: a decision other than allow or deny, a scope
-// not offered, and an error answer. A damaged grants file is refused,
+// not offered, an allow without a scope, and an error answer. A damaged grants file is refused,
 // left as it was, and always is not offered.
 func TestApprovalsBadAnswers(t *testing.T) {
 	t.Parallel()
@@ -150,6 +150,13 @@ func TestApprovalsBadAnswers(t *testing.T) {
 			t.Errorf("answer %+v: stdout %q, approvals %+v; want 403, denied by policy", answer, res.Stdout, res.Approvals)
 		}
 	}
+	// An error answer.
+	client.OnRequest(s.c, protocol.ApprovalRequestRequest, func(context.Context, *protocol.ApprovalRequestParams) (*protocol.ApprovalRequestResult, error) {
+		return nil, &protocol.Error{Code: protocol.CodeInternalError, Message: "the user's window closed"}
+	})
+	if res := result(t, fetch(t, s, url)); !strings.HasSuffix(res.Stdout, "\n403") || len(res.Approvals) != 1 || res.Approvals[0].DecidedBy != protocol.DecidedByPolicy {
+		t.Errorf("an error answer: stdout %q, approvals %+v; want 403, denied by policy", res.Stdout, res.Approvals)
+	}
 	if b, _ := os.ReadFile(grants); string(b) != damaged {
 		t.Errorf("the damaged grants file was changed: %q", b)
 	}
@@ -181,5 +188,39 @@ func TestApprovalsSandboxNetworkOn(t *testing.T) {
 	res := result(t, p)
 	if res.Stdout != "reached" || res.Sandbox == nil || !res.Sandbox.Network {
 		t.Errorf("stdout %q, sandbox %+v; want the body, with the network on", res.Stdout, res.Sandbox)
+	}
+}
+
+// TestApprovalsSandboxLongerList: a request whose allow-list names a host
+// the server's does not cover is asked about with a justification, and
+// allowed, gets exactly its own list: the host it named, and nothing the
+// server's list had.
+func TestApprovalsSandboxLongerList(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	_, listed := netAllowedServer(t, "listed")
+	_, other := netAllowedServer(t, "other")
+	s, a := approvalServer(t, t.TempDir(), false, "--sandbox-network", "allow", "--network-allow", fmt.Sprintf("127.0.0.1:%d", listed))
+	target := fmt.Sprintf("127.0.0.1:%d", other)
+	p := s.request("runCommand", map[string]any{
+		"argv":          []string{"sh", "-c", `curl -sS --max-time 60 "$OTHER"`},
+		"env":           map[string]any{"OTHER": "http://" + target + "/"},
+		"sandbox":       netAllow(target),
+		"justification": "the fixture server",
+		"timeoutMs":     sbTimeout.Milliseconds(),
+	})
+	q := <-a.asked
+	if q.Kind != protocol.ApprovalSandbox || !strings.Contains(q.Target, "network only "+target) {
+		t.Errorf("approval/request kind %s, target %q; want sandbox naming the list asked", q.Kind, q.Target)
+	}
+	a.answers <- protocol.ApprovalRequestResult{Decision: protocol.ApprovalAllow, Scope: protocol.ApprovalOnce}
+	res := result(t, p)
+	// The list asked replaces the server's: its host is reached, and the
+	// list enforced is exactly it.
+	if res.Stdout != "other" {
+		t.Errorf("stdout %q, want the body of the host the list asked names", res.Stdout)
+	}
+	if res.Sandbox == nil || len(res.Sandbox.NetworkAllow) != 1 || res.Sandbox.NetworkAllow[0] != target {
+		t.Errorf("sandbox %+v, want exactly the list asked, %s", res.Sandbox, target)
 	}
 }
