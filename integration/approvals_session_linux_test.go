@@ -224,3 +224,54 @@ func TestApprovalsSandboxLongerList(t *testing.T) {
 		t.Errorf("sandbox %+v, want exactly the list asked, %s", res.Sandbox, target)
 	}
 }
+
+// TestApprovalsSandboxFullNeverAsked: the whole filesystem writable is
+// never asked for, justification or not: such a command could write the
+// user's grants file. It stays -32602, and nothing ran.
+func TestApprovalsSandboxFullNeverAsked(t *testing.T) {
+	t.Parallel()
+	s, a := approvalServer(t, t.TempDir(), false)
+	marker := filepath.Join(s.root, "full")
+	_, e := netRunResult(t, s, map[string]any{
+		"argv":          netTouch(marker),
+		"sandbox":       map[string]any{"filesystem": "full"},
+		"justification": "it must write everywhere",
+	})
+	netInvalidParams(t, "filesystem full with a justification", e, "sandbox.filesystem")
+	netMarkerAbsent(t, "filesystem full", marker)
+	if n := a.count.Load(); n != 0 {
+		t.Errorf("%d asks for the whole filesystem, want none", n)
+	}
+}
+
+// TestApprovalsGrantsFileInTheRootIsProtected: a root that holds the
+// user's config directory (a root at $HOME) protects the grants file's
+// directory: a confined command cannot write it, nor can writeFile, and
+// always is still offered, since nothing of the session can forge it.
+func TestApprovalsGrantsFileInTheRootIsProtected(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(root, ".config")
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir(), "XDG_CONFIG_HOME=" + config}
+	s := start(t, options{root: root, env: env})
+	res := s.initialize(&protocol.InitializeParams{Capabilities: &protocol.ClientCapabilities{Approvals: &protocol.ApprovalsClientCapabilities{}}})
+	if !slices.Contains(res.Capabilities.Approvals.Scopes, protocol.ApprovalAlways) {
+		t.Errorf("scopes %v: always not offered though the grants file is protected", res.Capabilities.Approvals.Scopes)
+	}
+	grants := filepath.Join(config, "toolhost", "grants.json")
+	forge := netRun(t, s, map[string]any{"filesystem": "workspace-write", "network": false}, "",
+		`echo '{"version":1,"grants":[]}' > "$GRANTS"`, map[string]any{"GRANTS": grants}, sbTimeout)
+	if forge.Success {
+		t.Errorf("a confined command wrote the grants file in the root: %+v", forge)
+	}
+	e := s.call("writeFile", map[string]any{"path": grants, "content": `{"version":1,"grants":[]}`}, nil)
+	if e == nil || e.Code != protocol.CodePathOutsideWorkspace || errData(e).Policy != "protect" {
+		t.Errorf("writeFile of the grants file: %v, want -32001 with policy protect", e)
+	}
+	if _, err := os.Lstat(grants); err == nil {
+		t.Errorf("the grants file exists after the attempts to forge it")
+	}
+}

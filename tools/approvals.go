@@ -140,6 +140,9 @@ func (c *confinement) storeReason(path string) string {
 		return "commands may write the whole filesystem (--sandbox-default full), so one could write the grants file"
 	}
 	dir := filepath.Dir(path)
+	if c.contains(dir) && slices.Contains(c.def.protect, dir) {
+		return "" // in the root, protected (serverLevel)
+	}
 	for _, w := range slices.Concat([]string{c.root, c.cache}, c.writable) {
 		if w != "" && (dir == w || strings.HasPrefix(dir, w+string(filepath.Separator))) {
 			return fmt.Sprintf("the grants file is under %s, which confined commands may write", w)

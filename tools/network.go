@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,8 +37,15 @@ func (c *confinement) serverLevel(cfg SandboxConfig) error {
 		}
 		c.def.network, c.def.allow = true, &list
 	}
+	protect := cfg.Protect
+	if g := cfg.GrantsDir; g != "" && c.contains(g) {
+		if err := os.MkdirAll(g, 0o700); err != nil {
+			return fmt.Errorf("the grants file's directory %s, in the root, cannot be made to protect it: %w", g, err)
+		}
+		protect = append(slices.Clone(protect), g)
+	}
 	var err error
-	if c.def.protect, c.def.repos, err = c.addProtect(level{}, cfg.Protect, "--protect"); err != nil {
+	if c.def.protect, c.def.repos, err = c.addProtect(level{}, protect, "--protect"); err != nil {
 		return err
 	}
 	if c.def.denyRead, err = c.addPaths(nil, cfg.DenyRead, "--deny-read", c.expandHome); err != nil {
@@ -155,4 +163,11 @@ func (c *confinement) expandHome(p string) (string, error) {
 		return "", errors.New(`must be absolute, or start with "~/"`)
 	}
 	return filepath.Clean(p), nil
+}
+
+// contains says path lies in the root (or is it), by name: the root is
+// its real path, and path is taken as given.
+func (c *confinement) contains(path string) bool {
+	rel, err := filepath.Rel(c.root, filepath.Clean(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -17,7 +17,9 @@ import (
 // filesystem mode, the network on, or an allow-list with entries base's
 // does not cover. What the request narrows it narrows as tighten does; it
 // adds its protect and denyRead paths. An error says the sandbox is not
-// wider but wrong (a malformed entry, say): it is refused as before.
+// wider but wrong (a malformed entry, say), or wider in a way never asked
+// about (the whole filesystem writable, where the user's grants file
+// is): it is refused as before.
 func (c *confinement) widen(base level, asked *protocol.Sandbox) (level, string, error) {
 	out := base
 	var what []string
@@ -27,6 +29,11 @@ func (c *confinement) widen(base level, asked *protocol.Sandbox) (level, string,
 			return base, "", errors.New("an unknown filesystem mode")
 		}
 		if n < strictness[base.fs] {
+			if asked.Filesystem == protocol.SandboxFull {
+				// A command that may write everything could write the
+				// user's grants file, and forge what the user allows.
+				return base, "", errors.New("the whole filesystem is never asked for")
+			}
 			what = append(what, fmt.Sprintf("filesystem %s, where the server allows %s", asked.Filesystem, base.fs))
 		}
 		out.fs = asked.Filesystem

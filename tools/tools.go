@@ -122,6 +122,11 @@ type SandboxConfig struct {
 	Protect, DenyRead []string
 	// Home is the server's $HOME, for "~" in denyRead.
 	Home string
+	// GrantsDir is the directory of the user's approvals grants file
+	// (package approval); when it lies in the root, it is protected like
+	// a --protect path, made first if missing, so that neither a confined
+	// command nor a writeFile can forge a grant.
+	GrantsDir string
 	// Writable are extra directories writable in workspace-write mode.
 	Writable []string
 	// Limits are the most a command may use (--limit-*); zero is none.

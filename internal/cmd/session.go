@@ -42,8 +42,14 @@ func (cl *commandLine) session(version string, reg *registries, logger *slog.Log
 			return p
 		}
 	}
+	approvals := cl.approvalsConfig(logger)
+	// The grants file is protected wherever a session's root holds it,
+	// even a session that uses none: another session trusts it.
+	if path, err := approval.DefaultStorePath(func(k string) string { return lookupEnv(sb.Env, k) }); err == nil {
+		sb.GrantsDir = filepath.Dir(path)
+	}
 	cfg := tools.Config{
-		Approvals: cl.approvalsConfig(logger),
+		Approvals: approvals,
 		SnapshotDir: func() (string, error) {
 			d, err := persist.ResolveDirs(stateDir)
 			if err != nil {
