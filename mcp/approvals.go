@@ -38,9 +38,9 @@ import (
 //     ask is denied.
 //
 // A client that cannot elicit in form mode is never asked: its session
-// does not declare capabilities.approvals, so toolhost refuses at once
-// (decidedBy noClient), and the result's text names the flag that allows
-// the host. A 2026-07-28 client is such a client today: the SDK refuses a
+// does not declare capabilities.approvals, so its commands' proxies
+// refuse as without approvals (at once, no approvals entry), and the
+// result's text names the flag that allows the host. A 2026-07-28 client is such a client today: the SDK refuses a
 // server-initiated elicitation in that version, which asks for
 // multi-round-trip input requests instead, and a tool call cannot answer
 // with those while its command holds a connection open.

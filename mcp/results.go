@@ -147,11 +147,11 @@ func deniedLine(n *protocol.NetworkUse) string {
 		strings.Join(hosts, ", "), strings.Join(flags, " "))
 }
 
-// approvalLines say how each of a command's asks was decided (issue 35),
-// a line each. A network ask denied because nobody could be asked
-// (noClient: this MCP client cannot elicit) names the exact flag that
-// allows the host for good, since the model's only way forward is its
-// user's configuration.
+// approvalLines say how each of a command's asks was decided, a line
+// each. A network ask denied without the user's answer (noClient: the
+// connection that could ask ended; policy: too many asks pending, or no
+// call to ask on) names the exact flag that allows the host for good,
+// since the model's only way forward is its user's configuration.
 func approvalLines(asks []protocol.ApprovalOutcome) []string {
 	var lines []string
 	for _, a := range asks {

@@ -99,7 +99,8 @@ func (s *Server) initializeParams(ss *sdk.ServerSession, roots []*sdk.Root) (*pr
 	}
 	if canElicit(ss) {
 		// toolhost's asks become elicitations of this client (approvals.go);
-		// without the capability toolhost refuses at once, noClient.
+		// without the capability its commands are refused as without
+		// approvals, at once.
 		p.Capabilities = &protocol.ClientCapabilities{Approvals: &protocol.ApprovalsClientCapabilities{}}
 	}
 	var warnings []string
