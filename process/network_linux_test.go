@@ -65,6 +65,22 @@ func (l *logBuffer) String() string {
 
 // ourGoroutines returns the stacks of the goroutines of the proxy, the
 // port forwards and the namespace threads still alive.
+// ourGoroutinesGone waits until no goroutine of the proxies is left, and
+// returns those still there after a bound: a handler's goroutine has
+// called the proxy's WaitGroup's Done, which Close waits for, a moment
+// before it has returned, so that one may still be seen, ending, right
+// after the command. It yields between looks; it never sleeps.
+func ourGoroutinesGone() []string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		g := ourGoroutines()
+		if len(g) == 0 || time.Now().After(deadline) {
+			return g
+		}
+		runtime.Gosched()
+	}
+}
+
 func ourGoroutines() []string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -164,7 +180,7 @@ func TestNetworkAllowList(t *testing.T) {
 	if n := strings.Count(logs.String(), refusal); n != 2 {
 		t.Errorf("%d refusals logged as %q, want 2", n, refusal)
 	}
-	if g := ourGoroutines(); len(g) > 0 {
+	if g := ourGoroutinesGone(); len(g) > 0 {
 		t.Errorf("goroutines of the proxies left after the command:\n%s", strings.Join(g, "\n\n"))
 	}
 	if diff := cmp.Diff(fdsBefore, socketFDs(t)); diff != "" {
@@ -239,7 +255,7 @@ func TestNetworkAsk(t *testing.T) {
 	if diff := cmp.Diff(wantStats, res.Network, cmpopts.IgnoreFields(netproxy.AllowedStat{}, "BytesOut", "BytesIn")); diff != "" {
 		t.Errorf("network mismatch (-want +got):\n%s", diff)
 	}
-	if g := ourGoroutines(); len(g) > 0 {
+	if g := ourGoroutinesGone(); len(g) > 0 {
 		t.Errorf("goroutines of the proxy left after the command:\n%s", strings.Join(g, "\n\n"))
 	}
 }
@@ -304,7 +320,7 @@ func TestPortForwardIntoNamespace(t *testing.T) {
 			defer func() {
 				write("", true)
 				waitDone(t, c, 20*time.Second)
-				if g := ourGoroutines(); len(g) > 0 {
+				if g := ourGoroutinesGone(); len(g) > 0 {
 					t.Errorf("goroutines of the forward left after the command:\n%s", strings.Join(g, "\n\n"))
 				}
 				if diff := cmp.Diff(fdsBefore, socketFDs(t)); diff != "" {
