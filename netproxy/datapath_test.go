@@ -343,7 +343,9 @@ func TestTotalTimeoutPlainHTTPBody(t *testing.T) {
 		}
 	})
 	hp := origin.Addr().String()
-	_, proxyAddr := startProxy(t, Config{Allow: allow(t, hp), IdleTimeout: time.Minute, TotalTimeout: 200 * time.Millisecond})
+	// Long enough for the response's head to arrive on a loaded machine
+	// (CI saw 200 ms pass before it did); the body never ends.
+	_, proxyAddr := startProxy(t, Config{Allow: allow(t, hp), IdleTimeout: time.Minute, TotalTimeout: 2 * time.Second})
 	c := dialProxy(t, proxyAddr)
 	plainGET(t, c, hp, "/")
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
