@@ -41,8 +41,11 @@ func forwarded[P, R any](rt protocol.RequestType[P, R], to route[P], here handle
 }
 
 // forwardedLater is forwarded for a handler in two parts
-// (rpc.HandleOrdered): it routes in the first part, in the wire order,
-// and forwards in the rest.
+// (rpc.HandleOrdered): it routes and writes the request to the
+// destination in the first part, in the wire order, so that it reaches
+// the far side before the requests that follow it (a resize before the
+// input meant for the new size, as writeInput's own forwarding keeps
+// them), and awaits the answer in the rest.
 func forwardedLater[P, R any](rt protocol.RequestType[P, R], to route[P], here orderedHandler[P, R]) orderedHandler[P, R] {
 	return func(ctx context.Context, s *rpc.Session, p *P) (*R, func(context.Context) (*R, error), error) {
 		tg, q, err := to(ctx, p)
@@ -52,7 +55,23 @@ func forwardedLater[P, R any](rt protocol.RequestType[P, R], to route[P], here o
 		if tg.Dest == nil {
 			return here(ctx, s, p)
 		}
-		return nil, func(ctx context.Context) (*R, error) { return forward(ctx, s, tg.Dest, tg.Epoch, rt, q) }, nil
+		if tg.Epoch == 0 {
+			// To a destination by name, which may have to connect first:
+			// nothing before it on that connection is waited for.
+			return nil, func(ctx context.Context) (*R, error) { return forward(ctx, s, tg.Dest, tg.Epoch, rt, q) }, nil
+		}
+		d := tg.Dest
+		wait, err := d.Send(ctx, tg.Epoch, rt.Method(), q)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, func(ctx context.Context) (*R, error) {
+			raw, err := wait(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return decodeForwarded[R](rt.Method(), d, raw)
+		}, nil
 	}
 }
 
