@@ -41,7 +41,7 @@ func TestRootCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sweepRootCaches(filepath.Dir(a), time.Now().Add(-cacheIdle))
+	removeIdleCaches(filepath.Dir(a), time.Now().Add(-cacheIdle))
 	if _, err := os.Stat(a); !os.IsNotExist(err) {
 		t.Errorf("the cache of a root that is gone: %v; want it removed", err)
 	}
@@ -50,5 +50,33 @@ func TestRootCache(t *testing.T) {
 	}
 	if _, err := os.Stat(b); err != nil {
 		t.Errorf("the cache of a root that exists: %v; want it kept", err)
+	}
+}
+
+// TestSweepRootCachesDaily checks that a sweep stamps the caches'
+// directory and that another within sweepEvery leaves an idle cache alone,
+// while one after it removes it.
+func TestSweepRootCachesDaily(t *testing.T) {
+	parent := t.TempDir()
+	now := time.Now()
+	sweepRootCaches(parent, now)
+	idle := filepath.Join(parent, "0123")
+	if err := os.Mkdir(idle, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(idle+".root", []byte(filepath.Join(parent, "gone")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := now.Add(-2 * cacheIdle)
+	if err := os.Chtimes(idle+".root", old, old); err != nil {
+		t.Fatal(err)
+	}
+	sweepRootCaches(parent, now.Add(sweepEvery/2))
+	if _, err := os.Stat(idle); err != nil {
+		t.Fatalf("a sweep within a day of the last: %v; want the idle cache left for the next", err)
+	}
+	sweepRootCaches(parent, now.Add(sweepEvery+time.Minute))
+	if _, err := os.Stat(idle); !os.IsNotExist(err) {
+		t.Fatalf("a sweep a day after the last: %v; want the idle cache removed", err)
 	}
 }
