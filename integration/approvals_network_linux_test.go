@@ -393,7 +393,7 @@ func TestApprovalsSandboxWider(t *testing.T) {
 	if e == nil || e.Code != protocol.CodeApprovalDenied {
 		t.Fatalf("the denied command: %v, want -32034", e)
 	}
-	if d := errData(e); d.Kind != protocol.ApprovalSandbox || d.DecidedBy != protocol.DecidedByUser || !strings.Contains(d.Target, "workspace-write") {
+	if d := errData(e); d.Kind != string(protocol.ApprovalSandbox) || d.DecidedBy != protocol.DecidedByUser || !strings.Contains(d.Target, "workspace-write") {
 		t.Errorf("ApprovalDenied data %+v, want kind sandbox, decidedBy user and the widening", d)
 	}
 	netMarkerAbsent(t, "a denied sandbox", filepath.Join(s.root, "denied"))

@@ -425,6 +425,9 @@ type ToolResult struct {
 	// Approvals are the command's asks and how each was decided, in the
 	// order they were decided (a remembered grant's answer included).
 	Approvals []ApprovalOutcome `json:"approvals,omitempty"`
+	// Mounts are the write-backs of the session's writable mounts when
+	// the command ended, one per mount, in the session's order.
+	Mounts []MountOutcome `json:"mounts,omitempty"`
 	// ChangesTruncated says more paths changed than Changes holds.
 	ChangesTruncated bool `json:"changesTruncated,omitempty"`
 	// ProtectViolations names, relative to the root (absolute outside

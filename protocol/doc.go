@@ -14,6 +14,7 @@
 //	sandbox.go       what a command asks of the sandbox, and what was applied
 //	destinations.go  the other machines a session drives
 //	approvals.go     asking the client's user, and the allows remembered
+//	mounts.go        buckets shown to commands as files, and the manifest
 //	workdone.go      LSP work-done progress ($/progress)
 //	errors.go        the error codes and ErrorData, the data every error carries
 //	error.go         Error, the Go error that carries a code, and sentinels for errors.Is
@@ -27,4 +28,4 @@
 // import it.
 package protocol
 
-//go:generate go run ../internal/tsgen -out ../editor-extension/src/protocol.ts -md ../PROTOCOL.md -codes errors.go lifecycle.go commands.go handles.go files.go sandbox.go destinations.go sessions.go snapshots.go approvals.go workdone.go methods.go errors.go
+//go:generate go run ../internal/tsgen -out ../editor-extension/src/protocol.ts -md ../PROTOCOL.md -codes errors.go lifecycle.go commands.go handles.go files.go sandbox.go destinations.go sessions.go snapshots.go approvals.go mounts.go workdone.go methods.go errors.go

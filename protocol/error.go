@@ -60,4 +60,5 @@ var (
 	ErrSnapshotBusy           = &Error{Code: CodeSnapshotBusy, Message: "snapshot busy"}
 	ErrSnapshotNotFound       = &Error{Code: CodeSnapshotNotFound, Message: "snapshot not found"}
 	ErrApprovalDenied         = &Error{Code: CodeApprovalDenied, Message: "approval denied"}
+	ErrMountFailed            = &Error{Code: CodeMountFailed, Message: "mount failed"}
 )

@@ -26,6 +26,7 @@ const (
 	CodeSnapshotBusy           = -32032 // a restore while the session's commands run, without force (data.reason)
 	CodeSnapshotNotFound       = -32033 // an unknown snapshotId (data.snapshotId)
 	CodeApprovalDenied         = -32034 // a sandbox wider than the server allows was asked about and not allowed (data.kind, data.target, data.decidedBy)
+	CodeMountFailed            = -32035 // a mount could not be fetched, written back or bound; nothing was started (data.name, data.kind, data.reason)
 )
 
 // ErrorData is the data of every error toolhost sends: what and where.
@@ -83,8 +84,11 @@ type ErrorData struct {
 	// (absolute), with Policy.
 	Entry string `json:"entry,omitempty"`
 	// Kind, Target and DecidedBy are the ask of an ApprovalDenied: what
-	// was asked, exactly, and who denied it.
-	Kind      ApprovalKind      `json:"kind,omitempty"`
+	// was asked, exactly, and who denied it. Kind is also a MountFailed's
+	// mount kind.
+	Kind      string            `json:"kind,omitempty"`
 	Target    string            `json:"target,omitempty"`
 	DecidedBy ApprovalDecidedBy `json:"decidedBy,omitempty"`
+	// Name names the mount of a MountFailed.
+	Name string `json:"name,omitempty"`
 }

@@ -101,6 +101,13 @@ type InitializationOptions struct {
 	// (--sandbox-default, --sandbox-network): a filesystem mode at least as
 	// strict, network off where it is on. A looser one is InvalidParams.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// Mounts replace the command line's --mount, only when the server
+	// runs with --client-mounts; otherwise a client's mount is
+	// InvalidParams. An empty list removes every mount.
+	Mounts *[]Mount `json:"mounts,omitempty"`
+	// Manifest shows paths of the machine to commands at targets of the
+	// client's choosing.
+	Manifest *Manifest `json:"manifest,omitempty"`
 }
 
 // EnvOptions configures the environment children inherit.
@@ -159,6 +166,8 @@ type ServerCapabilities struct {
 	Snapshots bool `json:"snapshots"`
 	// Approvals says how the session asks its client's user.
 	Approvals ApprovalsCapability `json:"approvals"`
+	// Mounts says which kinds of mount this server serves.
+	Mounts MountsCapability `json:"mounts"`
 }
 
 // WorkspaceInfo gives the resolved real paths the session works in.

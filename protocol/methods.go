@@ -40,6 +40,8 @@ const (
 	MethodExportSnapshot = "exportSnapshot"
 	MethodApprovals      = "approvals"
 	MethodRevokeApproval = "revokeApproval"
+	MethodMounts         = "mounts"
+	MethodSyncMount      = "syncMount"
 	MethodCancelRequest  = "$/cancelRequest" // a notification, though LSP calls it a method
 )
 
@@ -323,6 +325,18 @@ var (
 	// Errors:
 	//   - [CodeInvalidParams]: an unknown approvalId (data: field).
 	RevokeApprovalRequest = RequestType[RevokeApprovalParams, RevokeApprovalResult](MethodRevokeApproval)
+	// MountsRequest lists the session's mounts with their state.
+	MountsRequest = RequestType[MountsParams, MountList](MethodMounts)
+	// SyncMountRequest writes a writable mount's changes back now, as the
+	// end of a command does, and answers what it did. A mount that was
+	// never fetched has nothing to write.
+	//
+	// Errors:
+	//   - [CodeInvalidParams]: an unknown name, or a read-only mount
+	//     (data: field).
+	//   - [CodeMountFailed]: the bucket could not be reached or refused
+	//     the credentials (data: name, kind, reason).
+	SyncMountRequest = RequestType[SyncMountParams, MountOutcome](MethodSyncMount)
 )
 
 // Notifications the client sends.

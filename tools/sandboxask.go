@@ -111,7 +111,7 @@ func (t *Tools) askWider(ctx context.Context, c *confinement, p *protocol.RunCom
 	*outcomes = append(*outcomes, wireOutcome(out))
 	if !out.Allow {
 		return level{}, protocol.NewError(protocol.CodeApprovalDenied,
-			&protocol.ErrorData{Field: "sandbox", Kind: protocol.ApprovalSandbox, Target: target, DecidedBy: protocol.ApprovalDecidedBy(out.DecidedBy), Reason: out.Reason},
+			&protocol.ErrorData{Field: "sandbox", Kind: string(protocol.ApprovalSandbox), Target: target, DecidedBy: protocol.ApprovalDecidedBy(out.DecidedBy), Reason: out.Reason},
 			"approval denied: %s (%s); the sandbox the server allows is %s", target, out.Reason, describeLevel(c.def))
 	}
 	return wide, nil
