@@ -60,7 +60,26 @@ func instructionsText(cfg tools.Config, registries []string, read bool) string {
 	if cfg.SnapshotDir != nil {
 		note = snapshotNote
 	}
-	return instructions + note + confinementNote(cfg.Sandbox, registries, read)
+	return instructions + note + confinementNote(cfg.Sandbox, registries, read) + mountsNote(cfg.Mounts)
+}
+
+// mountsNote tells the model where the command line's mounts show a
+// bucket's objects, and what becomes of their changes.
+func mountsNote(mc tools.MountsConfig) string {
+	if len(mc.Specs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nMounts (a bucket's objects as files, for commands and read_file; fetched when each command starts):")
+	for _, m := range mc.Specs {
+		mode := "read-only"
+		if !m.ReadOnly {
+			mode = "writable: changes, new and deleted files are written back to the bucket when each command ends; a file changed in the bucket meanwhile is a conflict, left unwritten and named in the result"
+		}
+		fmt.Fprintf(&b, "\n- %s at %s, the objects of %s (%s)", m.Name, m.Path, m.URI, mode)
+	}
+	b.WriteString("\nAn object store keeps no modes, symlinks or empty directories.")
+	return b.String()
 }
 
 // confinementNote tells the model what confines its commands beyond the

@@ -55,8 +55,16 @@ func newEnvAllowList(extra []string) (envAllowList, error) {
 	return envAllowList{patterns: pats}, nil
 }
 
+// envSecretPrefix begins the variables that hold the mounts' secrets
+// (TOOLHOST_SECRET_<ID>, package mounts): none passes to a child, whatever
+// the allowlist says.
+const envSecretPrefix = "TOOLHOST_SECRET_"
+
 // allowed reports whether name may pass from the server's environment.
 func (l envAllowList) allowed(name string) bool {
+	if strings.HasPrefix(name, envSecretPrefix) {
+		return false
+	}
 	for _, p := range l.patterns {
 		if ok, _ := path.Match(p, name); ok {
 			return true

@@ -110,3 +110,18 @@ func TestResolveArgv0(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvSecretsNeverPass checks that a mount's secret variable,
+// TOOLHOST_SECRET_<ID>, reaches no child, even when the allowlist lets
+// every variable through.
+func TestEnvSecretsNeverPass(t *testing.T) {
+	t.Parallel()
+	l, err := newEnvAllowList([]string{"*", "TOOLHOST_SECRET_*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := l.filter([]string{"TOOLHOST_SECRET_DATA={\"secretAccessKey\":\"planted\"}", "OTHER=1"})
+	if diff := cmp.Diff(map[string]string{"OTHER": "1"}, got); diff != "" {
+		t.Errorf("filtered environment mismatch (-want +got):\n%s", diff)
+	}
+}

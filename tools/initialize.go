@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolhost/toolhost/mounts"
 	"github.com/toolhost/toolhost/process"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
@@ -35,6 +36,7 @@ func (t *Tools) Initialize(ctx context.Context, s *rpc.Session, p *protocol.Init
 	t.artifacts = o.artifacts
 	t.conf = o.conf
 	t.asks = t.newAsks(s, o.conf)
+	t.mounts = o.mounts
 	t.createdAt = time.Now().UTC()
 	t.mu.Unlock()
 	return t.initializeResult(ctx, s, o, set.outputLimit), nil
@@ -49,6 +51,7 @@ type settings struct {
 	killGrace      time.Duration
 	defaultTimeout time.Duration
 	outputLimit    int64
+	mounts         []mounts.Spec // the session's mounts, checked
 }
 
 // checkInitialize checks what an initialize asks for before anything is opened: the
@@ -90,6 +93,9 @@ func (t *Tools) checkInitialize(s *rpc.Session, p *protocol.InitializeParams) (*
 		}
 		set.outputLimit = *opts.OutputLimitBytes
 	}
+	if set.mounts, err = t.checkMounts(opts); err != nil {
+		return nil, err
+	}
 	caps := protocol.ClientCapabilities{}
 	if p.Capabilities != nil {
 		caps = *p.Capabilities
@@ -108,6 +114,7 @@ type opened struct {
 	ws        *workspace.Workspace
 	conf      *confinement
 	mgr       *process.Manager
+	mounts    *sessionMounts
 }
 
 // openSession opens the artifacts directory, the workspace, the confinement and
@@ -122,6 +129,9 @@ func (t *Tools) openSession(s *rpc.Session, set *settings) (_ *opened, err error
 			}
 			o.conf.remove()
 			o.artifacts.remove(false)
+			if o.mgr != nil {
+				o.mgr.Shutdown(context.Background())
+			}
 		}
 	}()
 	opts := set.opts
@@ -167,6 +177,9 @@ func (t *Tools) openSession(s *rpc.Session, set *settings) (_ *opened, err error
 		return nil, fmt.Errorf("cannot start the process manager: %w", err)
 	}
 	o.conf.measure()
+	if o.mounts, err = t.openMounts(o.ws, o.conf, set.mounts, opts.Manifest); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -185,7 +198,7 @@ func (t *Tools) initializeResult(ctx context.Context, s *rpc.Session, o *opened,
 	res := &protocol.InitializeResult{
 		SessionID: t.sessionID,
 		Capabilities: protocol.ServerCapabilities{OutputLimitBytes: outputLimit, Sandbox: sandboxCap, Resume: t.cfg.Persist,
-			Snapshots: t.cfg.SnapshotDir != nil, Approvals: approvals},
+			Snapshots: t.cfg.SnapshotDir != nil, Approvals: approvals, Mounts: t.mountCapability(o.conf)},
 		Workspace: protocol.WorkspaceInfo{
 			Root:         ws.Root(),
 			ReadRoots:    append([]string{}, ws.ReadRoots()...),
@@ -206,7 +219,7 @@ func (t *Tools) initializeResult(ctx context.Context, s *rpc.Session, o *opened,
 // ctx ends). The first call also removes the artifacts, unless kept.
 func (t *Tools) Shutdown(ctx context.Context) {
 	t.mu.Lock()
-	mgr, artifacts, conf, asks := t.mgr, t.artifacts, t.conf, t.asks
+	mgr, artifacts, conf, asks, sm := t.mgr, t.artifacts, t.conf, t.asks, t.mounts
 	first := !t.shutdown
 	t.shutdown = true
 	t.mu.Unlock()
@@ -243,6 +256,7 @@ func (t *Tools) Shutdown(ctx context.Context) {
 		artifacts.remove(t.cfg.KeepArtifacts)
 		conf.remove()
 		closeRepoCache(conf)
+		sm.close(t.log)
 		t.closeStore()
 	}
 }

@@ -79,11 +79,18 @@ func (t *Tools) longRunning(ctx context.Context, s *rpc.Session, p *protocol.Lon
 		}
 	}
 	repos := t.protectRepos(&spec, &p.RunCommandParams, p.Steps)
+	cm, err := t.mountCommand(ctx, &spec)
+	if err != nil {
+		w.abandon()
+		return nil, err
+	}
 	cmd, err := mgr.Start(spec, w.observer(p.StreamOutput))
 	if err != nil {
+		cm.release()
 		w.abandon()
 		return nil, procError(err)
 	}
+	t.attachMounts(cmd, cm)
 	t.attachSnapshot(cmd, before)
 	attachRepos(cmd, repos)
 	t.bindAsks(cmd, asked)

@@ -72,9 +72,14 @@ func (t *Tools) readFile(ctx context.Context, s *rpc.Session, p *protocol.ReadFi
 		return nil, protocol.InvalidParams("maxBytes", "must be at most %d (64 MiB); page larger files with line and limit", maxReadBytes)
 	}
 	ws, _ := t.state()
-	r, err := ws.ReadFile(workspace.ReadOptions{Path: p.Path, Line: p.Line, Limit: p.Limit, MaxBytes: p.MaxBytes})
+	r, inMount, err := t.readMountFile(ctx, ws, p)
+	if !inMount {
+		if r, err = ws.ReadFile(workspace.ReadOptions{Path: p.Path, Line: p.Line, Limit: p.Limit, MaxBytes: p.MaxBytes}); err != nil {
+			err = wsError(err)
+		}
+	}
 	if err != nil {
-		return nil, wsError(err)
+		return nil, err
 	}
 	return &protocol.ReadFileResult{
 		Path:       r.Path,

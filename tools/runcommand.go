@@ -112,11 +112,18 @@ func (t *Tools) startNow(ctx context.Context, mgr *process.Manager, spec process
 		}
 	}
 	repos := t.protectRepos(&spec, p, nil)
+	cm, err := t.mountCommand(ctx, &spec)
+	if err != nil {
+		w.abandon()
+		return nil, err
+	}
 	cmd, err := mgr.Start(spec, w.observer(false))
 	if err != nil {
+		cm.release()
 		w.abandon()
 		return nil, procError(err)
 	}
+	t.attachMounts(cmd, cm)
 	t.attachSnapshot(cmd, before)
 	attachRepos(cmd, repos)
 	w.started(cmd)
@@ -145,6 +152,15 @@ func (t *Tools) launch(ctx context.Context, cmd *process.Command, spec process.S
 		t.attachSnapshot(cmd, before)
 	}
 	attachRepos(cmd, t.protectRepos(&spec, p, nil))
+	cm, err := t.mountCommand(ctx, &spec)
+	if err != nil {
+		cmd.Abort(err)
+		w.abandon()
+		return err
+	}
+	// Attached first: a command stopped before it launched has a final
+	// result, which releases the views.
+	t.attachMounts(cmd, cm)
 	if err := cmd.Launch(spec, w.observer(false)); err != nil {
 		w.abandon()
 		if errors.Is(err, process.ErrStopped) {

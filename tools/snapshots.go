@@ -79,7 +79,10 @@ func (t *Tools) skips() (root string, skip []string) {
 			skip = append(skip, filepath.ToSlash(rel))
 		}
 	}
-	return root, skip
+	t.mu.Lock()
+	sm := t.mounts
+	t.mu.Unlock()
+	return root, append(skip, sm.skips(root)...)
 }
 
 // takeSnapshot takes a snapshot of the root.
@@ -376,6 +379,7 @@ func (t *Tools) finalResult(cmd *process.Command) protocol.ToolResult {
 	res := toolResult(cmd.Result())
 	reposResult(cmd, &res)
 	t.approvalsResult(cmd, &res)
+	t.mountsResult(cmd, &res)
 	t.mu.Lock()
 	cs := t.cmdSnaps[cmd.ID()]
 	t.mu.Unlock()

@@ -89,6 +89,8 @@ type Config struct {
 	// Approvals is how a session asks its client's user about what its
 	// confinement refuses.
 	Approvals ApprovalsConfig
+	// Mounts are the buckets shown to commands as files (mounts.go).
+	Mounts MountsConfig
 }
 
 // The --sandbox modes.
@@ -181,6 +183,11 @@ type Tools struct {
 	// cmdSnaps are the snapshots of commands run with snapshot: true, by
 	// command id; guarded by mu.
 	cmdSnaps map[string]*commandSnapshot
+	// mounts are the session's mounts, set by Initialize (nil before);
+	// cmdMounts are the views of each running command, by command id,
+	// until its result is final. Both guarded by mu.
+	mounts    *sessionMounts
+	cmdMounts map[string]*commandMounts
 }
 
 // New returns the tools for one session.
@@ -229,6 +236,8 @@ func (t *Tools) Table() *rpc.Table {
 func (t *Tools) register(tab *rpc.Table) {
 	rpc.Handle(tab, protocol.ApprovalsRequest, t.approvalsList)
 	rpc.Handle(tab, protocol.RevokeApprovalRequest, t.revokeApproval)
+	rpc.HandleInline(tab, protocol.MountsRequest, t.mountsList)
+	rpc.Handle(tab, protocol.SyncMountRequest, t.syncMount)
 	rpc.Handle(tab, protocol.RunCommandRequest, forwarded(protocol.RunCommandRequest, t.routeRunCommand, t.runCommand))
 	rpc.Handle(tab, protocol.LongRunningRequest, forwarded(protocol.LongRunningRequest, byDestination(t, longRunningDest), t.longRunning))
 	rpc.Handle(tab, protocol.CancelRequest, forwarded(protocol.CancelRequest, byHandle(t, cancelHandle), t.cancel))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/toolhost/toolhost/mounts"
 	"github.com/toolhost/toolhost/protocol"
 	"github.com/toolhost/toolhost/rpc"
 	"github.com/toolhost/toolhost/sandbox"
@@ -31,6 +32,7 @@ type commandLine struct {
 	args    []string // the flags as given, after the subcommand: a front hands them to its holder
 	flags
 	sandbox tools.SandboxConfig
+	secrets *mounts.Secrets // --secrets, read and checked; nil without
 }
 
 // usageError is a command line the flag package refused (or --help),
@@ -110,6 +112,17 @@ func parseCommandLine(args []string, cwd string, env []string, usage io.Writer) 
 	sb, err := f.sandboxConfig(lookupEnv(env, "HOME"))
 	if err != nil {
 		return nil, err
+	}
+	if f.secrets != "" {
+		if cwd != "" && !filepath.IsAbs(f.secrets) {
+			f.secrets = filepath.Join(cwd, f.secrets)
+		}
+		if cl.secrets, err = mounts.LoadSecrets(f.secrets); err != nil {
+			return nil, fmt.Errorf("--secrets: %w", err)
+		}
+	}
+	if f.mountMaxBytes <= 0 {
+		return nil, fmt.Errorf("--mount-max-bytes must be positive, not %d", f.mountMaxBytes)
 	}
 	sb.Env = env
 	cl.sandbox = sb

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolhost/toolhost/hub"
 	"github.com/toolhost/toolhost/mcp"
+	"github.com/toolhost/toolhost/mounts"
 	"github.com/toolhost/toolhost/netproxy"
 	"github.com/toolhost/toolhost/rpc"
 )
@@ -56,6 +57,13 @@ type flags struct {
 	// confinement refuses (package approval).
 	approvals       string
 	approvalTimeout time.Duration
+
+	// mounts, secrets, clientMounts and mountMaxBytes: buckets shown to
+	// confined commands as files (package mounts).
+	mounts        []mounts.Spec
+	secrets       string
+	clientMounts  bool
+	mountMaxBytes byteSize
 
 	// snapshotMaxBytes and snapshotExclude configure the snapshot store.
 	snapshotMaxBytes byteSize
@@ -155,6 +163,18 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.taskTTLMax, "task-ttl-max", mcp.DefaultTaskTTLMax, "MCP: the longest ttl a client may ask a task to be kept for")
 	fs.BoolVar(&f.persist, "persist", false, "the session outlives its connection: a transport that ends without shutdown (an editor reload, a crashed agent, a dropped ssh link) detaches it, its commands go on for --linger, and a later toolhost --persist resumes it by sessionId (initializationOptions.resume); its commands are held by a holder process per user and root, which the first toolhost --persist starts; under toolhost mcp, every connection with the same command line reaches the same session and its tasks (by their task ids), and it ends after --linger without one")
 	fs.StringVar(&f.stateDir, "state-dir", "", "the `dir` of state that outlives a session: the journals of --persist, the snapshots, and the build caches (Go, npm, pip) kept per root for confined commands (default $XDG_STATE_HOME/toolhost, else ~/.local/state/toolhost); created 0700, and refused if another user owns it or others may enter it")
+	fs.Func("mount", "`name=N,path=P,uri=U[,secret=ID][,rw]`: the objects under a bucket's prefix shown to confined commands as files at P, as the bucket was when each command started (URIs s3://bucket/prefix, r2://, gs://, az://container/prefix); read-only unless rw, whose changes are written back, conditionally, when each command ends; ID names a secret of --secrets or TOOLHOST_SECRET_<ID> (repeatable)", func(s string) error {
+		m, err := mounts.ParseFlag(s)
+		if err != nil {
+			return err
+		}
+		f.mounts = append(f.mounts, m)
+		return mounts.CheckSpecs(f.mounts)
+	})
+	fs.StringVar(&f.secrets, "secrets", "", "a JSON `file` of the mounts' credentials, {ID: {accessKeyId, secretAccessKey, sessionToken, accountName, accountKey, endpoint, region}}: owned by this user and readable by nobody else; no confined command can read it")
+	fs.BoolVar(&f.clientMounts, "client-mounts", false, "let a client's initializationOptions.mounts replace the --mount flags (its secrets still the server's)")
+	f.mountMaxBytes = 2 << 30
+	fs.Var(&f.mountMaxBytes, "mount-max-bytes", "the most `bytes` a mount may hold (K, M, G suffixes): a bucket listing more, or more than 100,000 objects, is refused before anything is fetched")
 	f.snapshotMaxBytes = 2 << 30
 	fs.Var(&f.snapshotMaxBytes, "snapshot-max-bytes", "the most `bytes` the snapshot store of --state-dir may hold (K, M, G suffixes); a snapshot that would pass it is refused with SnapshotTooLarge (-32031)")
 	fs.Func("snapshot-exclude", "a gitignore `PATTERN` left out of every snapshot, besides .git/ (repeatable)", func(s string) error {

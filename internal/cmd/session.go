@@ -50,6 +50,7 @@ func (cl *commandLine) session(version string, reg *registries, logger *slog.Log
 	}
 	cfg := tools.Config{
 		Approvals: approvals,
+		Mounts:    cl.mountsConfig(),
 		SnapshotDir: func() (string, error) {
 			d, err := persist.ResolveDirs(stateDir)
 			if err != nil {
