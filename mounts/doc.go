@@ -82,7 +82,12 @@
 // A local file the record does not know, where the bucket has an object
 // of equal content, is adopted; otherwise it is kept (and is a conflict at
 // write-back). Commands sharing a writable mount see each other's
-// changes; Prepare and WriteBack must not run while a command writes it.
+// changes, and it is refreshed only when no command uses it (between a
+// Prepare and its Release): a command that starts while another runs sees
+// the working directory as it is, and nothing is replaced under a command
+// that writes. A WriteBack while another command still writes may upload
+// a file it has half written; the write-back after that command ends
+// uploads the rest.
 //
 // # Write-back and conflicts
 //

@@ -126,6 +126,7 @@ type Mount struct {
 	views    map[string]*view // live read-only views, by path
 	current  *view            // the newest view; nil before the first Prepare
 	nextView int              // the number of the next view's directory
+	workRefs int              // commands using the working directory (Prepare's minus Release's)
 	state    State
 }
 
@@ -200,7 +201,12 @@ func (m *Mount) open() error {
 	if rec == nil {
 		rec = newRecord(m.spec)
 	}
-	// The cache holds what the record names, whole; the rest goes.
+	// The cache holds what the record names, whole; the rest goes. A
+	// cache written in another boot without a sync may hold parts of
+	// files that a power loss left: it all goes.
+	if rec.CacheBoot != "" && rec.CacheBoot != bootID() {
+		clear(rec.Cache)
+	}
 	ents, err := os.ReadDir(filepath.Join(m.dir, objectsDir))
 	if err != nil {
 		return err
@@ -239,11 +245,25 @@ func (m *Mount) open() error {
 // mount's directory is its working directory, the same for every
 // command: its files that the bucket changed and the command did not are
 // refreshed, and its local changes are kept. Commands that share a
-// writable mount see each other's changes; Prepare must not run while a
-// command writes it.
+// writable mount see each other's changes: while one uses it (Prepare
+// without Release), a Prepare shows it as it is, without a listing, so
+// that nothing is replaced under a command that writes.
 func (m *Mount) Prepare(ctx context.Context) (string, error) {
 	m.op.Lock()
 	defer m.op.Unlock()
+	if !m.spec.ReadOnly {
+		m.mu.Lock()
+		inUse := m.workRefs > 0
+		if inUse {
+			m.workRefs++
+		}
+		m.mu.Unlock()
+		if inUse {
+			// A command is writing the working directory: it is shown
+			// as it is, never refreshed under that command.
+			return filepath.Join(m.dir, workDir), nil
+		}
+	}
 	var dir string
 	var err error
 	// An object written between the listing and its fetch is a
@@ -270,6 +290,9 @@ func (m *Mount) Prepare(ctx context.Context) (string, error) {
 		return "", mountErr(m.spec, err)
 	}
 	m.state.Err = ""
+	if !m.spec.ReadOnly {
+		m.workRefs++
+	}
 	return dir, nil
 }
 
@@ -316,7 +339,7 @@ func (m *Mount) prepareView(ctx context.Context, l *listing) (string, error) {
 	if err != nil {
 		// What came is whole in the cache; the record says so, so that
 		// the next Prepare fetches the rest only.
-		if fetched.Load() > 0 && syncFS(objects) == nil {
+		if fetched.Load() > 0 && m.cacheDurable(true) == nil {
 			m.rec.save(m.dir)
 		}
 		return "", err
@@ -331,6 +354,13 @@ func (m *Mount) prepareView(ctx context.Context, l *listing) (string, error) {
 	tmp := filepath.Join(m.dir, viewsDir, ".tmp-"+strconv.Itoa(n))
 	if err := buildView(tmp, objects, l); err != nil {
 		os.RemoveAll(tmp)
+		// A cache file gone from under the record (removed by hand) is
+		// fetched again by the next Prepare.
+		for id, e := range m.rec.Cache {
+			if fi, err := os.Lstat(filepath.Join(objects, id)); err != nil || fi.Size() != e.Size {
+				delete(m.rec.Cache, id)
+			}
+		}
 		return "", err
 	}
 	if err := os.Rename(tmp, final); err != nil {
@@ -350,10 +380,8 @@ func (m *Mount) prepareView(ctx context.Context, l *listing) (string, error) {
 			delete(m.rec.Cache, id)
 		}
 	}
-	if fetched.Load() > 0 {
-		if err := syncFS(objects); err != nil {
-			return "", err
-		}
+	if err := m.cacheDurable(fetched.Load() > 0); err != nil {
+		return "", err
 	}
 	m.rec.LastSync = now
 	if err := m.rec.save(m.dir); err != nil {
@@ -375,6 +403,26 @@ func (m *Mount) prepareView(ctx context.Context, l *listing) (string, error) {
 		os.RemoveAll(old.path)
 	}
 	return final, nil
+}
+
+// cacheDurable makes the read-only cache's files safe for the record to
+// name, when fetched says there are new ones. Where the boot has an id
+// (Linux), nothing is synced: the record names the boot, and a cache
+// from another boot (after a crash of the machine, which may have lost
+// what was not written out) is not trusted. Elsewhere the filesystem is
+// synced.
+func (m *Mount) cacheDurable(fetched bool) error {
+	if id := bootID(); id != "" {
+		m.rec.CacheBoot = id
+		return nil
+	}
+	if fetched {
+		if err := syncFS(filepath.Join(m.dir, objectsDir)); err != nil {
+			return err
+		}
+	}
+	m.rec.CacheBoot = ""
+	return nil
 }
 
 // buildView links l's files from the cache objects into the new
@@ -432,12 +480,19 @@ func (m *Mount) noteListing(l *listing, at time.Time) {
 	m.state.LastSync = at
 }
 
-// Release gives back a view that Prepare returned, when the command it
-// was shown to has ended. A view no command uses is removed once a newer
-// one is current. A writable mount's directory needs no Release; it is
-// not an error to give it.
+// Release gives back the directory that Prepare returned, when the
+// command it was shown to has ended. A view no command uses is removed
+// once a newer one is current; a writable mount's working directory is
+// refreshed by a Prepare only while no command uses it.
 func (m *Mount) Release(dir string) {
 	m.mu.Lock()
+	if !m.spec.ReadOnly {
+		if dir == filepath.Join(m.dir, workDir) && m.workRefs > 0 {
+			m.workRefs--
+		}
+		m.mu.Unlock()
+		return
+	}
 	v, ok := m.views[dir]
 	if !ok || v.refs == 0 {
 		m.mu.Unlock()

@@ -7,7 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +45,15 @@ func openTestMount(t *testing.T, st objstore.Store, uri string, rw bool, lim Lim
 // directories as "path/".
 func tree(t *testing.T, dir string) map[string]string {
 	t.Helper()
+	m, err := readTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// readTree is tree, for a goroutine of a test.
+func readTree(dir string) (map[string]string, error) {
 	m := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
@@ -62,17 +74,20 @@ func tree(t *testing.T, dir string) map[string]string {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return m, err
 }
 
+// prepare prepares m for a command; a writable mount's command is taken
+// as ended (released) at once, so that the test can write as it would
+// have.
 func prepare(t *testing.T, m *Mount) string {
 	t.Helper()
 	v, err := m.Prepare(ctx)
 	if err != nil {
 		t.Fatalf("prepare: %v", err)
+	}
+	if !m.spec.ReadOnly {
+		m.Release(v)
 	}
 	return v
 }
@@ -531,4 +546,157 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+func TestPrepareAdoptsEqualLocalFiles(t *testing.T) {
+	st := newMemStore()
+	st.set("a/x", "X")
+	m, _ := newTestMount(t, st, "s3://bkt/a", true, Limits{})
+	work := prepare(t, m)
+	// A command creates two files that another writer creates in the
+	// bucket too: one the same, one not.
+	must(t, os.WriteFile(filepath.Join(work, "same"), []byte("S"), 0o644))
+	must(t, os.WriteFile(filepath.Join(work, "differs"), []byte("mine"), 0o644))
+	st.set("a/same", "S")
+	st.set("a/differs", "theirs")
+	wantTree(t, prepare(t, m), map[string]string{"x": "X", "same": "S", "differs": "mine"})
+	res, err := m.WriteBack(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Result{Conflicts: []string{"differs"}}, res); diff != "" {
+		t.Errorf("write-back mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestViewsStayWhileOthersPublish runs commands' Prepares and Releases
+// at once while the bucket changes: a view does not change for as long
+// as a command holds it, whatever the others publish.
+func TestViewsStayWhileOthersPublish(t *testing.T) {
+	st := newMemStore()
+	const files = 20
+	write := func(gen int) {
+		for i := range files {
+			st.set(fmt.Sprintf("v/%02d", i), strconv.Itoa(gen))
+		}
+	}
+	write(0)
+	m, dir := newTestMount(t, st, "s3://bkt/v", false, Limits{Workers: 3})
+
+	sig := make(chan struct{}, 1)
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		gen := 1
+		for range sig {
+			write(gen)
+			gen++
+		}
+	})
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var cmds sync.WaitGroup
+	for range 4 {
+		cmds.Go(func() {
+			for range 15 {
+				v, err := m.Prepare(ctx)
+				if errors.Is(err, objstore.ErrPrecondition) {
+					continue // the bucket changed under three listings in a row
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				seen[v] = true
+				mu.Unlock()
+				before, err := readTree(v)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				select {
+				case sig <- struct{}{}:
+				default:
+				}
+				runtime.Gosched()
+				after, err := readTree(v)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if diff := cmp.Diff(before, after); diff != "" {
+					t.Errorf("view %s changed while held (-before +after):\n%s", v, diff)
+				}
+				m.Release(v)
+			}
+		})
+	}
+	cmds.Wait()
+	close(sig)
+	writer.Wait()
+	if len(seen) < 2 {
+		t.Errorf("the commands saw %d views, want several", len(seen))
+	}
+	if s := m.State(); s.Views != 0 {
+		t.Errorf("%d views in use after every release, want 0", s.Views)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, viewsDir)); len(ents) != 1 {
+		t.Errorf("%d views on disk after every release, want the current one", len(ents))
+	}
+}
+
+func TestCacheFromAnotherBootIsNotTrusted(t *testing.T) {
+	if bootID() == "" {
+		t.Skip("no boot id here: the cache is synced instead")
+	}
+	st := newMemStore()
+	st.set("b/a", "A")
+	m, dir := newTestMount(t, st, "s3://bkt/b", false, Limits{})
+	prepare(t, m)
+	p := filepath.Join(dir, recordName)
+	b, err := os.ReadFile(p)
+	must(t, err)
+	must(t, os.WriteFile(p, []byte(strings.Replace(string(b), bootID(), "another-boot", 1)), 0o600))
+	m2 := openTestMount(t, st, "s3://bkt/b", false, Limits{}, dir)
+	gets := st.gets.Load()
+	wantTree(t, prepare(t, m2), map[string]string{"a": "A"})
+	if g := st.gets.Load() - gets; g != 1 {
+		t.Errorf("%d gets for a cache of another boot, want 1", g)
+	}
+}
+
+func TestWorkNotRefreshedWhileInUse(t *testing.T) {
+	st := newMemStore()
+	st.set("u/a", "A1")
+	m, _ := newTestMount(t, st, "s3://bkt/u", true, Limits{})
+	w1, err := m.Prepare(ctx)
+	must(t, err)
+	st.set("u/a", "A2")
+	lists := st.lists.Load()
+	w2, err := m.Prepare(ctx)
+	must(t, err)
+	if w2 != w1 || st.lists.Load() != lists {
+		t.Errorf("prepare while in use: %s and %d lists, want %s and none", w2, st.lists.Load()-lists, w1)
+	}
+	wantTree(t, w2, map[string]string{"a": "A1"})
+	m.Release(w1)
+	m.Release(w2)
+	wantTree(t, prepare(t, m), map[string]string{"a": "A2"})
+}
+
+func TestCacheFileRemovedByHand(t *testing.T) {
+	st := newMemStore()
+	st.set("h/a", "A1")
+	m, dir := newTestMount(t, st, "s3://bkt/h", false, Limits{})
+	prepare(t, m)
+	st.set("h/b", "B1")
+	ents, err := os.ReadDir(filepath.Join(dir, objectsDir))
+	must(t, err)
+	for _, e := range ents {
+		must(t, os.Remove(filepath.Join(dir, objectsDir, e.Name())))
+	}
+	if _, err := m.Prepare(ctx); err == nil {
+		t.Fatal("prepare with its cache file removed succeeded")
+	}
+	wantTree(t, prepare(t, m), map[string]string{"a": "A1", "b": "B1"})
 }

@@ -28,6 +28,9 @@ type record struct {
 	// Cache holds the read-only cache's object files, by id (objectID):
 	// each is whole in objects/ with Size bytes.
 	Cache map[string]cacheEntry `json:"cache,omitempty"`
+	// CacheBoot, when set, is the boot (bootID) in which Cache's files
+	// were written without a sync: in another, they are not trusted.
+	CacheBoot string `json:"cacheBoot,omitempty"`
 	// Files holds the writable working directory's files, by key: what
 	// each was when last fetched or written back.
 	Files map[string]*fileEntry `json:"files,omitempty"`

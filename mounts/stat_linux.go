@@ -3,6 +3,8 @@ package mounts
 import (
 	"io/fs"
 	"os"
+	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +19,16 @@ func stampOf(fi fs.FileInfo) stamp {
 	}
 	return s
 }
+
+// bootID returns the id of the running boot, or "" when it cannot be
+// read.
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
 
 // syncFS flushes the filesystem that holds dir (syncfs(2)), so that the
 // files written beneath it are whole on disk before a record names them.

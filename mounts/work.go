@@ -101,6 +101,7 @@ func (m *Mount) prepareWork(ctx context.Context, l *listing) (string, error) {
 		m.rec.Files[j.Key] = &fileEntry{Version: j.Version, Stamp: stampOf(fi), SHA256: j.sha}
 	}
 	// Objects gone from the bucket go from here, unless changed here.
+	changed := len(jobs) > 0 || !slices.Equal(m.rec.Dirs, l.dirs)
 	for key, e := range m.rec.Files {
 		if listed[key] {
 			continue
@@ -110,11 +111,13 @@ func (m *Mount) prepareWork(ctx context.Context, l *listing) (string, error) {
 		switch {
 		case err != nil:
 			delete(m.rec.Files, key)
+			changed = true
 		case stampOf(fi) == e.Stamp:
 			if err := os.Remove(p); err != nil {
 				return "", err
 			}
 			delete(m.rec.Files, key)
+			changed = true
 			removeEmptyParents(work, filepath.Dir(p))
 		}
 	}
@@ -127,9 +130,11 @@ func (m *Mount) prepareWork(ctx context.Context, l *listing) (string, error) {
 			return "", err
 		}
 	}
-	m.rec.LastSync = now
-	if err := m.rec.save(m.dir); err != nil {
-		return "", err
+	if changed {
+		m.rec.LastSync = now
+		if err := m.rec.save(m.dir); err != nil {
+			return "", err
+		}
 	}
 	m.mu.Lock()
 	m.noteListing(l, now)
