@@ -49,6 +49,10 @@ section "go vet"
 go vet ./...
 GOOS=darwin go vet ./... # the Linux-only code stays behind build tags
 
+section "Azurite (npm), the Azure Blob emulator"
+# objstore/azblob's tests run a real Azurite (internal/azuritetest), pinned there and installed, not committed.
+(cd internal/azuritetest && npm ci --no-audit --no-fund)
+
 section "go test -race"
 # The integration package runs a few hundred tests through the binary,
 # two at a time on two cores; on a slow or busy machine it passes go
