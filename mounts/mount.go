@@ -182,10 +182,7 @@ func (m *Mount) open() error {
 			return err
 		}
 	}
-	rec, _ := loadRecord(m.dir, m.spec, m.prefix)
-	if rec != nil && (rec.URI != m.spec.URI || rec.Kind != m.spec.Kind) {
-		rec = nil // another bucket's
-	}
+	rec := loadRecord(m.dir, m.spec, m.prefix)
 	if rec == nil {
 		// No record to trust, or another bucket's: the cache starts
 		// clean, and a working directory, which may hold changes never
@@ -197,8 +194,6 @@ func (m *Mount) open() error {
 				return err
 			}
 		}
-	}
-	if rec == nil {
 		rec = newRecord(m.spec)
 	}
 	// The cache holds what the record names, whole; the rest goes. A

@@ -74,20 +74,20 @@ func newRecord(spec Spec) *record {
 	}
 }
 
-// loadRecord reads dir's record. found says a record file was there;
-// rec is nil when there was none, or it was unreadable, of another
-// format, or corrupt: the caller starts clean.
-func loadRecord(dir string, spec Spec, prefix string) (rec *record, found bool) {
+// loadRecord reads dir's record of spec, whose listed prefix is prefix.
+// It returns nil when there is none, or it is unreadable, of another
+// format, another URI's or kind's, or corrupt: the caller starts clean.
+func loadRecord(dir string, spec Spec, prefix string) *record {
 	data, err := os.ReadFile(filepath.Join(dir, recordName))
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	var r record
 	if err := json.Unmarshal(data, &r); err != nil || r.Format != recordFormat {
-		return nil, true
+		return nil
 	}
 	if r.URI == "" || r.Kind == "" {
-		return nil, true
+		return nil
 	}
 	if r.Cache == nil {
 		r.Cache = map[string]cacheEntry{}
@@ -96,22 +96,22 @@ func loadRecord(dir string, spec Spec, prefix string) (rec *record, found bool) 
 		r.Files = map[string]*fileEntry{}
 	}
 	if r.URI != spec.URI || r.Kind != spec.Kind {
-		return &r, true // another bucket's: its entries are not checked, nor used
+		return nil
 	}
 	for id, e := range r.Cache {
 		if id != objectID(e.Key, e.Version) || e.Size < 0 {
-			return nil, true
+			return nil
 		}
 	}
 	for key, e := range r.Files {
 		if e == nil || e.Version == "" || len(key) <= len(prefix) || key[:len(prefix)] != prefix || !validRel(key[len(prefix):]) {
-			return nil, true
+			return nil
 		}
 		if b, err := hex.DecodeString(e.SHA256); err != nil || len(b) != 32 {
-			return nil, true
+			return nil
 		}
 	}
-	return &r, true
+	return &r
 }
 
 // save writes the record whole (a temporary file, renamed), fsynced with
