@@ -73,8 +73,13 @@
 // theirs until Release, and a newer listing gets a new view. An unchanged
 // bucket costs one LIST and nothing else: the current view is shown
 // again. Objects are streamed to disk through a fixed buffer, never held
-// whole. Before the record names a fetched file the filesystem is synced
-// (syncfs), so that after a crash the record never names a part.
+// whole. The record of a read-only cache names the boot it was written
+// in (Linux's boot_id) and is trusted in that boot only, so nothing is
+// synced: a crash of the process loses nothing written, and one of the
+// machine starts the cache clean. A writable mount's fetched files are
+// synced (syncfs) before the record names them, and the record is
+// fsynced, so that after any crash the record never names a part. Where
+// the boot has no id, read-only caches are synced the same way.
 //
 // A writable mount has one working directory. Prepare refreshes the files
 // the bucket changed and the directory did not, removes those the bucket
