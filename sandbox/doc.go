@@ -36,8 +36,9 @@
 //     and linking across directories (refer, ABI 2), truncating (ABI 3).
 //     workspace-write's writable directories are the root, the command's
 //     TMPDIR, the cache directory (the root's, which the caller keeps
-//     across sessions) and the extra --writable ones; read-only's
-//     is the TMPDIR alone. Device nodes may not be made anywhere;
+//     across sessions), the extra --writable ones and the sources of
+//     writable binds (below); read-only's is the TMPDIR alone. Device
+//     nodes may not be made anywhere;
 //   - ioctl on devices (ABI 5) only on /dev/null, /dev/zero, /dev/full,
 //     /dev/tty, /dev/ptmx and /dev/pts, which stay usable, so a PTY works;
 //   - with the network off, TCP bind and connect (ABI 4), unless a network
@@ -77,16 +78,18 @@
 // lies beneath it (tmp.go): the command writes its own /tmp, and neither
 // the host's /tmp nor any other command's files there are in its sight.
 // The policy's directories that lie in the host's /tmp (a root there, a
-// read root, the artifacts directory) are cloned with every mount beneath
-// them before, and mounted again at their own paths in the new /tmp, on
-// directories made there (following no symlink, never leaving it), so
-// they keep their paths and their read-only or read-write binds. A TMPDIR
-// in the environment that names the temporary directory is set to /tmp,
-// since that path is out of sight. Without a mount namespace, or when a
-// directory of the policy is /tmp or holds it (a root of /), /tmp stays
-// the host's, readable and read-only but for TMPDIR, and NotEnforced says
-// so; Require does not refuse for it, since nothing is written there.
-// Full mode keeps the host's /tmp, which it may write anyway.
+// read root, the artifacts directory, a bind's target) are cloned with
+// every mount beneath them before, and mounted again at their own paths
+// in the new /tmp, on directories (or, for a file's bind, an empty file)
+// made there (following no symlink, never leaving it), so they keep their
+// paths and their read-only or read-write binds. A TMPDIR in the
+// environment that names the temporary directory is set to /tmp, since
+// that path is out of sight. Without a mount namespace, or when a
+// directory of the policy is /tmp or holds it (a root of /, a bind's
+// source of /, which would show the host's /tmp), /tmp stays the host's,
+// readable and read-only but for TMPDIR, and NotEnforced says so; Require
+// does not refuse for it, since nothing is written there. Full mode keeps
+// the host's /tmp, which it may write anyway.
 //
 // Protected paths (Policy.Protect: .git/hooks, .git/config) are bound
 // read-only on themselves, with what lies beneath, where the command could
@@ -113,11 +116,50 @@
 // namespace without following any symlink (openat2 RESOLVE_NO_SYMLINKS)
 // and checked to be the same file before it is mounted over through that
 // descriptor, so that a symlink swapped in meanwhile cannot redirect a
-// mount. Without a mount namespace Landlock cannot take a subtree back:
-// every protected path inside a writable directory and every denied path
-// is missing confinement (Require refuses; the Report lists each one). A
-// denied path that holds the root or a writable directory is refused the
-// same way: the command could not work in it.
+// mount. A denied directory that holds directories the command uses (the
+// root, a writable directory such as the cache, which lives in the
+// caller's state directory, a read root) or a bind's target is masked
+// all the same, after the other binds: each held directory is cloned
+// first with open_tree, with every mount beneath it (its own binds and
+// masks), the mask holds the path down to each (empty directories of the
+// mode and owner of those they stand for, deepest masks first), and the
+// clones are mounted there; a bind's target gets an empty directory or
+// file there, which the bind is mounted on. So the command lists in the
+// denied directory only the path down to what it uses, and reads and
+// writes nothing else of it. A denied path that is itself a directory the
+// command uses stays readable (missing: Require refuses). Without a mount
+// namespace Landlock cannot take a subtree back: every protected path
+// inside a writable directory and every denied path is missing
+// confinement (Require refuses; the Report lists each one).
+//
+// Binds (Policy.Binds, a bucket's objects materialised by the caller, a
+// path of the machine shown elsewhere) show a source, a directory or a
+// file, at a target of the same kind the caller made, inside the root or
+// anywhere else, in every mode. They are made after every mask and
+// before the private /tmp: each source is cloned with open_tree with
+// every mount beneath it (the masks of denied paths, the read-only binds
+// of protected paths and read roots, a /proc of the PID namespace), so a
+// bind never shows what is denied, nor another bind; then each clone is
+// mounted on its target, opened again without following a symlink and
+// checked to be the policy's (or, in a denied directory, the mount point
+// its mask holds). A read-only bind is read-only with every mount in it:
+// nothing beneath its target can be written, created, removed, renamed,
+// chmodded or touched, even inside the root, and the target itself, a
+// mount point, cannot be removed or renamed. A writable bind's top mount
+// is read-write and Landlock grants writes beneath its source (in
+// workspace-write; read-only mode binds every source read-only); the
+// protected paths and read roots beneath its source are bound read-only
+// in it, and the protected paths beneath its target, which it hides, are
+// cloned before and mounted again on top of it at their paths, read-only,
+// the directories between pinned in the bind, so that a bind never makes
+// a protected path writable (the start fails where the source has nothing
+// to keep one on). A policy error refuses a bind whose source lies in a
+// denied path (but for a directory the command uses there), whose target
+// is / or holds a directory the command uses or another bind's target, or
+// a writable one whose source or target lies in a protected path or a
+// read root. Without a mount namespace no bind can be made, and Start
+// refuses the command, Require or not (ErrUnavailable, naming the binds);
+// the Report lists each target made, with ":ro" or ":rw".
 //
 // A PID namespace of its own (needs CAP_SYS_ADMIN) hides every process
 // outside the sandbox: a command cannot signal, renice (setpriority, which
@@ -272,7 +314,15 @@
 //     that exist when the command starts; a denied file stays readable by
 //     its other names (hard links, bind mounts elsewhere), and a full-mode
 //     command of a root server keeps CAP_MKNOD, so it can make a node of a
-//     disk and read it raw.
+//     disk and read it raw. In a denied directory that holds directories
+//     the command uses or bind targets, the names, modes and owners of
+//     the directories on the path down to them stay visible.
+//   - A bind's target shows its source as it is while the command runs:
+//     what the caller changes there, the command sees. The directories
+//     above a target in a writable directory are not pinned: the command
+//     may move one aside, with the bind in it, as it may any directory it
+//     writes; the source stays as writable as the bind was, wherever it
+//     goes.
 //   - A protected path that does not exist when the command starts (an
 //     existing repository without .git/hooks can be given hooks, and a
 //     repository the command makes has its own), and what git reads
@@ -348,10 +398,13 @@
 // killing and reaping the namespace at Finish; the unix filter costs
 // little; the agents' protect and denyRead defaults cost a mount for each
 // protected path, pin and existing denied path; a private /tmp costs a
-// mount for it and one for each carried directory. A re-executed server
-// as init would cost far more: toolhost's own start (its packages' init
-// among it) and the memory it holds idle, against those of the small
-// machine-code program used here (pidns_init_*.go).
+// mount for it and one for each carried directory. A bind costs a mount,
+// and one more for each path kept read-only in a writable bind and each
+// directory pinned there; a denied directory that holds what the command
+// uses costs a mount more for each directory it shows again. A
+// re-executed server as init would cost far more: toolhost's own start
+// (its packages' init among it) and the memory it holds idle, against
+// those of the small machine-code program used here (pidns_init_*.go).
 //
 // BenchmarkStart, BenchmarkLayers, BenchmarkStartProxy,
 // BenchmarkIsolation and BenchmarkPrivateTmp measure these, each

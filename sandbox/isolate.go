@@ -61,15 +61,13 @@ func planIsolation(p Policy, caps Capabilities, abi int, ly *layers, rep *Report
 		}
 	}
 
-	// Denied paths: masked, whatever the mode.
-	var holders []string
-	holders = append(holders, ly.writable...)
-	holders = append(holders, p.Root)
+	// Denied paths: masked, whatever the mode. A denied directory that
+	// holds directories the command uses or bind targets is masked with
+	// the path down to each, and they are shown again on the mask
+	// (planHolding).
+	held := p.heldDirs()
+	targets := p.bindTargets()
 	for _, d := range cleanPaths(p.DenyRead) {
-		if w := holding(d, cleanPaths(holders)); w != "" {
-			*missing = append(*missing, "denied path "+d+" stays readable: it holds "+w+", which the command uses")
-			continue
-		}
 		if !canMount || !caps.Masks {
 			why := mntWhy
 			if canMount {
@@ -78,14 +76,24 @@ func planIsolation(p Policy, caps Capabilities, abi int, ly *layers, rep *Report
 			*missing = append(*missing, "denied path "+d+" stays readable: "+why)
 			continue
 		}
+		if slices.Contains(held, d) {
+			*missing = append(*missing, "denied path "+d+" stays readable: the command uses it")
+			continue
+		}
 		ly.mntns, ly.maskDevices = true, true
-		ly.binds = append(ly.binds, bind{path: d, kind: bindMask})
+		if !planHolding(d, held, targets, ly) {
+			ly.binds = append(ly.binds, bind{path: d, kind: bindMask})
+		}
 		rep.DenyRead = append(rep.DenyRead, d)
 	}
+}
 
-	// In full mode nothing else makes Landlock forbid mount and umount:
-	// it grants everything, so that the binds and /proc stay in place.
-	if mode == Full && ly.mntns && abi > 0 && !ly.fsHandled {
+// planMountLock runs after every part of plan that makes mounts: in full
+// mode nothing else makes Landlock forbid mount and umount, so it grants
+// everything, so that the binds and /proc stay in place; without Landlock
+// the PID namespace's /proc can be unmounted.
+func planMountLock(p Policy, caps Capabilities, abi int, ly *layers, gaps *[]string) {
+	if p.mode() == Full && ly.mntns && abi > 0 && !ly.fsHandled {
 		ly.abi = max(ly.abi, abi)
 		ly.fsHandled, ly.fsGrantAll = true, true
 	}

@@ -116,13 +116,33 @@ func TestPlanIsolation(t *testing.T) {
 			"denied path /home/u/.netrc stays readable: no mount namespace: EPERM",
 		},
 	}, {
-		name:   "a denied path that holds the root",
+		name:   "a denied path that holds the root: masked, the root shown again",
 		policy: Policy{Network: true, Root: "/home/u/ws", DenyRead: []string{"/home/u"}},
 		caps:   func(c Capabilities) Capabilities { return c },
-		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-7+mntns+pidns+capdrop", NotEnforced: []string{
-			"denied path /home/u stays readable: it holds /home/u/ws, which the command uses",
+		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-7+mntns+pidns+capdrop",
+			DenyRead: []string{"/home/u"}},
+	}, {
+		name:   "a denied path that holds the root, without a mount namespace",
+		policy: Policy{Network: true, Root: "/home/u/ws", DenyRead: []string{"/home/u"}},
+		caps: func(c Capabilities) Capabilities {
+			c.MountNS, c.PIDNS, c.Masks, c.CapDrop = false, false, false, false
+			c.Reasons = map[string]string{"mountns": "no mount namespace: EPERM", "pidns": "no PID namespace: EPERM"}
+			return c
+		},
+		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-7", NotEnforced: []string{
+			"denied path /home/u stays readable: no mount namespace: EPERM",
+			"metadata outside the writable directories (chmod, chown, utimensat, setxattr): Landlock does not cover it and no mount namespace: EPERM",
+			"processes outside the sandbox are visible: their /proc/<pid>, and setpriority (renice) of them: no PID namespace: EPERM",
 		}},
-		missing: []string{"denied path /home/u stays readable: it holds /home/u/ws, which the command uses"},
+		missing: []string{"denied path /home/u stays readable: no mount namespace: EPERM"},
+	}, {
+		name:   "a denied path that is the root",
+		policy: Policy{Network: true, Root: "/home/u/ws", DenyRead: []string{"/home/u/ws"}},
+		caps:   func(c Capabilities) Capabilities { return c },
+		want: Report{Filesystem: WorkspaceWrite, Network: true, EnforcedBy: "landlock-abi-7+mntns+pidns+capdrop", NotEnforced: []string{
+			"denied path /home/u/ws stays readable: the command uses it",
+		}},
+		missing: []string{"denied path /home/u/ws stays readable: the command uses it"},
 	}, {
 		name:   "full mode: Landlock keeps the masks in place",
 		policy: Policy{Filesystem: Full, Network: true, Protect: []string{"/ws/.git/hooks"}, DenyRead: []string{"/home/u/.ssh"}},

@@ -120,6 +120,21 @@ func restrictThread(ly layers) error {
 					return err
 				}
 			}
+			// A writable bind's source: a rule on the bind's root,
+			// which a path beneath the target reaches first.
+			for _, src := range ly.bindRules {
+				fd, ok := ly.fds[src]
+				if !ok {
+					return fmt.Errorf("landlock rule: %s was not opened", src)
+				}
+				dir, err := kindOf(fd)
+				if err != nil {
+					return fmt.Errorf("landlock rule: %s: %w", src, err)
+				}
+				if err := addRule(ruleset, src, fd, dir, handled&^fsNeverInWritable); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if ly.netTCP && ly.proxyPort != 0 {

@@ -22,11 +22,15 @@ import (
 // their top mount: submounts stay read-only), pins, read roots and
 // protected paths read-only with everything beneath (even inside a
 // writable directory), denied paths masked; with ly.maskDevices every
-// block device under /dev is masked too; with ly.tmp the command's
-// temporary directory replaces /tmp (tmp_linux.go); with ly.procfs a
-// /proc of the thread's PID namespace for children replaces /proc.
-// Landlock, applied
-// afterwards, forbids the child to undo any of it.
+// block device under /dev is masked too; then the denied directories that
+// hold directories the command uses or bind targets are masked, deepest
+// first, with those directories mounted again on the masks (ly.holding,
+// binds_linux.go); with ly.procfs a /proc of the thread's PID namespace
+// for children replaces /proc; the policy's binds are made
+// (ly.sources, binds_linux.go), each source cloned with every mask and
+// read-only bind beneath it; and with ly.tmp the command's temporary
+// directory replaces /tmp (tmp_linux.go), carrying the binds in it.
+// Landlock, applied afterwards, forbids the child to undo any of it.
 //
 // Each path is opened again in the new namespace without following a
 // symlink (openat2 RESOLVE_NO_SYMLINKS), checked to be the file the
@@ -80,25 +84,50 @@ func applyMountNS(ly layers) error {
 			return fmt.Errorf("mount namespace: %s: %w", b.path, err)
 		}
 	}
-	if ly.maskDevices {
+	if ly.maskDevices || len(ly.holding) > 0 {
 		if sc == nil {
 			var err error
 			if sc, err = newScratch(); err != nil {
 				return fmt.Errorf("mount namespace: %w", err)
 			}
 		}
+	}
+	if ly.maskDevices {
 		if err := maskBlockDevices(sc); err != nil {
+			return fmt.Errorf("mount namespace: %w", err)
+		}
+	}
+	// The protected paths a writable bind's target holds, cloned before
+	// the masks that hold them.
+	kept, err := cloneProtects(ly)
+	defer func() {
+		for _, fd := range kept {
+			_ = unix.Close(fd)
+		}
+	}()
+	if err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	points := make(mountPoints)
+	for _, hm := range ly.holding {
+		if err := sc.maskHolding(hm, ly.fds, points); err != nil {
+			return fmt.Errorf("mount namespace: %s: %w", hm.path, err)
+		}
+	}
+	if ly.procfs {
+		// Before the binds: a source that holds /proc shows this one.
+		if err := mountProc(ly.roRoot); err != nil {
+			return fmt.Errorf("mount namespace: /proc: %w", err)
+		}
+	}
+	if len(ly.sources) > 0 {
+		if err := applySources(ly, sc, points, kept); err != nil {
 			return fmt.Errorf("mount namespace: %w", err)
 		}
 	}
 	if ly.tmp != nil {
 		if err := ly.tmp.mount(ly.fds); err != nil {
 			return fmt.Errorf("mount namespace: private /tmp: %w", err)
-		}
-	}
-	if ly.procfs {
-		if err := mountProc(ly.roRoot); err != nil {
-			return fmt.Errorf("mount namespace: /proc: %w", err)
 		}
 	}
 	return nil
@@ -169,8 +198,9 @@ const maskAttr = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_AT
 // an empty directory or file of the same mode and owner. Nothing reaches
 // the tmpfs but the read-only clones.
 type scratch struct {
-	mnt int // the detached mount; closed by close
-	n   int // entries made so far
+	mnt int    // the detached mount; closed by close
+	n   int    // entries made so far
+	dev uint64 // the tmpfs's device number
 }
 
 // newScratch makes the tmpfs.
@@ -192,7 +222,12 @@ func newScratch() (*scratch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("masks: fsmount: %w", err)
 	}
-	return &scratch{mnt: mnt}, nil
+	var st unix.Stat_t
+	if err := unix.Fstat(mnt, &st); err != nil {
+		_ = unix.Close(mnt)
+		return nil, fmt.Errorf("masks: stat: %w", err)
+	}
+	return &scratch{mnt: mnt, dev: st.Dev}, nil
 }
 
 // close closes the detached mount; the clones keep the tmpfs alive. A nil
@@ -206,40 +241,72 @@ func (s *scratch) close() {
 // mask mounts over the file fd names (described by st) an empty read-only
 // directory, if it is one, else an empty regular file.
 func (s *scratch) mask(fd int, st unix.Stat_t) error {
+	name, err := s.entry(st)
+	if err != nil {
+		return err
+	}
+	tree, err := s.mount(name, fd)
+	if err != nil {
+		return err
+	}
+	_ = unix.Close(tree)
+	return nil
+}
+
+// entry makes the next entry of the tmpfs: an empty directory if st
+// describes one, else an empty regular file, with st's mode and owner. It
+// returns its name.
+func (s *scratch) entry(st unix.Stat_t) (string, error) {
 	s.n++
 	name := "m" + strconv.Itoa(s.n)
-	perm := st.Mode & 0o7777
+	if err := s.make(name, st); err != nil {
+		return "", fmt.Errorf("mask: %w", err)
+	}
+	return name, nil
+}
+
+// make makes path in the tmpfs: an empty directory if st describes one,
+// else an empty regular file, with st's mode and owner.
+func (s *scratch) make(path string, st unix.Stat_t) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		if err := unix.Mkdirat(s.mnt, name, 0o700); err != nil {
-			return fmt.Errorf("mask: %w", err)
+		if err := unix.Mkdirat(s.mnt, path, 0o700); err != nil {
+			return err
 		}
 	} else {
-		f, err := unix.Openat(s.mnt, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		f, err := unix.Openat(s.mnt, path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
 		if err != nil {
-			return fmt.Errorf("mask: %w", err)
+			return err
 		}
 		_ = unix.Close(f)
 	}
 	// Without privileges over the owner (no such server makes a mount
-	// namespace today) the mask keeps the server's.
-	if err := unix.Fchownat(s.mnt, name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.EPERM) {
-		return fmt.Errorf("mask: chown: %w", err)
+	// namespace today) the entry keeps the server's.
+	if err := unix.Fchownat(s.mnt, path, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("chown: %w", err)
 	}
-	if err := unix.Fchmodat(s.mnt, name, perm, 0); err != nil {
-		return fmt.Errorf("mask: chmod: %w", err)
-	}
-	tree, err := unix.OpenTree(s.mnt, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("mask: open_tree: %w", err)
-	}
-	defer unix.Close(tree)
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: maskAttr}); err != nil {
-		return fmt.Errorf("mask: mount_setattr: %w", err)
-	}
-	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return fmt.Errorf("mask: move_mount: %w", err)
+	if err := unix.Fchmodat(s.mnt, path, st.Mode&0o7777, 0); err != nil {
+		return fmt.Errorf("chmod: %w", err)
 	}
 	return nil
+}
+
+// mount clones the entry name of the tmpfs, makes the clone read-only
+// (maskAttr) and mounts it over the file fd names. It returns the clone,
+// attached there, which the caller closes.
+func (s *scratch) mount(name string, fd int) (int, error) {
+	tree, err := unix.OpenTree(s.mnt, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("mask: open_tree: %w", err)
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: maskAttr}); err != nil {
+		_ = unix.Close(tree)
+		return -1, fmt.Errorf("mask: mount_setattr: %w", err)
+	}
+	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		_ = unix.Close(tree)
+		return -1, fmt.Errorf("mask: move_mount: %w", err)
+	}
+	return tree, nil
 }
 
 // maskBlockDevices masks every block device directly under /dev (disks,

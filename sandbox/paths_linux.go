@@ -30,7 +30,8 @@ func (f policyFDs) close() {
 // readlink of /proc/self/fd per path cost less than resolving symlinks one
 // component at a time. Every path must be an existing directory, but
 // protected and denied paths, which may be files, and are left out when
-// they do not exist.
+// they do not exist, and the sources and targets of binds, which must
+// exist, both directories or both regular files.
 func openPolicy(p Policy) (Policy, policyFDs, error) {
 	if err := p.validate(); err != nil {
 		return p, nil, err
@@ -57,7 +58,7 @@ func openPolicy(p Policy) (Policy, policyFDs, error) {
 		return real, nil
 	}
 	out := p
-	out.Writable, out.ReadRoots, out.Protect, out.DenyRead = nil, nil, nil, nil
+	out.Writable, out.ReadRoots, out.Protect, out.DenyRead, out.Binds = nil, nil, nil, nil, nil
 	var err error
 	for _, d := range []struct{ in, out *string }{{&p.Root, &out.Root}, {&p.TempDir, &out.TempDir}, {&p.CacheDir, &out.CacheDir}} {
 		if *d.out, err = open(*d.in); err != nil {
@@ -89,7 +90,47 @@ func openPolicy(p Policy) (Policy, policyFDs, error) {
 			*list.out = append(*list.out, r)
 		}
 	}
+	for _, b := range p.Binds {
+		var rb Bind
+		var dir [2]bool
+		for i, d := range []struct{ in, out *string }{{&b.Source, &rb.Source}, {&b.Target, &rb.Target}} {
+			r, err := open(*d.in)
+			if err == nil {
+				dir[i], err = kindOf(fds[r])
+				if err != nil {
+					err = fmt.Errorf("sandbox: bind of %s on %s: %s: %w", b.Source, b.Target, *d.in, err)
+				}
+			}
+			if err != nil {
+				fds.close()
+				return p, nil, err
+			}
+			*d.out = r
+		}
+		if dir[0] != dir[1] {
+			fds.close()
+			return p, nil, fmt.Errorf("sandbox: bind of %s on %s: one is a directory, the other a file", b.Source, b.Target)
+		}
+		rb.Writable, rb.Owned = b.Writable, b.Owned
+		out.Binds = append(out.Binds, rb)
+	}
 	return out, fds, nil
+}
+
+// kindOf reports whether fd names a directory, and fails unless it names
+// a directory or a regular file (what a bind may show).
+func kindOf(fd int) (dir bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return true, nil
+	case unix.S_IFREG:
+		return false, nil
+	}
+	return false, errors.New("neither a directory nor a regular file")
 }
 
 // staticRule is a Landlock rule every confined command gets: "/" to read,

@@ -12,7 +12,9 @@ import (
 // when the kernel cannot give the core of what is asked: filesystem
 // confinement, a network cut off for TCP and UDP, read roots kept
 // read-only inside writable directories, or a cgroup limit. The Report is
-// what would be applied anyway, degraded.
+// what would be applied anyway, degraded, but for the policy's binds:
+// where they cannot be made (no mount namespace) the error names them,
+// and Start refuses the command whether Spec.Require is set or not.
 func Plan(p Policy, l Limits, caps Capabilities) (Report, error) {
 	_, r, err := plan(p, l, caps)
 	return r, err
@@ -22,10 +24,14 @@ func Plan(p Policy, l Limits, caps Capabilities) (Report, error) {
 // this order, each adding to what the ones before planned (the binds, the
 // Landlock ABI) and to missing and gaps, whose order is the report's:
 // the filesystem, the processes and paths hidden (planIsolation), the
-// private /tmp, the binds sorted, the network, unix sockets, scoping, the
-// capabilities dropped, the layers named, and last the limits.
+// policy's binds, Landlock keeping the mounts in place, the private /tmp,
+// the binds sorted, the network, unix sockets, scoping, the capabilities
+// dropped, the layers named, and last the limits.
 func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 	if err := p.validate(); err != nil {
+		return layers{}, Report{}, err
+	}
+	if err := p.checkBinds(); err != nil {
 		return layers{}, Report{}, err
 	}
 	var (
@@ -38,6 +44,8 @@ func plan(p Policy, l Limits, caps Capabilities) (layers, Report, error) {
 
 	planFilesystem(p, caps, abi, &ly, &rep, &missing, &gaps)
 	planIsolation(p, caps, abi, &ly, &rep, &missing, &gaps)
+	planBinds(p, caps, abi, &ly, &rep, &missing)
+	planMountLock(p, caps, abi, &ly, &gaps)
 	planTmp(p, caps, &ly, &gaps)
 	ly.binds = sortBinds(ly.binds)
 	planNetwork(p, caps, abi, &ly, &rep, &missing, &gaps)

@@ -67,11 +67,55 @@ type Policy struct {
 	// that exists is masked by an empty read-only directory or file.
 	// Absolute, like Protect.
 	DenyRead []string
+	// Binds show files and directories of the machine at other paths in
+	// the command's mount namespace (see Bind). Where no mount namespace
+	// can be made Start refuses the command, Require or not: it never runs
+	// without its binds.
+	Binds []Bind
 	// IsolatePIDs asks that the command see only its own processes (a
 	// PID namespace with a /proc of its own); where that cannot be made,
 	// Plan reports it missing. A command gets one wherever the server can
 	// make it, asked or not.
 	IsolatePIDs bool
+}
+
+// Bind shows Source at Target in the command's mount namespace: Source is
+// bind-mounted there, with the mounts beneath it (the masks of denied
+// paths and the read-only binds of protected paths and read roots
+// included), so that what lies beneath Target on the machine is out of
+// the command's sight. Source is read-only there, in every mount beneath
+// it, unless Writable.
+type Bind struct {
+	// Source is the directory or regular file shown, absolute; Start
+	// resolves symlinks. It may not lie in a denied path (a bind does not
+	// show what is denied), but for a directory the command uses there,
+	// which stays in its sight (a writable directory, the root, a read
+	// root).
+	Source string
+	// Target is where the command sees Source, absolute; Start resolves
+	// symlinks. It must exist, of the same kind as Source (a directory or
+	// a regular file): the caller makes the mount point. It may lie
+	// anywhere (in the root, in a denied directory, in the host's /tmp),
+	// but may not be / nor hold a directory the command uses (the root,
+	// the temporary, cache and writable directories, a read root), nor
+	// another bind's target, nor lie in one.
+	Target string
+	// Writable lets the command write beneath Target, and so in Source,
+	// in workspace-write and full modes (read-only mode binds every Source
+	// read-only). A writable bind is a writable directory for Landlock,
+	// but for the protected paths and read roots beneath Source, which
+	// stay read-only, and for protected paths beneath Target, which are
+	// bound read-only again on top of it (Source must then have them too).
+	// Its Source and its Target may not lie in a protected path or a read
+	// root. A bind that is not writable is never written, even where its
+	// Target lies in a writable directory.
+	Writable bool
+	// Owned says Source is the caller's own (a mount's cache, kept in the
+	// state directory every command is denied): it may lie in a denied
+	// path, whose mask then holds the path down to Source and shows
+	// Source again there, as it does a directory the command uses, and
+	// nothing else of it.
+	Owned bool
 }
 
 // mode returns the filesystem mode with the zero value resolved.
@@ -124,6 +168,12 @@ func (p Policy) validate() error {
 	all = append(all, p.ReadRoots...)
 	all = append(all, p.Protect...)
 	all = append(all, p.DenyRead...)
+	for _, b := range p.Binds {
+		if b.Source == "" || b.Target == "" {
+			return fmt.Errorf("bind %q on %q: a source and a target are needed", b.Source, b.Target)
+		}
+		all = append(all, b.Source, b.Target)
+	}
 	for _, d := range all {
 		if d != "" && !filepath.IsAbs(d) {
 			return fmt.Errorf("path %q is not absolute", d)
@@ -260,6 +310,10 @@ type Report struct {
 	// DenyRead lists the denied paths masked from the command (those that
 	// existed when it started; Plan lists them all).
 	DenyRead []string `json:"denyRead,omitempty"`
+	// Binds lists the targets of the binds made, each followed by ":ro"
+	// (read-only) or ":rw" (writable), in the policy's order; none when no
+	// bind was made.
+	Binds []string `json:"binds,omitempty"`
 }
 
 // ErrUnavailable is the sentinel for confinement the kernel cannot give.
@@ -328,6 +382,20 @@ type layers struct {
 	netns         NetNSMethod
 	seccomp       bool
 	capDrop       bool
+
+	// holding are the denied directories that hold directories the
+	// command uses or bind targets, deepest first (binds.go), masked
+	// after the other binds and the block devices.
+	holding []holdingMask
+	// sources are the policy's binds (Policy.Binds), made after every
+	// mask; bindRules are the sources of the writable ones Landlock grants
+	// writes beneath (workspace-write).
+	sources   []sourceBind
+	bindRules []string
+	// refused are missing pieces Start refuses whatever Spec.Require says
+	// (binds that cannot be made).
+	refused []string
+
 	// proxy: the forking thread makes the proxy's listener in the network
 	// namespace (NetNSUnshare only); proxyPort is its port, known once it
 	// is made, for Landlock's connect rule where TCP is handled.
@@ -382,7 +450,9 @@ type Spec struct {
 	Limits Limits
 	// Require refuses, with an error wrapping ErrUnavailable and without
 	// starting the command, when Plan reports something missing. Without
-	// it Start applies what it can and the Report says what that was.
+	// it Start applies what it can and the Report says what that was, but
+	// for the policy's binds: a command whose binds cannot be made is
+	// refused either way.
 	Require bool
 	// Caps is the probe to plan with; nil uses DefaultCapabilities.
 	Caps *Capabilities

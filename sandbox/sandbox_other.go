@@ -28,7 +28,10 @@ func start(cmd *exec.Cmd, spec Spec, _ Capabilities) (*Sandbox, error) {
 	if cmd.Process != nil {
 		return nil, errors.New("sandbox: the command has already started")
 	}
-	_, rep, err := plan(spec.Policy, spec.Limits, Probe())
+	ly, rep, err := plan(spec.Policy, spec.Limits, Probe())
+	if rerr := ly.refusal(); rerr != nil {
+		return nil, rerr // binds cannot be made here
+	}
 	if err != nil && (spec.Require || !errors.Is(err, ErrUnavailable)) {
 		return nil, err
 	}

@@ -66,7 +66,13 @@ func start(cmd *exec.Cmd, spec Spec, caps Capabilities) (*Sandbox, error) {
 		return nil, err
 	}
 	defer fds.close() // the confining thread has used them when Start returns
+	if policyOpened != nil {
+		policyOpened(pol)
+	}
 	ly, rep, err := plan(pol, spec.Limits, caps)
+	if rerr := ly.refusal(); rerr != nil {
+		return nil, rerr
+	}
 	if err != nil && (spec.Require || !errors.Is(err, ErrUnavailable)) {
 		return nil, err
 	}
@@ -132,6 +138,10 @@ func start(cmd *exec.Cmd, spec Spec, caps Capabilities) (*Sandbox, error) {
 	}
 	return s, nil
 }
+
+// policyOpened, set by tests only, runs in Start once the policy is opened
+// and before anything is mounted: a test swaps a path there.
+var policyOpened func(Policy)
 
 // makeGroups makes the limit cgroups ly asks for. A v2 group is the
 // caller's (spec.CgroupV2Dir) or one of the package's that attr now forks

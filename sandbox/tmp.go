@@ -18,11 +18,14 @@ type tmpPlan struct {
 	// src is the temporary directory bound on /tmp.
 	src string
 	// carry are the policy's directories beneath the host's /tmp (a
-	// workspace root in /tmp, a read root, the artifacts directory), none
-	// beneath another nor beneath src: each is bound again, with every
-	// bind beneath it, at the same path in the new /tmp, so the command
-	// still finds them where the policy says.
+	// workspace root in /tmp, a read root, the artifacts directory, a bind
+	// target), none beneath another nor beneath src: each is bound again,
+	// with every bind beneath it, at the same path in the new /tmp, so the
+	// command still finds them where the policy says.
 	carry []string
+	// binds maps each carried bind target to its source, which is what
+	// is mounted there when /tmp is made.
+	binds map[string]string
 }
 
 // planTmp plans the private /tmp of a command whose filesystem is
@@ -30,8 +33,9 @@ type tmpPlan struct {
 // namespace for it; Full mode keeps the host's /tmp, which it may write
 // anyway. A policy without a temporary directory gets none, and where no
 // mount namespace can be made, or a directory of the policy is /tmp or
-// holds it, gaps says so: /tmp is then the host's, read-only (the
-// temporary directory stays writable at its own path).
+// holds it, or a bind's source does (it would show the host's /tmp), gaps
+// says so: /tmp is then the host's, read-only (the temporary directory
+// stays writable at its own path). It runs after planBinds.
 func planTmp(p Policy, caps Capabilities, ly *layers, gaps *[]string) {
 	if p.mode() == Full || !ly.fsHandled || p.TempDir == "" {
 		return
@@ -43,28 +47,37 @@ func planTmp(p Policy, caps Capabilities, ly *layers, gaps *[]string) {
 	}
 	src := filepath.Clean(p.TempDir)
 	dirs := cleanPaths(append(append([]string{p.Root, p.CacheDir}, p.Writable...), p.ReadRoots...))
-	for _, d := range append([]string{src}, dirs...) {
+	sources := make(map[string]string)
+	var shown []string
+	for _, b := range ly.sources {
+		dirs = append(dirs, b.target)
+		sources[b.target] = b.source
+		shown = append(shown, b.source)
+	}
+	for _, d := range append(append([]string{src}, dirs...), shown...) {
 		if under(hostTmp, []string{d}) {
 			*gaps = append(*gaps, what+d+" holds it")
 			return
 		}
 	}
 	t := &tmpPlan{src: src}
+	var carry []string
 	for _, d := range dirs {
 		if !strictlyUnder(d, hostTmp) || under(d, []string{src}) {
 			continue // outside /tmp, or bound with the temporary directory
 		}
-		t.carry = append(t.carry, d)
+		carry = append(carry, d)
 	}
 	// Keep only the topmost: a directory beneath another comes with it.
-	slices.Sort(t.carry)
-	top := t.carry[:0]
+	t.carry = topmost(carry)
 	for _, d := range t.carry {
-		if len(top) == 0 || !under(d, top) {
-			top = append(top, d)
+		if s, ok := sources[d]; ok {
+			if t.binds == nil {
+				t.binds = make(map[string]string)
+			}
+			t.binds[d] = s
 		}
 	}
-	t.carry = top
 	ly.tmp = t
 }
 

@@ -30,7 +30,9 @@ func (t *tmpPlan) setEnv(cmd *exec.Cmd, given string) {
 // made are opened without following any symlink, beneath the new /tmp
 // (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a symlink a previous
 // step of the command left in its /tmp fails the start instead of taking
-// a mount elsewhere. fds are the policy's descriptors, by real path.
+// a mount elsewhere. fds are the policy's descriptors, by real path. A
+// carried bind target is checked to show its source, and a file's is
+// mounted on an empty file made for it.
 func (t *tmpPlan) mount(fds map[string]int) error {
 	var clones []int
 	defer func() {
@@ -38,30 +40,30 @@ func (t *tmpPlan) mount(fds map[string]int) error {
 			_ = unix.Close(c)
 		}
 	}()
-	clone := func(path string) (int, error) {
-		want, ok := fds[path]
+	clone := func(path string) (int, bool, error) {
+		shows := path
+		if s, ok := t.binds[path]; ok {
+			shows = s
+		}
+		want, ok := fds[shows]
 		if !ok {
-			return -1, fmt.Errorf("%s was not opened", path)
+			return -1, false, fmt.Errorf("%s was not opened", shows)
 		}
-		fd, _, err := reopen(path, want)
+		tree, st, err := cloneTree(path, want)
 		if err != nil {
-			return -1, err
-		}
-		defer unix.Close(fd)
-		tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
-		if err != nil {
-			return -1, fmt.Errorf("%s: open_tree: %w", path, err)
+			return -1, false, err
 		}
 		clones = append(clones, tree)
-		return tree, nil
+		return tree, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
 	}
-	src, err := clone(t.src)
+	src, _, err := clone(t.src)
 	if err != nil {
 		return err
 	}
 	carried := make([]int, len(t.carry))
+	dirs := make([]bool, len(t.carry))
 	for i, d := range t.carry {
-		if carried[i], err = clone(d); err != nil {
+		if carried[i], dirs[i], err = clone(d); err != nil {
 			return err
 		}
 	}
@@ -88,7 +90,11 @@ func (t *tmpPlan) mount(fds map[string]int) error {
 	}
 	defer unix.Close(tmp)
 	for i, d := range t.carry {
-		at, err := mkdirBeneath(tmp, strings.TrimPrefix(d, hostTmp+"/"))
+		mk := mkdirBeneath
+		if !dirs[i] {
+			mk = mkfileBeneath
+		}
+		at, err := mk(tmp, strings.TrimPrefix(d, hostTmp+"/"))
 		if err != nil {
 			return fmt.Errorf("%s in the private %s: %w", d, hostTmp, err)
 		}
@@ -128,6 +134,45 @@ func mkdirBeneath(dir int, rel string) (int, error) {
 			return -1, fmt.Errorf("open %s: %w", name, err)
 		}
 		at = next
+	}
+	return at, nil
+}
+
+// mkfileBeneath makes each directory of rel's parent beneath the
+// directory dir names that is missing (mkdirBeneath), and an empty regular
+// file at rel if there is none, and opens it (O_PATH), following no
+// symlink and never leaving dir: the mount point of a file.
+func mkfileBeneath(dir int, rel string) (int, error) {
+	parent, name := dir, rel
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		var err error
+		if parent, err = mkdirBeneath(dir, rel[:i]); err != nil {
+			return -1, err
+		}
+		defer unix.Close(parent)
+		name = rel[i+1:]
+	}
+	if name == "" || name == "." || name == ".." {
+		return -1, fmt.Errorf("%q is not a clean relative path", rel)
+	}
+	f, err := unix.Openat2(parent, name, &unix.OpenHow{
+		Flags:   unix.O_CREAT | unix.O_EXCL | unix.O_WRONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Mode:    0o600,
+		Resolve: beneath,
+	})
+	if err == nil {
+		_ = unix.Close(f)
+	} else if !errors.Is(err, unix.EEXIST) {
+		return -1, fmt.Errorf("create %s: %w", name, err)
+	}
+	at, err := unix.Openat2(parent, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", name, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(at, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		_ = unix.Close(at)
+		return -1, fmt.Errorf("%s is not a regular file (%v)", name, err)
 	}
 	return at, nil
 }
