@@ -90,7 +90,7 @@ func TestS3Gofakes3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(Result{Uploaded: 2, Deleted: 1, NotUploaded: []Refusal{{Path: "sub/", Reason: "an empty directory: an object store holds no directories"}}}, res); diff != "" {
+		if diff := cmp.Diff(Result{Uploaded: 2, Deleted: 1}, res); diff != "" {
 			t.Errorf("write-back mismatch (-want +got):\n%s", diff)
 		}
 		got := map[string]string{}
@@ -125,6 +125,6 @@ func TestS3Gofakes3(t *testing.T) {
 		if _, err := st.Head(ctx, "data/n"); err != nil {
 			t.Errorf("the object changed in the bucket: %v, want it kept", err)
 		}
-		wantTree(t, prepare(t, m), map[string]string{"a": "A-local", "n": "theirs", "sub/": ""})
+		wantTree(t, prepare(t, m), map[string]string{"a": "A-local", "n": "theirs"})
 	})
 }

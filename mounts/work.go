@@ -290,8 +290,18 @@ func (m *Mount) writeBack(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	// A directory that held a fetched file and is empty now was emptied
+	// by deletes: its objects' deletion says all, and it is removed
+	// below once they are gone. Only a directory made empty is refused.
+	known := map[string]bool{}
+	for key := range m.rec.Files {
+		for rel := key[len(m.prefix):]; strings.Contains(rel, "/"); {
+			rel = rel[:strings.LastIndexByte(rel, '/')]
+			known[rel] = true
+		}
+	}
 	for _, d := range dirs {
-		if children[d] == 0 && !markers[d] {
+		if children[d] == 0 && !markers[d] && !known[d] {
 			res.NotUploaded = append(res.NotUploaded, Refusal{Path: d + "/", Reason: "an empty directory: an object store holds no directories"})
 		}
 	}
@@ -331,6 +341,16 @@ func (m *Mount) writeBack(ctx context.Context) (Result, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		// The directories the deletes emptied go too, deepest first, as
+		// the bucket has none: the next command sees what the bucket
+		// shows. A directory that is not empty stays.
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if d := dirs[i]; known[d] && !markers[d] {
+				_ = os.Remove(filepath.Join(work, filepath.FromSlash(d)))
+			}
+		}
+	}
 	slices.Sort(res.Conflicts)
 	slices.SortFunc(res.NotUploaded, func(a, b Refusal) int { return strings.Compare(a.Path, b.Path) })
 	if err == nil {
