@@ -66,13 +66,6 @@ type sessionMount struct {
 	// kept says the last write-back left local changes unwritten
 	// (conflicts, refusals): the cache is kept at the session's end.
 	kept bool
-	// holders counts the running commands a writable mount's working
-	// directory is bound for, and work is that directory: while one
-	// holds it, it is not refreshed (Prepare must not run while a
-	// command writes it), and the next command shares it as it is.
-	// Guarded by mu.
-	holders int
-	work    string
 }
 
 // commandMounts are the views one command was given, released once its
@@ -382,41 +375,25 @@ func (t *Tools) prepareMounts(ctx context.Context) ([]sandbox.Bind, *commandMoun
 			return nil, nil, mountError(err)
 		}
 		cm.views = append(cm.views, mountView{sm: m, view: view})
-		binds = append(binds, sandbox.Bind{Source: view, Target: m.wire.Path, Writable: !m.wire.ReadOnly})
+		// Owned: the view lies in the state directory, which every
+		// command is denied; the bind shows it at the mount alone.
+		binds = append(binds, sandbox.Bind{Source: view, Target: m.wire.Path, Writable: !m.wire.ReadOnly, Owned: true})
 	}
 	return binds, cm, nil
 }
 
 // prepare fetches the mount for a command and records how it went; the
-// command gives the view back with release. A writable mount held by a
-// running command is not fetched again: the command shares its working
-// directory as it is.
+// command gives the view back with release. A writable mount a running
+// command holds is not fetched again (package mounts): the next command
+// shares its working directory as it is.
 func (m *sessionMount) prepare(ctx context.Context) (string, error) {
-	if !m.wire.ReadOnly {
-		m.mu.Lock()
-		if m.holders > 0 {
-			m.holders++
-			defer m.mu.Unlock()
-			return m.work, nil
-		}
-		// Held while it fetches, so that no other command's start
-		// refreshes it meanwhile; a failed fetch lets go.
-		m.holders++
-		m.mu.Unlock()
-	}
 	view, err := m.m.Prepare(ctx)
 	now := time.Now().UTC()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		if !m.wire.ReadOnly {
-			m.holders--
-		}
 		m.lastErr = err.Error()
 		return "", err
-	}
-	if !m.wire.ReadOnly {
-		m.work = view
 	}
 	m.lastErr = ""
 	m.fetchedAt = &now
@@ -426,15 +403,7 @@ func (m *sessionMount) prepare(ctx context.Context) (string, error) {
 }
 
 // release gives back a view prepare made.
-func (m *sessionMount) release(view string) {
-	if m.wire.ReadOnly {
-		m.m.Release(view)
-		return
-	}
-	m.mu.Lock()
-	m.holders--
-	m.mu.Unlock()
-}
+func (m *sessionMount) release(view string) { m.m.Release(view) }
 
 // writeBack writes the mount's changes back and records how it went.
 func (m *sessionMount) writeBack(ctx context.Context) protocol.MountOutcome {

@@ -6,17 +6,27 @@ import (
 
 	"github.com/toolhost/toolhost/mounts"
 	"github.com/toolhost/toolhost/objstore"
+	"github.com/toolhost/toolhost/objstore/azblob"
+	"github.com/toolhost/toolhost/objstore/gcs"
+	"github.com/toolhost/toolhost/objstore/s3"
 	"github.com/toolhost/toolhost/persist"
 	"github.com/toolhost/toolhost/tools"
 )
 
-// storeKinds are the mount kinds openStore serves: none until the
-// providers' clients are in.
-var storeKinds []string
+// storeKinds are the mount kinds openStore serves.
+var storeKinds = []string{mounts.KindS3, mounts.KindR2, mounts.KindGCS, mounts.KindAzureBlob}
 
 // openStore makes the client of a bucket of kind: the one place that
 // knows every provider's package.
 func openStore(kind, bucket string, creds objstore.Credentials) (objstore.Store, error) {
+	switch kind {
+	case mounts.KindS3, mounts.KindR2:
+		return s3.New(bucket, creds, s3.Options{Kind: kind})
+	case mounts.KindGCS:
+		return gcs.New(bucket, creds, gcs.Options{})
+	case mounts.KindAzureBlob:
+		return azblob.New(bucket, creds, azblob.Options{})
+	}
 	return nil, fmt.Errorf("%w: %s", mounts.ErrUnsupported, kind)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"slices"
 
 	"github.com/toolhost/toolhost/approval"
 	"github.com/toolhost/toolhost/mcp"
@@ -25,6 +26,16 @@ type session struct {
 func (cl *commandLine) session(version string, reg *registries, logger *slog.Logger) session {
 	sb := cl.sandbox
 	stateDir := cl.stateDir
+	// No command reads the state directory (the mounts' caches, the
+	// journals, the snapshots) or the secrets file, whatever the flags
+	// say; a command's cache there stays its own (sandbox's holding
+	// masks).
+	if d, err := persist.ResolveDirs(stateDir); err == nil {
+		sb.DenyRead = append(slices.Clone(sb.DenyRead), d.State)
+	}
+	if cl.secrets != nil {
+		sb.DenyRead = append(slices.Clone(sb.DenyRead), cl.flags.secrets)
+	}
 	sb.RootCache = func(root string) (string, error) {
 		d, err := persist.ResolveDirs(stateDir)
 		if err != nil {
