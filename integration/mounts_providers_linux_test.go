@@ -291,7 +291,7 @@ func TestMountR2(t *testing.T) {
 	t.Parallel()
 	bs := newBucketServer(t, map[string]string{"data/a.txt": "alpha", "data/sub/b.txt": "beta", "data-old/c.txt": "old"})
 	secrets := writeSecrets(t, map[string]map[string]string{
-		"r": {"accessKeyId": plantedKeyID, "secretAccessKey": plantedSecret, "endpoint": bs.url},
+		"r":     {"accessKeyId": plantedKeyID, "secretAccessKey": plantedSecret, "endpoint": bs.url},
 		"noend": {"accessKeyId": plantedKeyID, "secretAccessKey": plantedSecret},
 	})
 	s := startMountedURI(t, secrets, "r2://bkt/data", "r", "")
