@@ -240,9 +240,9 @@ func credentialsOf(s mounts.Spec) *protocol.MountCredentials {
 	return &protocol.MountCredentials{ID: s.SecretID}
 }
 
-// checkMountPoint refuses a mount point over the root's own files, in a
-// read root or the artifacts directory: it may be inside the root only
-// where nothing is yet, or an empty directory.
+// checkMountPoint refuses a mount point that would hide files (the
+// root's own, or the machine's), or overlap a read root or the artifacts
+// directory: it must be missing, or an empty directory.
 func checkMountPoint(ws *workspace.Workspace, path, field string) error {
 	inRoot := within(path, ws.Root())
 	for _, d := range append(append([]string{}, ws.ReadRoots()...), ws.ArtifactsDir()) {
@@ -266,8 +266,11 @@ func checkMountPoint(ws *workspace.Workspace, path, field string) error {
 	if err != nil {
 		return protocol.InvalidParams(field, "%s: %v", path, err)
 	}
-	if len(ents) > 0 && inRoot {
+	switch {
+	case len(ents) > 0 && inRoot:
 		return protocol.InvalidParams(field, "%s holds the root's own files: a mount may not hide them; choose a path where nothing is", path)
+	case len(ents) > 0:
+		return protocol.InvalidParams(field, "%s holds files: a mount may not hide them; choose a path where nothing is, or an empty directory", path)
 	}
 	return nil
 }

@@ -202,9 +202,11 @@ func (t *Tools) diff(ctx context.Context, s *rpc.Session, p *protocol.DiffParams
 			return nil, wsError(err)
 		}
 	}
-	root, _ := t.skips()
+	// What the session skips now (its mounts, read roots and artifacts)
+	// is left out too: a snapshot from before a mount never recorded it.
+	root, skip := t.skips()
 	ws, _ := t.state()
-	d, err := st.Diff(context.WithoutCancel(ctx), p.From, p.To, root, snapshot.DiffOptions{Path: p.Path, Exclude: t.cfg.SnapshotExclude, Skip: denied, SkipFile: ws.DeniedFiles()})
+	d, err := st.Diff(context.WithoutCancel(ctx), p.From, p.To, root, snapshot.DiffOptions{Path: p.Path, Exclude: t.cfg.SnapshotExclude, Skip: append(skip, denied...), SkipFile: ws.DeniedFiles()})
 	if err != nil {
 		id := p.From
 		if errors.Is(err, snapshot.ErrNotFound) && p.To != "" {
@@ -395,10 +397,10 @@ func (t *Tools) finalResult(cmd *process.Command) protocol.ToolResult {
 		if err != nil {
 			return
 		}
-		root, _ := t.skips()
+		root, skip := t.skips()
 		start := time.Now()
 		ws, _ := t.state()
-		d, err := st.Diff(context.Background(), cs.id, "", root, snapshot.DiffOptions{Exclude: t.cfg.SnapshotExclude, Skip: denied, SkipFile: ws.DeniedFiles()})
+		d, err := st.Diff(context.Background(), cs.id, "", root, snapshot.DiffOptions{Exclude: t.cfg.SnapshotExclude, Skip: append(skip, denied...), SkipFile: ws.DeniedFiles()})
 		if err != nil {
 			t.log.Warn("a command's changes could not be computed", "command", cmd.ID(), "snapshot", cs.id, "err", err)
 			return
