@@ -243,9 +243,14 @@ func TestMountSecretsNeverSeen(t *testing.T) {
 	needMounts(t)
 	t.Parallel()
 	bs := newBucketServer(t, map[string]string{"data/a.txt": "alpha"})
-	secrets := bs.secretsFile(t)
 	state := privateDir(t)
 	root, _ := filepath.EvalSymlinks(t.TempDir())
+	// The secrets file in the root, where a user who works in $HOME
+	// keeps it: no command and no file door may read it all the same.
+	secrets := filepath.Join(root, ".toolhost-secrets.json")
+	if err := os.Rename(bs.secretsFile(t), secrets); err != nil {
+		t.Fatal(err)
+	}
 	envSecret, _ := json.Marshal(map[string]string{"accessKeyId": plantedKeyID, "secretAccessKey": plantedSecret, "endpoint": bs.url})
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir(), "TOOLHOST_SECRET_ENVSECRET=" + string(envSecret)}
 	s := start(t, options{root: root, env: env, args: []string{"--state-dir", state, "--secrets", secrets,
@@ -265,6 +270,16 @@ func TestMountSecretsNeverSeen(t *testing.T) {
 	out, err := os.ReadFile(res.Artifacts.OutputPath)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r := s.sh("cat " + secrets); r.Stdout != "" {
+		t.Errorf("a command read the secrets file (masked by an empty file): %q", r.Stdout)
+	}
+	e0 := s.call("readFile", map[string]any{"path": secrets}, nil)
+	if e0 == nil || e0.Code != protocol.CodePathOutsideWorkspace || errData(e0).Policy != "denyRead" {
+		t.Errorf("readFile of the secrets file: %v (data %+v), want -32001 by policy", e0, errData(e0))
+	}
+	if r := s.sh("ls -A " + state + " " + filepath.Join(state, "mounts") + " | tr '\\n' ' '"); strings.Contains(r.Stdout, "snapshots") || strings.Contains(r.Stdout, "record") {
+		t.Errorf("a command lists the state directory: %q", r.Stdout)
 	}
 	// A bucket that does not exist: its error names it, in the
 	// provider's words, and no secret.

@@ -23,7 +23,7 @@ import (
 // A script's comment says what it checks and may set:
 //
 //	framings: header ndjson   the framings to run in (default: both)
-//	args: --flag value ...    more server flags ($ROOT, $OUTSIDE expand)
+//	args: --flag value ...    more server flags ($ROOT, $OUTSIDE, $STATE expand)
 //
 // Its -- client -- section is a list of directives, one a line:
 //
@@ -190,14 +190,21 @@ func runScript(t *testing.T, sc script, framing string) string {
 	}
 	root, _ = filepath.EvalSymlinks(root)
 	outside, _ = filepath.EvalSymlinks(outside)
-	expand := strings.NewReplacer("$ROOT", root, "$OUTSIDE", outside, "$ARTIFACTS", artifacts).Replace
-	args := []string{"--artifacts-dir", artifacts}
+	// A state directory of the script's own, which every command is
+	// denied: the user's would show in the results as a path of this
+	// machine.
+	state, _ := filepath.EvalSymlinks(t.TempDir())
+	if err := os.Chmod(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	expand := strings.NewReplacer("$ROOT", root, "$OUTSIDE", outside, "$ARTIFACTS", artifacts, "$STATE", state).Replace
+	args := []string{"--artifacts-dir", artifacts, "--state-dir", state}
 	for _, a := range sc.args {
 		args = append(args, expand(a))
 	}
 	s := start(t, options{framing: framing, root: root, args: args})
 
-	norm := strings.NewReplacer(artifacts, "$ARTIFACTS", root, "$ROOT", outside, "$OUTSIDE").Replace
+	norm := strings.NewReplacer(artifacts, "$ARTIFACTS", root, "$ROOT", outside, "$OUTSIDE", state, "$STATE").Replace
 	awaited := map[string]int{}
 	nulls := 0
 	closed := false

@@ -68,23 +68,32 @@ func planIsolation(p Policy, caps Capabilities, abi int, ly *layers, rep *Report
 	held := p.heldDirs()
 	targets := p.bindTargets()
 	for _, d := range cleanPaths(p.DenyRead) {
+		// An unlisted path is the caller's, not the client's: one that
+		// cannot be masked is reported, and does not refuse a command
+		// that requires what the client asked.
+		miss := missing
+		if slices.Contains(p.Unlisted, d) {
+			miss = gaps
+		}
 		if !canMount || !caps.Masks {
 			why := mntWhy
 			if canMount {
 				why = caps.reason("masks", "no empty file system can be mounted over it")
 			}
-			*missing = append(*missing, "denied path "+d+" stays readable: "+why)
+			*miss = append(*miss, "denied path "+d+" stays readable: "+why)
 			continue
 		}
 		if slices.Contains(held, d) {
-			*missing = append(*missing, "denied path "+d+" stays readable: the command uses it")
+			*miss = append(*miss, "denied path "+d+" stays readable: the command uses it")
 			continue
 		}
 		ly.mntns, ly.maskDevices = true, true
 		if !planHolding(d, held, targets, ly) {
 			ly.binds = append(ly.binds, bind{path: d, kind: bindMask})
 		}
-		rep.DenyRead = append(rep.DenyRead, d)
+		if !slices.Contains(p.Unlisted, d) {
+			rep.DenyRead = append(rep.DenyRead, d)
+		}
 	}
 }
 

@@ -67,6 +67,13 @@ type Policy struct {
 	// that exists is masked by an empty read-only directory or file.
 	// Absolute, like Protect.
 	DenyRead []string
+	// Unlisted are denied paths, among DenyRead, that the Report does
+	// not list: the caller's own (its state directory, its secrets),
+	// which its clients never named. They are masked all the same; one
+	// that cannot be is in NotEnforced, but does not make Require refuse
+	// the command (the caller decides whether it may run so). Real
+	// paths.
+	Unlisted []string
 	// Binds show files and directories of the machine at other paths in
 	// the command's mount namespace (see Bind). Where no mount namespace
 	// can be made Start refuses the command, Require or not: it never runs

@@ -177,6 +177,9 @@ func (t *Tools) openSession(s *rpc.Session, set *settings) (_ *opened, err error
 		return nil, fmt.Errorf("cannot start the process manager: %w", err)
 	}
 	o.conf.measure()
+	if err := o.conf.canHideSecrets(t.cfg.Sandbox); err != nil {
+		return nil, err
+	}
 	if o.mounts, err = t.openMounts(o.ws, o.conf, set.mounts, opts.Manifest); err != nil {
 		return nil, err
 	}

@@ -232,6 +232,31 @@ func (t *Tools) openMounts(ws *workspace.Workspace, c *confinement, specs []moun
 	return sm, nil
 }
 
+// canHideSecrets refuses a session of a server given --secrets where no
+// command can be kept from reading the file: the sandbox off, or no mount
+// namespace with Landlock to hold its mask in place. Such a server
+// mounts nothing either; it fails closed rather than leave the keys in
+// its commands' sight.
+func (c *confinement) canHideSecrets(cfg SandboxConfig) error {
+	if len(cfg.HiddenFiles) == 0 {
+		return nil
+	}
+	why := ""
+	switch {
+	case c.mode == SandboxOff:
+		why = "the server runs with --sandbox off"
+	case !c.caps.MountNS:
+		why = "no mount namespace can be made (" + c.caps.Reasons["mountns"] + ")"
+	case c.caps.LandlockABI == 0:
+		why = "there is no Landlock to keep a mask in place"
+	case !c.caps.Masks:
+		why = "no empty file system can be mounted over it"
+	default:
+		return nil
+	}
+	return mountFailed("", "", "--secrets: the secrets file can be kept from confined commands only in a mount namespace held by Landlock, and "+why+"; run toolhost as root with the sandbox on, or without --secrets")
+}
+
 // credentialsOf is a spec's credentials as the wire names them.
 func credentialsOf(s mounts.Spec) *protocol.MountCredentials {
 	if s.SecretID == "" {

@@ -15,10 +15,14 @@ import (
 // doors still keep the command line's lists.
 func (c *confinement) filePolicy(cfg SandboxConfig) (workspace.Policy, error) {
 	p := workspace.Policy{Protect: c.def.protect, DenyRead: c.def.denyRead, Repos: c.def.repos}
+	// The secrets file is read by no door, whatever the lists say.
+	var err error
+	if p.DenyRead, err = c.addPaths(p.DenyRead, cfg.HiddenFiles, "--secrets", c.expandHome); err != nil {
+		return p, err
+	}
 	if c.mode != SandboxOff {
 		return p, nil
 	}
-	var err error
 	if p.Protect, p.Repos, err = c.addProtect(c.def, cfg.Protect, "--protect"); err != nil {
 		return p, err
 	}

@@ -38,6 +38,9 @@ type confinement struct {
 	home     string
 	writable []string
 	readOnly []string
+	// hidden are the paths every command is denied besides its level's
+	// (SandboxConfig.Hidden), real paths of those that exist.
+	hidden []string
 	// dir holds the session's cache ("cache") and the confined commands'
 	// temporary directories ("tmp"); Shutdown removes it.
 	dir string
@@ -151,6 +154,11 @@ func newConfinement(cfg SandboxConfig, ws *workspace.Workspace, asked *protocol.
 		return c, nil
 	}
 	c.noLandlock = cfg.NoLandlock
+	for _, h := range cfg.Hidden {
+		if real, err := filepath.EvalSymlinks(h); err == nil {
+			c.hidden = append(c.hidden, real)
+		}
+	}
 	for _, d := range cfg.Writable {
 		real, err := filepath.EvalSymlinks(d)
 		if err != nil {
@@ -283,7 +291,8 @@ func (c *confinement) policy(l level) sandbox.Policy {
 		Writable:   c.writable,
 		ReadRoots:  c.readOnly,
 		Protect:    l.protect,
-		DenyRead:   l.denyRead,
+		DenyRead:   append(slices.Clone(l.denyRead), c.hidden...),
+		Unlisted:   c.hidden,
 		// A confined command gets a PID namespace wherever the server can
 		// make one; --sandbox required also refuses to run without.
 		IsolatePIDs: c.mode == SandboxRequired,

@@ -124,6 +124,13 @@ type SandboxConfig struct {
 	Protect, DenyRead []string
 	// Home is the server's $HOME, for "~" in denyRead.
 	Home string
+	// Hidden are paths no confined command reads, whatever its sandbox
+	// asks: the server's own state directory (the mounts' caches) and
+	// its secrets file. They are masked as denyRead paths are, but are
+	// not the client's lists: capabilities and results do not name them.
+	// HiddenFiles are those of them no file door reads either (the
+	// secrets file).
+	Hidden, HiddenFiles []string
 	// GrantsDir is the directory of the user's approvals grants file
 	// (package approval); when it lies in the root, it is protected like
 	// a --protect path, made first if missing, so that neither a confined

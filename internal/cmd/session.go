@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
-	"slices"
 
 	"github.com/toolhost/toolhost/approval"
 	"github.com/toolhost/toolhost/mcp"
@@ -29,12 +28,14 @@ func (cl *commandLine) session(version string, reg *registries, logger *slog.Log
 	// No command reads the state directory (the mounts' caches, the
 	// journals, the snapshots) or the secrets file, whatever the flags
 	// say; a command's cache there stays its own (sandbox's holding
-	// masks).
+	// masks). No file door reads the secrets file either.
+	sb.Hidden = nil
 	if d, err := persist.ResolveDirs(stateDir); err == nil {
-		sb.DenyRead = append(slices.Clone(sb.DenyRead), d.State)
+		sb.Hidden = append(sb.Hidden, d.State)
 	}
 	if cl.secrets != nil {
-		sb.DenyRead = append(slices.Clone(sb.DenyRead), cl.flags.secrets)
+		sb.Hidden = append(sb.Hidden, cl.flags.secrets)
+		sb.HiddenFiles = []string{cl.flags.secrets}
 	}
 	sb.RootCache = func(root string) (string, error) {
 		d, err := persist.ResolveDirs(stateDir)
