@@ -181,3 +181,35 @@ func (s *server) initializeErr(params *protocol.InitializeParams) *protocol.Erro
 	}
 	return s.call("initialize", params, nil)
 }
+
+// TestMountWrongKeys checks that a store that refuses the credentials
+// fails the command's start with -32035 in the provider's words, naming
+// neither the wrong key nor the right one, and that the session goes on.
+func TestMountWrongKeys(t *testing.T) {
+	needMounts(t)
+	t.Parallel()
+	const right, wrong = "right-token-3b1f0c9a", "wrong-token-77aa51e2"
+	g := newGCSServer(t, right, map[string]string{"data/a.txt": "alpha"})
+	secrets := writeSecrets(t, map[string]map[string]string{"g": {"sessionToken": wrong, "endpoint": g.url}})
+	s := startMountedURI(t, secrets, "gs://bkt/data", "g", "")
+	s.initialize(nil)
+	e := s.call("runCommand", map[string]any{"argv": []string{"touch", "ran"}}, nil)
+	if e == nil || e.Code != protocol.CodeMountFailed || errData(e).Kind != "gcs" || !strings.Contains(errData(e).Reason, "Invalid Credentials") {
+		t.Fatalf("a mount whose keys the store refuses: %v (data %+v), want -32035 with the provider's words", e, errData(e))
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "ran")); err == nil {
+		t.Errorf("the command ran")
+	}
+	if g.unauthorized.Load() == 0 {
+		t.Errorf("the store saw no refused request")
+	}
+	var list protocol.MountList
+	s.mustCall("mounts", map[string]any{}, &list)
+	for where, text := range map[string]string{"the wire": s.wire(), "the log": s.stderr.String()} {
+		for _, k := range []string{right, wrong} {
+			if strings.Contains(text, k) {
+				t.Errorf("%s holds the key %q", where, k)
+			}
+		}
+	}
+}
