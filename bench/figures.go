@@ -55,6 +55,7 @@ var figures = []figure{
 	{"snapshot", (*bench).snapshots},
 	{"repos", (*bench).reposScan},
 	{"cache", (*bench).rootCache},
+	{"mounts", (*bench).mountsFigures},
 }
 
 // server is a toolhost session the bench drives.
