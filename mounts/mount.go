@@ -546,7 +546,7 @@ func (m *Mount) fetch(ctx context.Context, o objstore.Object, perm os.FileMode, 
 		w = io.MultiWriter(f, h)
 	}
 	bp := bufPool.Get().(*[]byte)
-	n, err := io.CopyBuffer(onlyWriter{w}, rc, *bp)
+	n, err := copyFull(w, rc, *bp)
 	bufPool.Put(bp)
 	if err != nil {
 		var oe *objstore.Error
@@ -574,11 +574,79 @@ func (m *Mount) fetch(ctx context.Context, o objstore.Object, perm os.FileMode, 
 }
 
 // bufPool holds fetch's copy buffers.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
-// onlyWriter hides a writer's ReadFrom, so that io.CopyBuffer uses the
-// buffer it is given.
-type onlyWriter struct{ io.Writer }
+// copyFull copies r to w, writing half of buf at a time (the last write
+// may be shorter) while the other half is read. A body read as it
+// arrives comes in pieces, and a file written in small pieces reads back
+// slower from the page cache (ext4 keeps it in smaller folios): the bench
+// measured a mount's files, written as 256 KiB reads came, at 0.79× a
+// file written whole (0.9× wanted), and at 0.93× written 512 KiB at a
+// time. A read that waited for each write halved the fetch, and larger
+// pieces, which leave the CPU's cache before they are written, cost a
+// quarter of it: with two halves of 512 KiB the fetch ran at 1.14× a
+// plain GET loop.
+//
+// A write that fails closes r, so that a reader blocked on a stalled
+// body ends at once; copyFull returns once its reader has.
+func copyFull(w io.Writer, r io.ReadCloser, buf []byte) (int64, error) {
+	half := len(buf) / 2
+	bufs := [2][]byte{buf[:half:half], buf[half:]}
+	type piece struct {
+		b   []byte
+		err error
+	}
+	full := make(chan piece, 1)
+	free := make(chan []byte, 2)
+	free <- bufs[0]
+	free <- bufs[1]
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	// The reader is owned by copyFull, which waits for it (done) before
+	// it returns.
+	go func() {
+		defer close(done)
+		for {
+			var b []byte
+			select {
+			case b = <-free:
+			case <-stop:
+				return
+			}
+			k, err := io.ReadFull(r, b)
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				err = io.EOF
+			}
+			select {
+			case full <- piece{b[:k], err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	var n int64
+	for p := range full {
+		if len(p.b) > 0 {
+			if _, err := w.Write(p.b); err != nil {
+				r.Close()
+				return n, err
+			}
+			n += int64(len(p.b))
+		}
+		if p.err == io.EOF {
+			return n, nil
+		}
+		if p.err != nil {
+			return n, p.err
+		}
+		free <- p.b[:cap(p.b)]
+	}
+	return n, nil
+}
 
 // parallel runs fn for 0..n-1 on m's workers, and returns the first
 // error; the first error cancels the others' ctx. It returns when every
