@@ -275,7 +275,7 @@ func checkMountPoint(ws *workspace.Workspace, path, field string) error {
 			return protocol.InvalidParams(field, "%s overlaps the read-only directory %s", path, d)
 		}
 	}
-	if within(ws.Root(), path) && path != ws.Root() || path == ws.Root() {
+	if within(ws.Root(), path) {
 		return protocol.InvalidParams(field, "%s holds the workspace root: a mount may not hide it", path)
 	}
 	fi, err := os.Lstat(path)
