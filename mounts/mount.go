@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/parallel"
 	"github.com/toolhost/toolhost/objstore"
 )
 
@@ -655,27 +656,5 @@ func (m *Mount) parallel(ctx context.Context, n int, fn func(ctx context.Context
 	if n == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(n, m.lim.Workers) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					cancel(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return nil
+	return parallel.For(ctx, m.lim.Workers, n, fn)
 }

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/toolhost/toolhost/internal/fsutil"
@@ -166,38 +164,4 @@ func writeAtomic(path string, data []byte, d fsutil.Durability) error {
 		return err
 	}
 	return tmp.Commit(d)
-}
-
-// parallel runs f(0..n-1) on at most workers goroutines; the first error
-// cancels the rest and is returned.
-func parallel(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
-	if n == 0 {
-		return ctx.Err()
-	}
-	workers = max(1, min(workers, n))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := f(ctx, i); err != nil {
-					cancel(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return nil
 }

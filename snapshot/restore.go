@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/parallel"
 )
 
 // RestoreOptions shape a Restore.
@@ -177,7 +179,7 @@ func (p *plan) hashCurrent(ctx context.Context, s *Store, r *os.Root, cur, targe
 			}
 		}
 	})
-	return parallel(ctx, s.workers, len(p.read), func(ctx context.Context, i int) error {
+	return parallel.For(ctx, s.workers, len(p.read), func(ctx context.Context, i int) error {
 		_, err := curHash(r, nil, p.read[i])
 		return err
 	})
@@ -199,7 +201,7 @@ func (p *plan) checkBlobs(ctx context.Context, s *Store) error {
 	verified := make([][]byte, len(need))
 	var budget atomic.Int64
 	budget.Store(verifiedBudget)
-	err := parallel(ctx, s.workers, len(need), func(ctx context.Context, i int) error {
+	err := parallel.For(ctx, s.workers, len(need), func(ctx context.Context, i int) error {
 		t := need[i]
 		if t.size < bufSize && budget.Add(-t.size) >= 0 {
 			data, err := s.readBlob(t.hash, t.size, t.rel)
@@ -512,7 +514,7 @@ func (p *plan) writeFiles(ctx context.Context, s *Store, r *os.Root, tr *trash) 
 	var written atomic.Int64
 	tryClone := &atomic.Bool{}
 	tryClone.Store(true)
-	err := parallel(ctx, s.workers, len(dirs), func(ctx context.Context, i int) error {
+	err := parallel.For(ctx, s.workers, len(dirs), func(ctx context.Context, i int) error {
 		dr, err := r.OpenRoot(dotRel(dirs[i]))
 		if err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/internal/fsutil"
+	"github.com/toolhost/toolhost/internal/parallel"
 )
 
 // TakeOptions shape a Take.
@@ -179,7 +180,7 @@ func (t *take) ingest(ctx context.Context, tx *takeTx) error {
 	stopFlusher := tx.startFlusher()
 	defer stopFlusher()
 	r := t.h.r
-	err := parallel(ctx, t.s.workers, len(groups), func(ctx context.Context, i int) error {
+	err := parallel.For(ctx, t.s.workers, len(groups), func(ctx context.Context, i int) error {
 		g := groups[i]
 		dr, err := openScannedDir(r, g.dir)
 		if errors.Is(err, fs.ErrNotExist) {
