@@ -26,7 +26,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -116,6 +118,17 @@ func (c Credentials) String() string {
 
 // GoString is String, so that %#v prints no secret either.
 func (c Credentials) GoString() string { return c.String() }
+
+// Loopback says whether host, a URL's hostname, is localhost or a
+// loopback address (127.0.0.0/8, ::1): the only hosts a client reaches
+// over plain http://, since a secret signs every request.
+func Loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // The sentinel errors a client's errors wrap.
 var (

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -163,7 +162,7 @@ func New(container string, creds objstore.Credentials, o Options) (*Store, error
 		return nil, errors.New("azblob: the endpoint carries a user or password; give the account key instead")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return nil, errors.New("azblob: the endpoint carries a query or fragment; give a SAS token as the session token")
-	case u.Scheme == "http" && !loopback(u.Hostname()):
+	case u.Scheme == "http" && !objstore.Loopback(u.Hostname()):
 		return nil, fmt.Errorf("azblob: the endpoint's host %s is not loopback, so it must be https://", u.Hostname())
 	}
 	s.scheme, s.host = u.Scheme, u.Host
@@ -192,16 +191,6 @@ func validAccount(name string) bool {
 		}
 	}
 	return true
-}
-
-// loopback says whether host, a URL's hostname, is localhost or a
-// loopback address.
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // escapePath percent-encodes a blob's name or a container's for a URL's

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -133,7 +132,7 @@ func parseEndpoint(s string) (*url.URL, error) {
 	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, fmt.Errorf("gcs: endpoint %q is not an http:// or https:// URL with a host", s)
 	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !objstore.Loopback(u.Hostname()) {
 		return nil, fmt.Errorf("gcs: endpoint %q is plain http:// to a host that is not loopback; use https://", s)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
@@ -143,15 +142,6 @@ func parseEndpoint(s string) (*url.URL, error) {
 	p := strings.TrimRight(u.EscapedPath(), "/")
 	p = strings.TrimSuffix(p, "/storage/v1")
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: p}, nil
-}
-
-// isLoopback is 127.0.0.0/8, ::1 or localhost.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // checkToken refuses a token that cannot go in a header, without saying

@@ -95,7 +95,7 @@ func (s *Store) putResumable(ctx context.Context, key string, r io.ReaderAt, siz
 	switch {
 	case resp.Header.Get("Location") == "" || err != nil:
 		return objstore.Object{}, &objstore.Error{Op: "put", Key: key, Status: resp.StatusCode, Message: "the server started no upload session (no Location)"}
-	case session.Scheme != "https" && !(session.Scheme == "http" && isLoopback(session.Hostname())):
+	case session.Scheme != "https" && !(session.Scheme == "http" && objstore.Loopback(session.Hostname())):
 		return objstore.Object{}, &objstore.Error{Op: "put", Key: key, Status: resp.StatusCode, Message: "the upload session is not on an https:// or loopback http:// URL"}
 	}
 	// The session's URL is a capability of its own: the token goes only

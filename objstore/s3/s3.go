@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -176,7 +175,7 @@ func parseEndpoint(endpoint string) (*url.URL, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if !isLoopback(u.Hostname()) {
+		if !objstore.Loopback(u.Hostname()) {
 			return nil, fmt.Errorf("the endpoint http://%s is refused: plain http:// only reaches a loopback address (127.0.0.0/8, ::1, localhost); use https://", u.Host)
 		}
 	default:
@@ -184,14 +183,6 @@ func parseEndpoint(endpoint string) (*url.URL, error) {
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	return u, nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // bucketPath is the (unescaped) path of the bucket, objectPath that of an
