@@ -57,12 +57,10 @@ type sessionMount struct {
 	m    *mounts.Mount
 
 	mu sync.Mutex
-	// fetchedAt, syncedAt, lastErr and objects/bytes are what mounts {}
-	// lists; guarded by mu.
+	// fetchedAt and syncedAt are when a fetch and a write-back last
+	// succeeded, for mounts {} (the rest it lists is m.State()); guarded
+	// by mu.
 	fetchedAt, syncedAt *time.Time
-	lastErr             string
-	objects             int
-	bytes               int64
 	// kept says the last write-back left local changes unwritten
 	// (conflicts, refusals): the cache is kept at the session's end.
 	kept bool
@@ -416,17 +414,13 @@ func (t *Tools) prepareMounts(ctx context.Context) ([]sandbox.Bind, *commandMoun
 // shares its working directory as it is.
 func (m *sessionMount) prepare(ctx context.Context) (string, error) {
 	view, err := m.m.Prepare(ctx)
-	now := time.Now().UTC()
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if err != nil {
-		m.lastErr = err.Error()
 		return "", err
 	}
-	m.lastErr = ""
+	now := time.Now().UTC()
+	m.mu.Lock()
 	m.fetchedAt = &now
-	st := m.m.State()
-	m.objects, m.bytes = st.Objects, st.Bytes
+	m.mu.Unlock()
 	return view, nil
 }
 
@@ -449,10 +443,8 @@ func (m *sessionMount) writeBack(ctx context.Context) protocol.MountOutcome {
 	defer m.mu.Unlock()
 	if err != nil {
 		out.Error = err.Error()
-		m.lastErr = out.Error
 	} else {
 		m.syncedAt = &now
-		m.lastErr = ""
 	}
 	m.kept = err != nil || len(out.Conflicts) > 0 || len(out.NotUploaded) > 0
 	return out
@@ -532,8 +524,8 @@ func (t *Tools) mountsList(ctx context.Context, s *rpc.Session, p *protocol.Moun
 	for _, m := range sm.list {
 		st := m.m.State()
 		m.mu.Lock()
-		list = append(list, protocol.MountState{Mount: m.wire, Fetched: m.fetchedAt != nil, Objects: m.objects, Bytes: m.bytes,
-			FetchedAt: m.fetchedAt, SyncedAt: m.syncedAt, Skipped: st.Skipped, Error: m.lastErr})
+		list = append(list, protocol.MountState{Mount: m.wire, Fetched: m.fetchedAt != nil, Objects: st.Objects, Bytes: st.Bytes,
+			FetchedAt: m.fetchedAt, SyncedAt: m.syncedAt, Skipped: st.Skipped, Error: st.Err})
 		m.mu.Unlock()
 	}
 	return &list, nil
