@@ -276,7 +276,13 @@ func TestMountMCPReadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(root, "data")
-	s := startMCP(t, mcpOptions{args: []string{"mcp", "--root", root, "--state-dir", privateDir(t), "--secrets", bs.secretsFile(t),
+	// The secrets file in the root: neither read_file nor write_file
+	// reaches it.
+	secrets := filepath.Join(root, ".toolhost-secrets.json")
+	if err := os.Rename(bs.secretsFile(t), secrets); err != nil {
+		t.Fatal(err)
+	}
+	s := startMCP(t, mcpOptions{args: []string{"mcp", "--root", root, "--state-dir", privateDir(t), "--secrets", secrets,
 		"--mount", "name=data,path=" + path + ",uri=s3://bkt/data,secret=t"}})
 	instr := s.cs.InitializeResult().Instructions
 	if !strings.Contains(instr, "data at "+path) || !strings.Contains(instr, "s3://bkt/data") {
@@ -286,6 +292,17 @@ func TestMountMCPReadFile(t *testing.T) {
 	got := firstText(t, s.ok("read_file", map[string]any{"path": "data/sub/b.txt"}, &rf))
 	if got != "beta\n" {
 		t.Errorf("read_file of a mounted file: %q, want beta", got)
+	}
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"path": ".toolhost-secrets.json"}},
+		{"write_file", map[string]any{"path": ".toolhost-secrets.json", "content": "{}"}},
+	} {
+		if e := s.toolErr(call.tool, call.args); e.Error.Code != protocol.CodePathOutsideWorkspace || e.Error.Data.Policy != "denyRead" {
+			t.Errorf("%s of the secrets file: %+v, want -32001 by policy", call.tool, e.Error)
+		}
 	}
 	var res protocol.ToolResult
 	s.ok("run_command", map[string]any{"argv": []string{"sh", "-c", "cat data/a.txt data/sub/b.txt"}}, &res)

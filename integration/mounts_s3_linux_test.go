@@ -278,6 +278,23 @@ func TestMountSecretsNeverSeen(t *testing.T) {
 	if e0 == nil || e0.Code != protocol.CodePathOutsideWorkspace || errData(e0).Policy != "denyRead" {
 		t.Errorf("readFile of the secrets file: %v (data %+v), want -32001 by policy", e0, errData(e0))
 	}
+	e1 := s.call("writeFile", map[string]any{"path": secrets, "content": "{}"}, nil)
+	if e1 == nil || e1.Code != protocol.CodePathOutsideWorkspace || errData(e1).Policy != "denyRead" {
+		t.Errorf("writeFile of the secrets file: %v (data %+v), want -32001 by policy", e1, errData(e1))
+	}
+	// No snapshot holds it: the export of one has neither its name nor
+	// its keys.
+	var snap protocol.SnapshotInfo
+	s.mustCall("snapshot", map[string]any{}, &snap)
+	var exp protocol.ExportSnapshotResult
+	s.mustCall("exportSnapshot", map[string]any{"snapshotId": snap.SnapshotID}, &exp)
+	tarball, err := os.ReadFile(exp.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(tarball), ".toolhost-secrets.json") || !strings.Contains(string(tarball), "\x00") {
+		t.Errorf("the snapshot's export holds the secrets file (or is not a tar)")
+	}
 	if r := s.sh("ls -A " + state + " " + filepath.Join(state, "mounts") + " | tr '\\n' ' '"); strings.Contains(r.Stdout, "snapshots") || strings.Contains(r.Stdout, "record") {
 		t.Errorf("a command lists the state directory: %q", r.Stdout)
 	}
@@ -296,10 +313,11 @@ func TestMountSecretsNeverSeen(t *testing.T) {
 		t.Errorf("mounts after the failed fetch: %+v, want the error", list)
 	}
 	places := map[string]string{
-		"the command's output": res.Stdout + res.Stderr,
-		"the output artifact":  string(out),
-		"the wire":             s.wire() + s2.wire(),
-		"the server's log":     s.stderr.String() + s2.stderr.String(),
+		"the command's output":  res.Stdout + res.Stderr,
+		"the output artifact":   string(out),
+		"the snapshot's export": string(tarball),
+		"the wire":              s.wire() + s2.wire(),
+		"the server's log":      s.stderr.String() + s2.stderr.String(),
 	}
 	for where, text := range places {
 		for _, planted := range []string{plantedKeyID, plantedSecret, plantedToken} {
