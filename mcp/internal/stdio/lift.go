@@ -28,9 +28,10 @@ type Lifted struct {
 	TaskIDs json.RawMessage `json:"taskIds,omitempty"`
 }
 
-// lift moves into params._meta[liftKey] what the SDK would drop of req. It
-// leaves params it cannot parse alone: the SDK answers those.
-func lift(req *jsonrpc.Request) {
+// Lift moves into params._meta[liftKey] what the SDK would drop of req. It
+// leaves params it cannot parse alone: the SDK answers those. Every
+// transport of package mcp applies it to each request it reads.
+func Lift(req *jsonrpc.Request) {
 	switch req.Method {
 	case "tools/call":
 		// The common call has neither: it is not parsed twice.

@@ -65,10 +65,10 @@ func (sp *Splicer) HoldThen(str json.RawMessage, written func()) (placeholder st
 	}
 }
 
-// apply returns b with every pending placeholder it holds replaced by its
+// Apply returns b with every pending placeholder it holds replaced by its
 // string, and forgets those; written lists what to call once b has been
 // written.
-func (sp *Splicer) apply(b []byte) (out []byte, written []func()) {
+func (sp *Splicer) Apply(b []byte) (out []byte, written []func()) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	for key, sl := range sp.pending {

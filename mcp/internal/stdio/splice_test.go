@@ -59,14 +59,14 @@ func TestSplicer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, written := sp.apply(answer)
+	got, written := sp.Apply(answer)
 	if want := `{"content":[{"text":"the \"content\"","type":"text"}]}`; string(got) != want {
 		t.Errorf("apply = %s, want %s", got, want)
 	}
 	if len(written) != 0 {
 		t.Errorf("apply returned %d callbacks for a plain hold", len(written))
 	}
-	if again, _ := sp.apply(answer); !strings.Contains(string(again), "toolhost-splice") {
+	if again, _ := sp.Apply(answer); !strings.Contains(string(again), "toolhost-splice") {
 		t.Errorf("a placeholder was replaced twice")
 	}
 }
@@ -78,18 +78,18 @@ func TestSplicerWritten(t *testing.T) {
 	calls := 0
 	ph, drop := sp.HoldThen(json.RawMessage(`"h-7"`), func() { calls++ })
 	defer drop()
-	if _, written := sp.apply([]byte(`{"other":"answer"}`)); len(written) != 0 {
+	if _, written := sp.Apply([]byte(`{"other":"answer"}`)); len(written) != 0 {
 		t.Fatalf("an answer without the placeholder returned %d callbacks", len(written))
 	}
 	answer, _ := json.Marshal(map[string]string{"taskId": ph})
-	got, written := sp.apply(answer)
+	got, written := sp.Apply(answer)
 	if string(got) != `{"taskId":"h-7"}` {
 		t.Errorf("apply = %s", got)
 	}
 	for _, f := range written {
 		f()
 	}
-	if _, again := sp.apply(answer); calls != 1 || len(again) != 0 {
+	if _, again := sp.Apply(answer); calls != 1 || len(again) != 0 {
 		t.Errorf("callback ran %d times, %d more returned, want once", calls, len(again))
 	}
 }

@@ -44,7 +44,7 @@ type Transport struct {
 func (t *Transport) Connect(context.Context) (sdk.Connection, error) {
 	c := &lineConn{out: t.Out, log: t.Log, splice: t.Splice, id: t.SessionID, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	if t.Outlet != nil {
-		t.Outlet.conn.Store(c)
+		t.Outlet.Use(c)
 	}
 	// The reader ends at the end of the input. Close cannot interrupt a
 	// read of a real stdin: the reader is then left blocked in it for the
@@ -123,7 +123,7 @@ func (c *lineConn) decode(line []byte) jsonrpc.Message {
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err == nil {
 		if req, ok := msg.(*jsonrpc.Request); ok {
-			lift(req)
+			Lift(req)
 		}
 		return msg
 	}
@@ -215,7 +215,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if err != nil {
 			return err
 		}
-		result, written := c.splice.apply(r.Result)
+		result, written := c.splice.Apply(r.Result)
 		b := make([]byte, 0, len(result)+len(id)+40)
 		b = append(append(append(append(b, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...), result...)
 		err = c.writeLine(append(b, '}'))
@@ -249,23 +249,35 @@ func (c *lineConn) notify(method string, params any) error {
 // acknowledgment with task ids): they are written on the transport's
 // connection, in the order of the calls.
 type Outlet struct {
-	conn atomic.Pointer[lineConn]
+	conn atomic.Pointer[Notifier]
 }
+
+// Notifier writes a notification the SDK has no method for on one
+// connection: a line of this transport, or an HTTP session's stream.
+type Notifier interface {
+	Notify(method string, params any) error
+}
+
+// Use connects o to n: what is sent through o from then on goes to n.
+func (o *Outlet) Use(n Notifier) { o.conn.Store(&n) }
+
+// Notify writes one notification on the line.
+func (c *lineConn) Notify(method string, params any) error { return c.notify(method, params) }
 
 // Attach connects o straight to w, one message per line, with no input
 // read: a test sees on w what is sent through o.
 func (o *Outlet) Attach(w io.Writer, log *slog.Logger) {
-	o.conn.Store(&lineConn{out: w, log: log, closed: make(chan struct{})})
+	o.Use(&lineConn{out: w, log: log, closed: make(chan struct{})})
 }
 
 // Notify sends one notification; it fails before the session is
 // connected and once the connection is closed.
 func (o *Outlet) Notify(method string, params any) error {
-	c := o.conn.Load()
-	if c == nil {
+	n := o.conn.Load()
+	if n == nil {
 		return io.ErrClosedPipe
 	}
-	return c.notify(method, params)
+	return (*n).Notify(method, params)
 }
 
 // writeLine writes b and a newline, whole.
