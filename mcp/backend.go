@@ -60,6 +60,7 @@ func (s *Server) logger() *slog.Logger { return s.log }
 // callResult is the MCP result of a command's ToolResult; the artifacts of
 // a destination command are remembered for resources/read.
 func (s *Server) callResult(res *protocol.ToolResult) *sdk.CallToolResult {
+	s.ownCommand(res)
 	s.far.note(res)
 	return toolResultContent(res)
 }

@@ -139,6 +139,10 @@ func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: protocol.CodeInvalidParams, Message: err.Error()}
 	}
+	if !s.reaches(req.Session, pg.commandID) {
+		// Another principal's command: as if it never ran.
+		return nil, sdk.ResourceNotFoundError(req.Params.URI)
+	}
 	info, inputs, err := s.ws.open(ctx, req.Session, req.Params.InputResponses)
 	if inputs != nil {
 		return &sdk.ReadResourceResult{InputRequests: inputs}, nil

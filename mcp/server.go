@@ -170,6 +170,8 @@ type Server struct {
 	// callers are the tool calls an approval/request may be put on
 	// (approvals.go).
 	callers callers
+	// owners are the principals of handles and commands (principals.go).
+	owners owners
 
 	// mu guards conns and nextConn.
 	mu sync.Mutex
@@ -185,6 +187,22 @@ type conn struct {
 	splice *stdio.Splicer
 	out    *stdio.Outlet
 	ss     *sdk.ServerSession // set once connected; guarded by Server.mu
+	// principal is who the connection speaks for: localPrincipal on
+	// stdio, the HTTP gate's answer over HTTP. The tasks and handles it
+	// makes are its principal's alone.
+	principal string
+}
+
+// localPrincipal is the principal of a stdio connection: the user who
+// started toolhost (a holder's fronts are that user's by construction).
+const localPrincipal = "local"
+
+// principalOf is c's principal ("" for no connection, in tests).
+func (c *conn) principalOf() string {
+	if c == nil {
+		return ""
+	}
+	return c.principal
 }
 
 // Options are the MCP server's own settings.
@@ -240,7 +258,10 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 	})
 	client.OnNotification(s.th, protocol.StepTransitionNotification, s.events.step)
 	client.OnNotification(s.th, protocol.HeartbeatNotification, s.events.heartbeat)
-	client.OnNotification(s.th, protocol.ToolResultNotification, s.events.toolResult)
+	client.OnNotification(s.th, protocol.ToolResultNotification, func(res *protocol.ToolResult) {
+		s.ownCommand(res)
+		s.events.toolResult(res)
+	})
 	client.OnNotification(s.th, protocol.LogMessageNotification, s.logMessage)
 	client.OnRequest(s.th, protocol.ApprovalRequestRequest, s.approvalRequest)
 
@@ -342,7 +363,7 @@ func (s *Server) connect(in io.Reader, out io.Writer) (*conn, error) {
 	}
 	s.mu.Lock()
 	s.nextConn++
-	c := &conn{id: fmt.Sprintf("c-%d", s.nextConn), splice: s.splice, out: s.out}
+	c := &conn{id: fmt.Sprintf("c-%d", s.nextConn), splice: s.splice, out: s.out, principal: localPrincipal}
 	if s.shared {
 		c.splice, c.out = stdio.NewSplicer(), &stdio.Outlet{}
 	}

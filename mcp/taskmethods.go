@@ -299,18 +299,18 @@ func checkForm(ctx context.Context, method string, legacy, ext bool) (reqInfo, e
 
 // taskFor checks that method is served to the request in ctx (checkForm)
 // and returns the task id names.
-func (s *Server) taskFor(ctx context.Context, method string, legacy, ext bool, id *string) (reqInfo, *task, error) {
+func (s *Server) taskFor(ctx context.Context, ss *sdk.ServerSession, method string, legacy, ext bool, id *string) (reqInfo, *task, error) {
 	info, err := checkForm(ctx, method, legacy, ext)
 	if err != nil {
 		return info, nil, err
 	}
-	t, err := s.tasks.lookup(ctx, id)
+	t, err := s.tasks.lookup(ctx, id, s.connOf(ss).principal)
 	return info, t, err
 }
 
 // getTask is tasks/get: the task's state, at once.
-func (s *Server) getTask(ctx context.Context, _ *sdk.ServerSession, p *taskwire.TaskIDParams) (sdk.Result, error) {
-	info, t, err := s.taskFor(ctx, "tasks/get", true, true, taskIDOf(p))
+func (s *Server) getTask(ctx context.Context, ss *sdk.ServerSession, p *taskwire.TaskIDParams) (sdk.Result, error) {
+	info, t, err := s.taskFor(ctx, ss, "tasks/get", true, true, taskIDOf(p))
 	if err != nil {
 		return nil, err
 	}
@@ -333,8 +333,8 @@ func (s *Server) taskAnswer(t *task, info reqInfo) sdk.Result {
 
 // taskResult is tasks/result (2025-11-25): it waits for the task's end and
 // answers what tools/call would have. Cancelling it ends the wait only.
-func (s *Server) taskResult(ctx context.Context, _ *sdk.ServerSession, p *taskwire.TaskIDParams) (sdk.Result, error) {
-	_, t, err := s.taskFor(ctx, "tasks/result", true, false, taskIDOf(p))
+func (s *Server) taskResult(ctx context.Context, ss *sdk.ServerSession, p *taskwire.TaskIDParams) (sdk.Result, error) {
+	_, t, err := s.taskFor(ctx, ss, "tasks/result", true, false, taskIDOf(p))
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +381,7 @@ func (s *Server) listTasks(ctx context.Context, ss *sdk.ServerSession, p *taskwi
 	res := &taskwire.LegacyListTasksResult{Tasks: []taskwire.LegacyTask{}}
 	last := 0
 	for _, t := range s.tasks.order {
-		if t.seq <= after || (own != nil && t.conn != own) {
+		if t.seq <= after || (own != nil && (t.conn != own || t.principal != own.principal)) {
 			continue
 		}
 		if len(res.Tasks) == taskPage {
@@ -398,8 +398,8 @@ func (s *Server) listTasks(ctx context.Context, ss *sdk.ServerSession, p *taskwi
 // kill ladder) and the answer comes once it is gone. In 2025-11-25 it is
 // the task, cancelled, or -32602 naming the state the task ended in first;
 // in 2026-07-28 an acknowledgment.
-func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskwire.TaskIDParams) (sdk.Result, error) {
-	info, t, err := s.taskFor(ctx, "tasks/cancel", true, true, taskIDOf(p))
+func (s *Server) cancelTask(ctx context.Context, ss *sdk.ServerSession, p *taskwire.TaskIDParams) (sdk.Result, error) {
+	info, t, err := s.taskFor(ctx, ss, "tasks/cancel", true, true, taskIDOf(p))
 	if err != nil {
 		return nil, err
 	}
@@ -437,12 +437,12 @@ func (s *Server) cancelTask(ctx context.Context, _ *sdk.ServerSession, p *taskwi
 // updateTask is tasks/update (2026-07-28). toolhost never asks a client
 // for input, so every response is one for a key not outstanding, which
 // the spec says to ignore: it acknowledges.
-func (s *Server) updateTask(ctx context.Context, _ *sdk.ServerSession, p *taskwire.UpdateTaskParams) (sdk.Result, error) {
+func (s *Server) updateTask(ctx context.Context, ss *sdk.ServerSession, p *taskwire.UpdateTaskParams) (sdk.Result, error) {
 	var id *string
 	if p != nil {
 		id = p.TaskID
 	}
-	if _, _, err := s.taskFor(ctx, "tasks/update", false, true, id); err != nil {
+	if _, _, err := s.taskFor(ctx, ss, "tasks/update", false, true, id); err != nil {
 		return nil, err
 	}
 	return &taskwire.AckResult{ResultType: taskwire.ResultTypeComplete}, nil
@@ -459,8 +459,9 @@ func (s *Server) listenTasks(ctx context.Context, info reqInfo, l stdio.Lifted, 
 	if err := json.Unmarshal(l.TaskIDs, &ids); err != nil {
 		return nil, taskwire.Errorf(taskwire.ErrTaskInvalidArgs, map[string]string{"field": "notifications.taskIds"}, "invalid params: notifications.taskIds must be an array of task ids: %v", err)
 	}
-	lis := &listener{id: json.RawMessage(l.ID), out: s.connOf(ss).out}
-	s.tasks.listen(lis, ids)
+	c := s.connOf(ss)
+	lis := &listener{id: json.RawMessage(l.ID), out: c.out}
+	s.tasks.listen(lis, ids, c.principal)
 	defer s.tasks.unlisten(lis)
 	select {
 	case <-ctx.Done():

@@ -63,6 +63,9 @@ type task struct {
 	// conn is the connection whose call made the task (nil in tests): its
 	// notifications go there, and it lists the task in a shared table.
 	conn *conn
+	// principal is who made it (its connection's): a task belongs to its
+	// principal, and to anyone else it does not exist.
+	principal string
 
 	// The fields below are guarded by the table's mu.
 
@@ -146,7 +149,7 @@ type taskTable struct {
 	tasks     map[string]*task
 	handles   map[string]*task // the tasks kept that have a handle, by its id
 	order     []*task
-	gone      recent[string]
+	gone      recent[goneTask]
 	next      int
 	bytes     int
 	listeners map[*listener]bool
@@ -155,6 +158,9 @@ type taskTable struct {
 	// task's (the ask may come before its task). Guarded by mu.
 	pending map[string][]string
 }
+
+// goneTask is why a task let go of is gone, and whose it was.
+type goneTask struct{ why, principal string }
 
 // newTaskTable returns the task table of s's session; a ttl of 0 or less
 // is the default.
@@ -166,7 +172,7 @@ func newTaskTable(s backend, defaultTTL, maxTTL time.Duration) *taskTable {
 		defaultTTL = DefaultTaskTTL
 	}
 	return &taskTable{s: s, defaultTTL: min(defaultTTL, maxTTL), maxTTL: maxTTL,
-		tasks: make(map[string]*task), handles: make(map[string]*task), gone: newRecent[string](goneCap), listeners: make(map[*listener]bool)}
+		tasks: make(map[string]*task), handles: make(map[string]*task), gone: newRecent[goneTask](goneCap), listeners: make(map[*listener]bool)}
 }
 
 // grant returns the ttl a task gets for a request of ms milliseconds
@@ -198,7 +204,7 @@ func (tt *taskTable) createOn(c *conn, handleID string, form taskForm, ttl time.
 	now := time.Now() // under mu: creation order and createdAt agree
 	tt.sweepLocked(now)
 	tt.next++
-	t := &task{id: handleID + secret, handleID: handleID, form: form, seq: tt.next, created: now, ttl: ttl, conn: c,
+	t := &task{id: handleID + secret, handleID: handleID, form: form, seq: tt.next, created: now, ttl: ttl, conn: c, principal: c.principalOf(),
 		status: taskwire.Working, message: message, updated: now, done: make(chan struct{}), lastActivity: now}
 	if handleID == "" {
 		t.id = fmt.Sprintf("t-%d", tt.next) + secret
@@ -406,18 +412,22 @@ func (tt *taskTable) handleOf(id string) string {
 	return id
 }
 
-// lookup returns the task id names, or the -32602 that says it is
-// unknown, expired or evicted. It lets go of the tasks whose time has
-// come, and of the task asked for if its artifacts were evicted: that is
-// asked of whoever keeps them, outside the lock, each time an ended task
-// is looked up.
-func (tt *taskTable) lookup(ctx context.Context, id *string) (*task, error) {
+// lookup returns the task id names for principal, or the -32602 that says
+// it is unknown, expired or evicted. Another principal's task is unknown,
+// in the same words as one that never was. It lets go of the tasks whose
+// time has come, and of the task asked for if its artifacts were evicted:
+// that is asked of whoever keeps them, outside the lock, each time an
+// ended task is looked up.
+func (tt *taskTable) lookup(ctx context.Context, id *string, principal string) (*task, error) {
 	if id == nil {
 		return nil, taskwire.Errorf(taskwire.ErrTaskInvalidArgs, nil, "invalid params: taskId is required")
 	}
 	tt.mu.Lock()
 	tt.sweepLocked(time.Now())
 	t := tt.tasks[*id]
+	if t != nil && t.principal != principal {
+		t = nil
+	}
 	ask := t != nil && t.status.Terminal() && t.notified && t.artifacts
 	tt.mu.Unlock()
 	if ask && tt.s.artifactsGone(ctx, t.handleID) {
@@ -427,11 +437,11 @@ func (tt *taskTable) lookup(ctx context.Context, id *string) (*task, error) {
 	}
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
-	if t := tt.tasks[*id]; t != nil {
+	if t := tt.tasks[*id]; t != nil && t.principal == principal {
 		return t, nil
 	}
-	if why, ok := tt.gone.get(*id); ok {
-		return nil, taskwire.Errorf(taskwire.ErrTaskNotFound, map[string]string{"taskId": *id, "reason": why}, "failed to retrieve task %s: %s", *id, why)
+	if g, ok := tt.gone.get(*id); ok && g.principal == principal {
+		return nil, taskwire.Errorf(taskwire.ErrTaskNotFound, map[string]string{"taskId": *id, "reason": g.why}, "failed to retrieve task %s: %s", *id, g.why)
 	}
 	where := "in this session"
 	if tt.shared {
@@ -477,7 +487,7 @@ func (tt *taskTable) dropLocked(t *task, why string) {
 	if t.status.Terminal() {
 		tt.bytes -= t.size
 	}
-	tt.gone.put(t.id, why)
+	tt.gone.put(t.id, goneTask{why: why, principal: t.principal})
 }
 
 // refresh updates a working task's message and activity from its
@@ -620,7 +630,7 @@ func (l *listener) sendLocked(t *task) {
 // listen starts l: it acknowledges the ids of tasks kept (the others are
 // left out), then sends the state of those already ended. From then on
 // each follows its task's end.
-func (tt *taskTable) listen(l *listener, asked []string) {
+func (tt *taskTable) listen(l *listener, asked []string, principal string) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	tt.sweepLocked(time.Now())
@@ -628,7 +638,7 @@ func (tt *taskTable) listen(l *listener, asked []string) {
 	ack.Notifications.TaskIDs = []string{}
 	l.ids = make(map[string]bool)
 	for _, id := range asked {
-		if tt.tasks[id] != nil && !l.ids[id] {
+		if t := tt.tasks[id]; t != nil && t.principal == principal && !l.ids[id] {
 			l.ids[id] = true
 			ack.Notifications.TaskIDs = append(ack.Notifications.TaskIDs, id)
 		}

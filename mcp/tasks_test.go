@@ -167,20 +167,20 @@ func TestTaskExpiry(t *testing.T) {
 	ended := tt.create("h-2", formLegacy, 0, "started")
 	tt.announce(ended)
 	tt.end(ended, &protocol.ToolResult{HandleID: "h-2", Status: protocol.StatusCompleted}, true)
-	if _, err := tt.lookup(context.Background(), &working.id); err != nil {
+	if _, err := tt.lookup(context.Background(), &working.id, ""); err != nil {
 		t.Errorf("a working task past its ttl was let go: %v", err)
 	}
-	_, err := tt.lookup(context.Background(), &ended.id)
+	_, err := tt.lookup(context.Background(), &ended.id, "")
 	if !errors.Is(err, taskwire.ErrTaskNotFound) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("lookup of an expired task: %v, want -32602 saying it expired", err)
 	}
 	tt.announce(working)
 	tt.end(working, &protocol.ToolResult{HandleID: "h-1", Status: protocol.StatusCompleted}, true)
-	if _, err := tt.lookup(context.Background(), &working.id); !strings.Contains(errString(err), "expired") {
+	if _, err := tt.lookup(context.Background(), &working.id, ""); !strings.Contains(errString(err), "expired") {
 		t.Errorf("a task that ended past its ttl: %v, want expired", err)
 	}
 	unknown := "h-9"
-	if _, err := tt.lookup(context.Background(), &unknown); !errors.Is(err, taskwire.ErrTaskNotFound) || strings.Contains(err.Error(), "expired") {
+	if _, err := tt.lookup(context.Background(), &unknown, ""); !errors.Is(err, taskwire.ErrTaskNotFound) || strings.Contains(err.Error(), "expired") {
 		t.Errorf("an unknown id: %v, want -32602 not found", err)
 	}
 }
@@ -245,7 +245,7 @@ func TestTaskArtifactsAskedOfTheirKeeper(t *testing.T) {
 		Artifacts: protocol.Artifacts{OutputPath: "far//tmp/toolhost-artifacts-x/cmd-1/output.log"}}
 	tt.end(far, res, true)
 	for range 3 {
-		if _, err := tt.lookup(context.Background(), &far.id); err != nil {
+		if _, err := tt.lookup(context.Background(), &far.id, ""); err != nil {
 			t.Fatalf("an ended far task whose artifacts are there: %v", err)
 		}
 	}
@@ -253,7 +253,7 @@ func TestTaskArtifactsAskedOfTheirKeeper(t *testing.T) {
 		t.Errorf("the keeper was asked %d times in 3 lookups, want 3", f.asked["far/h-1"])
 	}
 	f.gone["far/h-1"] = true
-	_, err := tt.lookup(context.Background(), &far.id)
+	_, err := tt.lookup(context.Background(), &far.id, "")
 	if !errors.Is(err, taskwire.ErrTaskNotFound) || !strings.Contains(err.Error(), "evicted") {
 		t.Errorf("lookup once the far artifacts were evicted: %v, want -32602 saying so", err)
 	}
@@ -284,7 +284,7 @@ func TestSharedTaskTable(t *testing.T) {
 	if diff := cmp.Diff([]string{"h-1", "h-1", "h-1.0000"}, got); diff != "" {
 		t.Errorf("handleOf mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := tt.lookup(context.Background(), ptr("h-1")); err == nil {
+	if _, err := tt.lookup(context.Background(), ptr("h-1"), ""); err == nil {
 		t.Errorf("the handle's id alone found the task")
 	}
 
@@ -300,5 +300,34 @@ func TestSharedTaskTable(t *testing.T) {
 	if !a.announced || !a.notified || !b.announced || b.notified {
 		t.Errorf("after the connection's end: a announced %v notified %v, b announced %v notified %v; want both announced, the ended one notified",
 			a.announced, a.notified, b.announced, b.notified)
+	}
+}
+
+// TestTaskOfAnotherPrincipal is not found for anyone but its principal,
+// in the words of an id that never was, before and after it expires.
+func TestTaskOfAnotherPrincipal(t *testing.T) {
+	tt, _ := newTestTable(t)
+	mine := &conn{id: "c-1", principal: "http:token"}
+	task := tt.createOn(mine, "h-1", formLegacy, 0, "started")
+	if _, err := tt.lookup(context.Background(), &task.id, "http:token"); err != nil {
+		t.Fatalf("its own principal: %v", err)
+	}
+	never := "h-1x"
+	_, want := tt.lookup(context.Background(), &never, "http:other")
+	for _, when := range []string{"working", "expired"} {
+		if when == "expired" {
+			tt.announce(task)
+			tt.end(task, &protocol.ToolResult{HandleID: "h-1", Status: protocol.StatusCompleted}, true)
+			if _, err := tt.lookup(context.Background(), &task.id, "http:token"); !strings.Contains(errString(err), "expired") {
+				t.Fatalf("its own principal, once expired: %v, want expired", err)
+			}
+		}
+		_, err := tt.lookup(context.Background(), &task.id, "http:other")
+		if !errors.Is(err, taskwire.ErrTaskNotFound) {
+			t.Fatalf("%s, another principal: %v, want not found", when, err)
+		}
+		if got, w := strings.ReplaceAll(err.Error(), task.id, "ID"), strings.ReplaceAll(want.Error(), never, "ID"); got != w {
+			t.Errorf("%s, another principal: %q, want the words of an unknown id: %q", when, got, w)
+		}
 	}
 }

@@ -220,7 +220,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		if err != nil {
 			return s.toolError(err)
 		}
-		s.callers.setHandle(me, started.HandleID)
+		s.setHandle(req.Session, me, started.HandleID)
 		s.startTask(ctx, req, tc, started.HandleID, "running "+started.Command)
 		return startedContent(started), nil
 	}
@@ -232,8 +232,9 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 		if err != nil {
 			return s.toolError(err)
 		}
+		s.own(req.Session, res.CommandID)
 		if res.Status == protocol.StatusRunning {
-			s.callers.setHandle(me, res.HandleID) // it yielded
+			s.setHandle(req.Session, me, res.HandleID) // it yielded
 		}
 		return s.callResult(res), nil
 	}
@@ -246,7 +247,7 @@ func (s *Server) runCommand(ctx context.Context, req *sdk.CallToolRequest, in *R
 	if err != nil {
 		return s.toolError(err)
 	}
-	s.callers.setHandle(me, started.HandleID)
+	s.setHandle(req.Session, me, started.HandleID)
 	var k *sink
 	if token != nil {
 		var stop func()
@@ -311,7 +312,7 @@ func (s *Server) startCommand(ctx context.Context, req *sdk.CallToolRequest, in 
 	if err != nil {
 		return s.toolError(err)
 	}
-	s.callers.setHandle(me, res.HandleID)
+	s.setHandle(req.Session, me, res.HandleID)
 	if tc := taskCallFrom(ctx); tc != nil {
 		// The middleware answers with the task instead.
 		s.startTask(ctx, req, tc, res.HandleID, fmt.Sprintf("started %s (pid %d)", res.Command, res.PID))
@@ -322,13 +323,17 @@ func (s *Server) startCommand(ctx context.Context, req *sdk.CallToolRequest, in 
 // waitCommand runs wait_command: toolhost's wait, with the handle's steps
 // as progress when the call has a token.
 func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *WaitCommandInput) (*sdk.CallToolResult, error) {
+	h, err := s.handleFor(req.Session, in.HandleID)
+	if err != nil {
+		return s.toolError(err)
+	}
 	var k *sink
 	if token := req.Params.GetProgressToken(); token != nil {
 		var stop func()
-		k, stop = s.events.watch(ctx, req.Session, token, s.tasks.handleOf(in.HandleID), false)
+		k, stop = s.events.watch(ctx, req.Session, token, h, false)
 		defer stop()
 	}
-	res, err := s.th.Wait(ctx, &protocol.WaitParams{HandleID: s.tasks.handleOf(in.HandleID), TimeoutMs: in.TimeoutMs})
+	res, err := s.th.Wait(ctx, &protocol.WaitParams{HandleID: h, TimeoutMs: in.TimeoutMs})
 	if err != nil {
 		return s.toolError(err)
 	}
@@ -340,7 +345,11 @@ func (s *Server) waitCommand(ctx context.Context, req *sdk.CallToolRequest, in *
 
 // readOutput runs read_output: toolhost's readOutput.
 func (s *Server) readOutput(ctx context.Context, req *sdk.CallToolRequest, in *ReadOutputInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.ReadOutput(ctx, &protocol.ReadOutputParams{HandleID: s.tasks.handleOf(in.HandleID), Stream: protocol.OutputStream(in.Stream),
+	h, err := s.handleFor(req.Session, in.HandleID)
+	if err != nil {
+		return s.toolError(err)
+	}
+	res, err := s.th.ReadOutput(ctx, &protocol.ReadOutputParams{HandleID: h, Stream: protocol.OutputStream(in.Stream),
 		Offset: in.Offset, MaxBytes: in.MaxBytes, WaitMs: in.WaitMs})
 	if err != nil {
 		return s.toolError(err)
@@ -350,7 +359,11 @@ func (s *Server) readOutput(ctx context.Context, req *sdk.CallToolRequest, in *R
 
 // writeInput runs write_input: toolhost's writeInput.
 func (s *Server) writeInput(ctx context.Context, req *sdk.CallToolRequest, in *WriteInputInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.WriteInput(ctx, &protocol.WriteInputParams{HandleID: s.tasks.handleOf(in.HandleID), Data: in.Data, Encoding: protocol.Encoding(in.Encoding), EOF: in.EOF})
+	h, err := s.handleFor(req.Session, in.HandleID)
+	if err != nil {
+		return s.toolError(err)
+	}
+	res, err := s.th.WriteInput(ctx, &protocol.WriteInputParams{HandleID: h, Data: in.Data, Encoding: protocol.Encoding(in.Encoding), EOF: in.EOF})
 	if err != nil {
 		return s.toolError(err)
 	}
@@ -359,7 +372,11 @@ func (s *Server) writeInput(ctx context.Context, req *sdk.CallToolRequest, in *W
 
 // cancelCommand runs cancel_command: toolhost's cancel.
 func (s *Server) cancelCommand(ctx context.Context, req *sdk.CallToolRequest, in *CancelCommandInput) (*sdk.CallToolResult, error) {
-	res, err := s.th.Cancel(ctx, &protocol.CancelParams{HandleID: s.tasks.handleOf(in.HandleID), GraceMs: in.GraceMs})
+	h, err := s.handleFor(req.Session, in.HandleID)
+	if err != nil {
+		return s.toolError(err)
+	}
+	res, err := s.th.Cancel(ctx, &protocol.CancelParams{HandleID: h, GraceMs: in.GraceMs})
 	if err != nil {
 		return s.toolError(err)
 	}
@@ -376,9 +393,7 @@ func (s *Server) listCommands(ctx context.Context, req *sdk.CallToolRequest, in 
 	if list == nil {
 		list = &protocol.ProgressList{}
 	}
-	if list.Handles == nil {
-		list.Handles = []protocol.Progress{}
-	}
+	list.Handles = s.ownProgress(req.Session, list.Handles)
 	return listContent(list), nil
 }
 
