@@ -307,7 +307,7 @@ func TestSharedTaskTable(t *testing.T) {
 // in the words of an id that never was, before and after it expires.
 func TestTaskOfAnotherPrincipal(t *testing.T) {
 	tt, _ := newTestTable(t)
-	mine := &conn{id: "c-1", principal: "http:token"}
+	mine := &conn{id: "c-1", principal: "http:token", out: &stdio.Outlet{}} // never connected: what it is sent goes nowhere
 	task := tt.createOn(mine, "h-1", formLegacy, 0, "started")
 	if _, err := tt.lookup(context.Background(), &task.id, "http:token"); err != nil {
 		t.Fatalf("its own principal: %v", err)
