@@ -135,4 +135,3 @@ func (c *limitConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
-
