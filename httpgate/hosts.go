@@ -194,7 +194,7 @@ func normOrigin(o string) (string, error) {
 	if scheme != "http" && scheme != "https" {
 		return "", fmt.Errorf("origin %q: scheme must be http or https", o)
 	}
-	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
 		return "", fmt.Errorf("origin %q: want scheme://host[:port] only", o)
 	}
 	h, err := parseHostPort(u.Host)
