@@ -31,6 +31,9 @@ const JWKSMaxAge = time.Hour
 // (RFC 9728 §3). The gate also serves it with the resource's path appended.
 const ProtectedResourcePath = "/.well-known/oauth-protected-resource"
 
+// fetchTimeout bounds a fetch of the JWKS made for a request.
+const fetchTimeout = 10 * time.Second
+
 // maxDocument bounds the size of a metadata or JWKS document.
 const maxDocument = 1 << 20
 
@@ -91,7 +94,7 @@ func NewOAuth(ctx context.Context, cfg OAuthConfig) (*OAuth, error) {
 	}
 	o := &OAuth{cfg: cfg, client: cfg.HTTPClient, log: cfg.Log, now: time.Now}
 	if o.client == nil {
-		o.client = &http.Client{Timeout: 10 * time.Second}
+		o.client = &http.Client{Timeout: fetchTimeout}
 	}
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
@@ -277,8 +280,15 @@ func (o *OAuth) candidates(p *parsedJWT) (keys []jwk, known, stale bool) {
 // refetch fetches the keys again if unknownKid is not among them or the
 // cache is older than JWKSMaxAge, provided the last such fetch is at least
 // JWKSRefetchInterval ago. A failed fetch keeps the old keys.
+//
+// A refetch for an unknown kid waits for a fetch under way to end; one for
+// a stale cache alone does not wait, and the request uses the cached keys.
 func (o *OAuth) refetch(ctx context.Context, unknownKid string) error {
-	o.fetchMu.Lock()
+	if unknownKid != "" {
+		o.fetchMu.Lock()
+	} else if !o.fetchMu.TryLock() {
+		return nil
+	}
 	defer o.fetchMu.Unlock()
 	o.mu.Lock()
 	now := o.now()
@@ -328,7 +338,12 @@ func (o *OAuth) Authenticate(r *http.Request) (*auth.TokenInfo, error) {
 		if !known {
 			kid = p.header.Kid
 		}
-		if err := o.refetch(r.Context(), kid); err != nil && !known {
+		// The fetch, once started, is not the client's to cancel: it would
+		// spend the refetch interval for nothing.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fetchTimeout)
+		err := o.refetch(ctx, kid)
+		cancel()
+		if err != nil && !known {
 			return nil, fmt.Errorf("%w: kid %q is unknown and the keys cannot be fetched: %v", ErrUnavailable, p.header.Kid, err)
 		}
 		keys, known, _ = o.candidates(p)

@@ -301,3 +301,30 @@ func TestNewOAuthRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestOAuthIssuerDown(t *testing.T) {
+	iss := gatetest.NewIssuer(t)
+	url, resource, o := oauthServer(t, iss)
+	claims := iss.Claims("dave", resource)
+	iss.Close()
+
+	// Cached keys still verify.
+	got := get(t, url+"/mcp", "", "Authorization", "Bearer "+iss.Token(t, claims))
+	if want := (response{Status: http.StatusOK, Body: "dave dave"}); !cmp.Equal(want, got) {
+		t.Errorf("known kid with the issuer down: mismatch (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	// An unknown kid cannot be checked: 503, not 401.
+	tok := iss.Token(t, claims, gatetest.Kid("new"))
+	got = get(t, url+"/mcp", "", "Authorization", "Bearer "+tok)
+	want := response{Status: http.StatusServiceUnavailable, RetryAfter: "10", Body: "service unavailable: " + httpgate.ErrUnavailable.Error()}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unknown kid with the issuer down: mismatch (-want +got):\n%s", diff)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+	r.Header.Set("Authorization", "Bearer "+iss.Token(t, claims, gatetest.Kid("newer")))
+	if _, err := o.Authenticate(r); !errors.Is(err, httpgate.ErrSignature) {
+		// Within the refetch interval no fetch is tried: the kid is
+		// simply unknown.
+		t.Errorf("second unknown kid: %v, want an error wrapping %v", err, httpgate.ErrSignature)
+	}
+}

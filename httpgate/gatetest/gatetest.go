@@ -288,3 +288,6 @@ func (i *Issuer) Unpublished(t testing.TB) (TokenOption, func()) {
 	}
 	return func(o *tokenOptions) { o.key = k }, publish
 }
+
+// Close stops the issuer's server early, as an issuer that goes down.
+func (i *Issuer) Close() { i.server.Close() }
