@@ -10,8 +10,8 @@
 // that fails answers it:
 //
 //  1. Host: the request's Host must be one of the listener's own hosts
-//     (below) or one of Config.AllowHosts (--http-allow-host); otherwise
-//     403. This defeats DNS rebinding, where a page on attacker.example
+//     (below) or one of Config.AllowHosts (--http-allow-host), or the
+//     answer is 403. This defeats DNS rebinding, where a page on attacker.example
 //     makes the browser resolve that name to 127.0.0.1 and send
 //     "Host: attacker.example:PORT" to this listener.
 //  2. Origin: a request without an Origin header (a client that is not a

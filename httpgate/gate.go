@@ -98,9 +98,9 @@ func newGate(cfg Config, next http.Handler, interfaceAddrs func() ([]net.Addr, e
 	if err != nil {
 		return nil, fmt.Errorf("httpgate: %v", err)
 	}
-	max := cfg.MaxConcurrent
-	if max == 0 {
-		max = DefaultMaxConcurrent
+	limit := cfg.MaxConcurrent
+	if limit == 0 {
+		limit = DefaultMaxConcurrent
 	}
 	log := cfg.Log
 	if log == nil {
@@ -120,7 +120,7 @@ func newGate(cfg Config, next http.Handler, interfaceAddrs func() ([]net.Addr, e
 		origins: origins,
 		auth:    cfg.Auth,
 		public:  cfg.Auth.Public(),
-		max:     max,
+		max:     limit,
 		log:     log,
 		next:    withInfo,
 		plain:   next,

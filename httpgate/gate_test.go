@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -248,4 +249,26 @@ func newOAuth(t *testing.T, iss *gatetest.Issuer, resource string) *httpgate.OAu
 		t.Fatal(err)
 	}
 	return o
+}
+
+// logBuffer is a slog destination that tests read after the requests.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder // guarded by mu
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

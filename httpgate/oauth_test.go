@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,7 +24,11 @@ import (
 // oauthServer starts a gate in OAuth mode in front of whoami, and returns
 // its URL, the resource (its /mcp URL) and the authenticator.
 func oauthServer(t *testing.T, iss *gatetest.Issuer) (url, resource string, o *httpgate.OAuth) {
-	srv, _ := serve(t, httpgate.Config{}, whoami, func(url string, cfg *httpgate.Config) {
+	return oauthServerLog(t, iss, nil)
+}
+
+func oauthServerLog(t *testing.T, iss *gatetest.Issuer, log *slog.Logger) (url, resource string, o *httpgate.OAuth) {
+	srv, _ := serve(t, httpgate.Config{Log: log}, whoami, func(url string, cfg *httpgate.Config) {
 		resource = url + "/mcp"
 		o = newOAuth(t, iss, resource)
 		cfg.Auth = o
@@ -50,7 +55,19 @@ func with(claims map[string]any, kv ...any) map[string]any {
 
 func TestOAuth(t *testing.T) {
 	iss := gatetest.NewIssuer(t)
-	url, resource, o := oauthServer(t, iss)
+	var log logBuffer
+	url, resource, o := oauthServerLog(t, iss, log.logger())
+	var tokens []string
+	defer func() {
+		l := log.String()
+		for _, tok := range tokens {
+			parts := strings.Split(tok, ".")
+			sig := parts[len(parts)-1]
+			if strings.Contains(l, tok) || len(sig) >= 16 && strings.Contains(l, sig) {
+				t.Errorf("the log shows a token (or its signature)")
+			}
+		}
+	}()
 	now := time.Now()
 	good := iss.Claims("alice", resource)
 	metadata := url + "/.well-known/oauth-protected-resource/mcp"
@@ -96,6 +113,7 @@ func TestOAuth(t *testing.T) {
 	} {
 		t.Run(test.name, func(t *testing.T) {
 			tok := test.token()
+			tokens = append(tokens, tok)
 			got := get(t, url+"/mcp", "", "Authorization", "Bearer "+tok)
 			var want response
 			if test.want == nil {

@@ -139,7 +139,8 @@ func TestTokenAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := strings.TrimSpace(string(data))
-	srv, _ := serve(t, httpgate.Config{Auth: tok}, whoami, nil)
+	var log logBuffer
+	srv, _ := serve(t, httpgate.Config{Auth: tok, Log: log.logger()}, whoami, nil)
 
 	const noToken = `Bearer realm="toolhost"`
 	const invalid = `Bearer realm="toolhost", error="invalid_token", error_description="invalid token"`
@@ -184,6 +185,12 @@ func TestTokenAuth(t *testing.T) {
 				t.Errorf("Authenticate's error %q shows the token", err)
 			}
 		})
+	}
+
+	if l := log.String(); strings.Contains(l, secret) || strings.Contains(l, wrong) {
+		t.Errorf("the log shows a token:\n%s", l)
+	} else if !strings.Contains(l, "refused") {
+		t.Errorf("the log does not tell of the refusals:\n%s", l)
 	}
 
 	// No OAuth discovery in token mode.
