@@ -18,9 +18,9 @@ import (
 )
 
 // JWKSRefetchInterval is the shortest time between two fetches of the
-// issuer's JWKS caused by tokens whose kid is unknown, so that a flood of
-// made-up kids cannot hammer the issuer. The first such fetch after start
-// is not delayed.
+// issuer's JWKS made for requests (for a kid that is unknown, or a cache
+// older than JWKSMaxAge), so that a flood of made-up kids cannot hammer the
+// issuer. The first such fetch after start is not delayed.
 const JWKSRefetchInterval = 30 * time.Second
 
 // JWKSMaxAge is the age after which the cached JWKS is fetched again when

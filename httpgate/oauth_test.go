@@ -88,10 +88,12 @@ func TestOAuth(t *testing.T) {
 		{"nbf past", func() string { return iss.Token(t, with(good, "nbf", now.Add(-time.Hour).Unix())) }, nil},
 
 		{"expired", func() string { return iss.Token(t, with(good, "exp", now.Add(-2*time.Minute).Unix())) }, httpgate.ErrExpired},
+		{"expired, ES256", func() string { return iss.Expired(t, "alice", resource, gatetest.ES256()) }, httpgate.ErrExpired},
 		{"nbf beyond the skew", func() string { return iss.Token(t, with(good, "nbf", now.Add(2*time.Minute).Unix())) }, httpgate.ErrExpired},
 		{"no exp", func() string { return iss.Token(t, with(good, "exp", nil)) }, httpgate.ErrBadToken},
 		{"exp not a number", func() string { return iss.Token(t, with(good, "exp", "tomorrow")) }, httpgate.ErrBadToken},
-		{"wrong aud", func() string { return iss.Token(t, with(good, "aud", "https://other.example/mcp")) }, httpgate.ErrAudience},
+		{"wrong aud", func() string { return iss.WrongAudience(t, "alice") }, httpgate.ErrAudience},
+		{"wrong aud, ES256", func() string { return iss.WrongAudience(t, "alice", gatetest.ES256()) }, httpgate.ErrAudience},
 		{"no aud", func() string { return iss.Token(t, with(good, "aud", nil)) }, httpgate.ErrAudience},
 		{"wrong iss", func() string { return iss.Token(t, with(good, "iss", "https://evil.example")) }, httpgate.ErrIssuer},
 		{"no sub", func() string { return iss.Token(t, with(good, "sub", nil)) }, httpgate.ErrBadToken},

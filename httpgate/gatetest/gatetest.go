@@ -291,3 +291,19 @@ func (i *Issuer) Unpublished(t testing.TB) (TokenOption, func()) {
 
 // Close stops the issuer's server early, as an issuer that goes down.
 func (i *Issuer) Close() { i.server.Close() }
+
+// Expired returns a token for sub at aud, signed as Token signs, whose exp
+// passed two minutes ago: beyond a gate's 60 s of skew.
+func (i *Issuer) Expired(t testing.TB, sub, aud string, opts ...TokenOption) string {
+	t.Helper()
+	c := i.Claims(sub, aud)
+	c["exp"] = time.Now().Add(-2 * time.Minute).Unix()
+	return i.Token(t, c, opts...)
+}
+
+// WrongAudience returns a valid token for sub, except that its aud is
+// https://elsewhere.example/mcp.
+func (i *Issuer) WrongAudience(t testing.TB, sub string, opts ...TokenOption) string {
+	t.Helper()
+	return i.Token(t, i.Claims(sub, "https://elsewhere.example/mcp"), opts...)
+}
