@@ -579,7 +579,7 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			refuse(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
-				fmt.Sprintf("Last-Event-ID %q: the session keeps no such stream (it ended and was delivered, or its events were dropped to keep %d bytes)", lastID, h.opts.EventBytes))
+				fmt.Sprintf("Last-Event-ID %q: the session keeps no such stream (it never had it, or dropped its events to keep %d bytes)", lastID, h.opts.EventBytes))
 			return
 		}
 		first := s.next - len(s.events)

@@ -86,6 +86,11 @@ func newFixture(t *testing.T, opts Options) *fixture {
 		return text("done"), nil, nil
 	})
 	sdk.AddTool(server, &sdk.Tool{Name: "block"}, func(ctx context.Context, req *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: 1}); err != nil {
+				return nil, nil, err
+			}
+		}
 		f.started <- struct{}{}
 		select {
 		case <-f.release:

@@ -194,10 +194,11 @@ func TestSplice(t *testing.T) {
 		}
 		done <- res
 	}()
-	read = make(chan struct{})
-	close(read)
 	if res := <-done; res != nil && textOf(t, res) != `spliced "in"` {
 		t.Errorf("spliced text = %q", textOf(t, res))
+	}
+	if err := <-ran; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -256,8 +257,10 @@ func TestResume(t *testing.T) {
 	if !strings.HasPrefix(evs[0].ID, strings.Split(prime.ID, "_")[0]+"_") {
 		t.Errorf("event id %q is not of the stream of %q", evs[0].ID, prime.ID)
 	}
-	// Delivered whole, the stream is forgotten.
-	c.status(c.do(http.MethodGet, "", headerLastEvent, prime.ID), http.StatusBadRequest)
+	// Written whole, the stream is still kept: a GET again replays it.
+	if again := newSSE(t, c.do(http.MethodGet, "", headerLastEvent, prime.ID)).all(); !cmp.Equal(again, evs) {
+		t.Errorf("replay mismatch (-want +got):\n%s", cmp.Diff(evs, again))
+	}
 }
 
 // TestResumeSDKClient: the SDK's client, its connection cut while a call
@@ -276,11 +279,16 @@ func TestResumeSDKClient(t *testing.T) {
 		return c, err
 	}}}
 	defer hc.CloseIdleConnections()
-	cs := f.connect(t, legacy, nil, hc)
+	progress := make(chan struct{}, 1)
+	cs := f.connect(t, legacy, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *sdk.ProgressNotificationClientRequest) { progress <- struct{}{} },
+	}, hc)
 	defer cs.Close()
 	done := make(chan string)
 	go func() {
-		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "block", Arguments: map[string]any{}})
+		params := &sdk.CallToolParams{Name: "block", Arguments: map[string]any{}}
+		params.SetProgressToken("p")
+		res, err := cs.CallTool(context.Background(), params)
 		if err != nil {
 			done <- err.Error()
 			return
@@ -288,6 +296,7 @@ func TestResumeSDKClient(t *testing.T) {
 		done <- textOf(t, res)
 	}()
 	<-f.started
+	<-progress // the call's stream is open on the client's side
 	mu.Lock()
 	for _, c := range conns {
 		c.Close()

@@ -82,11 +82,12 @@ type Transport struct {
 
 // stream is one logical SSE stream of a session: the answer to one POST
 // carrying calls, or the standalone stream of the GET requests. A POST's
-// stream ends once its calls are answered; its events are kept until
-// they have all been written on a connection (or are dropped, oldest
-// first, to keep the session's bound), so that a client whose connection
-// dropped can fetch them with GET and Last-Event-ID. The standalone
-// stream never ends; its events are kept within the bound.
+// stream ends once its calls are answered; the standalone stream never
+// ends. A session's events are kept, within the bound of
+// Options.EventBytes (the oldest dropped first, whatever their stream),
+// so that a client whose connection dropped can fetch them with GET and
+// Last-Event-ID: even a stream written whole, since a write that
+// succeeded may not have reached a client whose connection was cut.
 //
 // All fields but id and resumable are guarded by the Transport's mu.
 type stream struct {
@@ -395,18 +396,6 @@ func (t *Transport) appendLocked(s *stream, ev event) (dropped []func()) {
 	return dropped
 }
 
-// forgetLocked drops every kept event of s, which has ended and was
-// written whole, and s itself.
-func (t *Transport) forgetLocked(s *stream) {
-	for _, ev := range s.events {
-		t.kept -= len(ev.data) + eventOverhead
-	}
-	s.events = nil
-	if t.streams[s.id] == s {
-		delete(t.streams, s.id)
-	}
-}
-
 // touchLocked starts or stops the idle timer as the session has become
 // idle (no HTTP request in flight, no call unanswered) or busy.
 func (t *Transport) touchLocked() {
@@ -537,10 +526,9 @@ func (t *Transport) pump(ctx context.Context, w http.ResponseWriter, s *stream, 
 				s.events = s.events[min(n, len(s.events)):]
 			}
 		}
+		// A stream written whole is still kept: a write that succeeded may
+		// not have reached a client whose connection was cut.
 		finished := err == nil && !gap && s.ended && o.sent == s.next
-		if finished {
-			t.forgetLocked(s)
-		}
 		t.mu.Unlock()
 		if err != nil || gap || finished {
 			return
