@@ -25,6 +25,8 @@ type fixture struct {
 	// lets every blocked call return.
 	started chan struct{}
 	release chan struct{}
+	// cancelled receives a value each time a blocked call is cancelled.
+	cancelled chan struct{}
 	// splice, if set, becomes each transport's Splice.
 	splice func(t *Transport) func([]byte) ([]byte, []func())
 
@@ -59,6 +61,7 @@ func text(s string) *sdk.CallToolResult {
 func newFixture(t *testing.T, opts Options) *fixture {
 	f := &fixture{
 		started:    make(chan struct{}, 100),
+		cancelled:  make(chan struct{}, 100),
 		release:    make(chan struct{}),
 		transports: make(map[string]*Transport),
 	}
@@ -96,6 +99,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 		case <-f.release:
 			return text("released"), nil, nil
 		case <-ctx.Done():
+			f.cancelled <- struct{}{}
 			return nil, nil, ctx.Err()
 		}
 	})

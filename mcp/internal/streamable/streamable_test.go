@@ -536,6 +536,15 @@ func TestEphemeral(t *testing.T) {
 	}
 	c.status(c.do(http.MethodPost, call, headerVersion, "2026-07-28", headerMethod, "tools/list", headerName, "echo"), http.StatusBadRequest)
 	c.status(c.do(http.MethodPost, strings.Replace(call, meta, `"_meta":{}`, 1), hdr...), http.StatusBadRequest)
+	// The client going away ends the exchange, and cancels its call. (The
+	// exchange's status waits for its first message: a protocol error
+	// would be answered with its own. The progress is that message.)
+	blockCall := strings.Replace(strings.Replace(call, `"echo"`, `"block"`, 1), `"_meta":{`, `"_meta":{"progressToken":"p",`, 1)
+	block := newSSE(t, c.do(http.MethodPost, blockCall, headerVersion, "2026-07-28", headerMethod, "tools/call", headerName, "block"))
+	block.until("notifications/progress")
+	<-f.started
+	block.resp.Body.Close()
+	<-f.cancelled
 	// A method the server does not have is 404 (SEP-2575).
 	nope := `{"jsonrpc":"2.0","id":5,"method":"nope/nope","params":{` + meta + `}}`
 	c.status(c.do(http.MethodPost, nope, headerVersion, "2026-07-28", headerMethod, "nope/nope"), http.StatusNotFound)

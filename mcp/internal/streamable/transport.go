@@ -180,7 +180,7 @@ func (t *Transport) Notify(ctx context.Context, method string, params any) error
 	if err != nil {
 		return err
 	}
-	return t.send(data, nil, 0, jsonrpc.ID{}, requestOf(ctx))
+	return t.send(data, nil, 0, false, jsonrpc.ID{}, requestOf(ctx))
 }
 
 // Close ends the session: Done is closed, Read returns io.EOF, the
@@ -250,7 +250,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if t.ephemeral {
 			status = errorStatus(m)
 		}
-		return t.send(data, written, status, m.ID, jsonrpc.ID{})
+		return t.send(data, written, status, m.Error != nil, m.ID, jsonrpc.ID{})
 	case *jsonrpc.Request:
 		if m.IsCall() && t.ephemeral {
 			return fmt.Errorf("%w: %s: an ephemeral (stateless) exchange cannot send requests to the client", errRejected, m.Method)
@@ -259,7 +259,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if err != nil {
 			return err
 		}
-		return t.send(data, nil, 0, jsonrpc.ID{}, requestOf(ctx))
+		return t.send(data, nil, 0, false, jsonrpc.ID{}, requestOf(ctx))
 	}
 	return fmt.Errorf("unknown message type %T", msg)
 }
@@ -311,8 +311,9 @@ func errorStatus(r *jsonrpc.Response) int {
 
 // send routes one encoded message (see Write) and queues it on its
 // stream. responseTo is the id of the request it answers, if it is a
-// response; related the request WithRequest named, if any.
-func (t *Transport) send(data []byte, written []func(), status int, responseTo, related jsonrpc.ID) error {
+// response (failed: an error response); related the request WithRequest
+// named, if any.
+func (t *Transport) send(data []byte, written []func(), status int, failed bool, responseTo, related jsonrpc.ID) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -331,7 +332,7 @@ func (t *Transport) send(data []byte, written []func(), status int, responseTo, 
 		if s.calls--; s.calls == 0 {
 			s.ended = true
 		}
-		if responseTo == t.initID && bytes.Contains(data, []byte(`"error":`)) && !bytes.Contains(data, []byte(`"result":`)) {
+		if failed && responseTo == t.initID {
 			t.initFailed = true
 		}
 		t.touchLocked()
