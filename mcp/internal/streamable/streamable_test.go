@@ -23,7 +23,13 @@ const legacy = "2025-11-25"
 // tools, and calls a custom method, which the SDK's own transport refuses
 // unless connected through its own handler.
 func TestSession(t *testing.T) {
-	f := newFixture(t, Options{})
+	var mu sync.Mutex
+	var lifted []string
+	f := newFixture(t, Options{Lift: func(req *jsonrpc.Request) {
+		mu.Lock()
+		lifted = append(lifted, req.Method)
+		mu.Unlock()
+	}})
 	cs := f.connect(t, legacy, nil, nil)
 	defer cs.Close()
 	if cs.ID() == "" {
@@ -57,6 +63,12 @@ func TestSession(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"hit for q"}, found.Hits); diff != "" {
 		t.Errorf("custom method mismatch (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"initialize", "notifications/initialized", "tools/list", "tools/call", "acme/search"}
+	if diff := cmp.Diff(want, lifted); diff != "" {
+		t.Errorf("Lift saw mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -575,5 +587,35 @@ func TestMarkRequest(t *testing.T) {
 		if got, ok := RequestID(p.Meta); !ok || got != id {
 			t.Errorf("RequestID = %v, %v; want %v", got, ok, id)
 		}
+	}
+}
+
+// TestIdleCost: an idle session, the SDK's server session with it, costs
+// well under 64 KiB.
+func TestIdleCost(t *testing.T) {
+	f := newFixture(t, Options{})
+	const n = 100
+	open := func() {
+		for range n {
+			c := &rawClient{t: t, url: f.srv.URL}
+			c.open()
+		}
+	}
+	open() // warm up: connections, pools, schemas
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	g := runtime.NumGoroutine()
+	open()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	stacks := (int64(after.StackInuse) - int64(before.StackInuse)) / n
+	t.Logf("per idle session: %d bytes of heap, %d of stacks, %.1f goroutines", heap, stacks, float64(runtime.NumGoroutine()-g)/n)
+	if heap+stacks > 64<<10 {
+		t.Errorf("an idle session costs %d bytes, want under 64 KiB", heap+stacks)
+	}
+	if got := f.h.Sessions(); got != 2*n {
+		t.Errorf("Sessions() = %d, want %d", got, 2*n)
 	}
 }

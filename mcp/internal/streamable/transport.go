@@ -470,6 +470,9 @@ func (t *Transport) pump(ctx context.Context, w http.ResponseWriter, s *stream, 
 		t.mu.Lock()
 		if s.out == o {
 			s.out = nil
+			if s.ended && len(s.events) == 0 && t.streams[s.id] == s {
+				delete(t.streams, s.id) // nothing left to resume
+			}
 		}
 		t.mu.Unlock()
 	}()
