@@ -240,6 +240,36 @@ func TestNotify(t *testing.T) {
 	if ev.ID == "" {
 		t.Error("standalone event without an id")
 	}
+	// Once the call is answered its stream is closed: what is marked
+	// with it goes on the standalone stream.
+	id, _ := jsonrpc.MakeID(float64(3))
+	if err := f.transport(c.sid).Notify(WithRequest(context.Background(), id), "notifications/test", map[string]any{"on": "late"}); err != nil {
+		t.Fatal(err)
+	}
+	ev = get.until("notifications/test")
+	if p := message(t, ev)["params"].(map[string]any); p["on"] != "late" {
+		t.Errorf("standalone stream got %s, want the late notification", ev.Data)
+	}
+}
+
+// TestWithCode: an error the SDK sends without a JSON-RPC code goes out
+// with one.
+func TestWithCode(t *testing.T) {
+	id, _ := jsonrpc.MakeID("x")
+	for _, tc := range []struct {
+		err  error
+		want *jsonrpc.Error
+	}{
+		{&jsonrpc.Error{Code: -32601, Message: "nope"}, &jsonrpc.Error{Code: -32601, Message: "nope"}},
+		{&jsonrpc.Error{Message: "zero"}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "zero"}},
+		{fmt.Errorf("broke"), &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "broke"}},
+		{fmt.Errorf(`method "tools/list" is invalid during session initialization`), &jsonrpc.Error{Code: codeNotInitialized, Message: `method "tools/list" is invalid during session initialization: send initialize first`}},
+	} {
+		r := withCode(&jsonrpc.Response{ID: id, Error: tc.err})
+		if diff := cmp.Diff(tc.want, r.Error); diff != "" {
+			t.Errorf("withCode(%v) mismatch (-want +got):\n%s", tc.err, diff)
+		}
+	}
 }
 
 // TestResume: a POST stream cut mid-way goes on; its result is fetched

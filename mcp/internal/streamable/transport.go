@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,6 +242,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	t := (*Transport)(c)
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
+		m = withCode(m)
 		data, written, err := t.encodeResponse(m)
 		if err != nil {
 			run(written)
@@ -272,6 +274,31 @@ func (c *conn) Close() error {
 
 // SessionID returns the Mcp-Session-Id ("" for an ephemeral exchange).
 func (c *conn) SessionID() string { return c.id }
+
+// codeNotInitialized is the error of a request before initialize.
+const codeNotInitialized = -32002
+
+// withCode returns r, its error given a JSON-RPC code if the SDK sent it
+// without one, as the stdio transport does: -32002 for a request before
+// initialize, -32603 for anything else, and a code of 0 (which JSON-RPC
+// does not define) as -32600.
+func withCode(r *jsonrpc.Response) *jsonrpc.Response {
+	if r.Error == nil {
+		return r
+	}
+	var we *jsonrpc.Error
+	switch {
+	case errors.As(r.Error, &we) && we.Code != 0:
+		return r
+	case we != nil:
+		return &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: we.Message, Data: we.Data}}
+	}
+	code, msg := int64(jsonrpc.CodeInternalError), r.Error.Error()
+	if strings.Contains(msg, "invalid during session initialization") {
+		code, msg = codeNotInitialized, msg+": send initialize first"
+	}
+	return &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: code, Message: msg}}
+}
 
 // encodeResponse encodes a response, its result through Splice. A result
 // is already JSON, compact (the SDK encoded it): it is written as it is.
