@@ -3,7 +3,9 @@ package streamable
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -647,5 +649,57 @@ func TestIdleCost(t *testing.T) {
 	}
 	if got := f.h.Sessions(); got != 2*n {
 		t.Errorf("Sessions() = %d, want %d", got, 2*n)
+	}
+}
+
+// TestTakeOver: a GET resuming a stream that a POST still writes (its
+// client gone, unknown to the server) takes it over: the rest goes on the
+// GET alone.
+func TestTakeOver(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := &rawClient{t: t, url: f.srv.URL}
+	c.open()
+	post := c.call(2, "block", `{}`)
+	prime, ok := post.next()
+	if !ok || prime.ID == "" {
+		t.Fatalf("first event %+v, want a priming event", prime)
+	}
+	<-f.started
+	get := newSSE(t, c.do(http.MethodGet, "", headerLastEvent, prime.ID))
+	if evs := post.all(); len(evs) != 0 {
+		t.Errorf("the POST given up got %+v", evs)
+	}
+	close(f.release)
+	evs := get.all()
+	if len(evs) != 1 || message(t, evs[0])["id"] != float64(2) {
+		t.Errorf("the GET got %+v, want the result of 2", evs)
+	}
+}
+
+// TestEphemeralRequest: an exchange refuses to send a request to the
+// client, without breaking the connection (the SDK's ErrRejected code).
+func TestEphemeralRequest(t *testing.T) {
+	h := NewHandler(Options{})
+	tr := h.newTransport("", "", true)
+	c, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := tr.Connect(context.Background()); err == nil {
+		t.Error("a second Connect succeeded")
+	}
+	id, _ := jsonrpc.MakeID(float64(1))
+	err = c.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "elicitation/create", Params: json.RawMessage(`{}`)})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != -32005 {
+		t.Errorf("Write of a request = %v, want an error of code -32005", err)
+	}
+	if !tr.SupportsProtocolVersion("2026-07-28") || tr.SupportsProtocolVersion("2025-11-25") {
+		t.Error("an exchange should support 2026-07-28 alone")
+	}
+	c.Close()
+	if _, err := c.Read(context.Background()); err != io.EOF {
+		t.Errorf("Read after Close = %v, want io.EOF", err)
 	}
 }
