@@ -24,7 +24,9 @@
 //     after a priming event (from 2025-11-25). A session's call goes on
 //     when its client goes away: its events are kept for a GET.
 //   - GET with Mcp-Session-Id is the session's standalone stream (one at
-//     a time: a second is 409); with Last-Event-ID it replays that
+//     a time: a second is 409; from 2025-11-25 it is primed, so that a
+//     client that lost it resumes it instead); with Last-Event-ID it
+//     replays that
 //     stream's kept events after it and goes on live if the stream has
 //     not ended (a request still writing the stream gives it up). An
 //     event whose successors the session no longer keeps is 400, never a

@@ -547,7 +547,8 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusNotAcceptable, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "Accept must allow text/event-stream")
 		return
 	}
-	if _, ok := checkVersion(w, r); !ok {
+	version, ok := checkVersion(w, r)
+	if !ok {
 		return
 	}
 	t := h.session(w, r)
@@ -556,6 +557,7 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 	}
 	defer t.leave()
 	o := &outlet{wake: make(chan struct{}, 1)}
+	var dropped []func()
 	lastID := r.Header.Get(headerLastEvent)
 	t.mu.Lock()
 	if t.closed {
@@ -606,10 +608,18 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusConflict, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "the standalone SSE stream is open already")
 			return
 		}
+		if version >= version20251125 {
+			// A priming event: a client whose connection drops before any
+			// message comes back with Last-Event-ID, and takes the stream
+			// over from the request that wrote it, rather than being 409.
+			dropped = t.appendLocked(s, event{})
+		}
+		// What was never written on a connection, as far as it is kept.
 		o.sent = max(s.unsent, s.next-len(s.events))
 	}
 	s.out = o
 	t.mu.Unlock()
+	run(dropped)
 
 	sseHeaders(w)
 	w.WriteHeader(http.StatusOK)

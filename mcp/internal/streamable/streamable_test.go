@@ -703,3 +703,24 @@ func TestEphemeralRequest(t *testing.T) {
 		t.Errorf("Read after Close = %v, want io.EOF", err)
 	}
 }
+
+// TestResumeStandalone: the standalone stream is primed; a client that
+// lost it comes back with Last-Event-ID and gets what was sent meanwhile.
+func TestResumeStandalone(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := &rawClient{t: t, url: f.srv.URL}
+	c.open()
+	get := newSSE(t, c.do(http.MethodGet, ""))
+	prime, ok := get.next()
+	if !ok || prime.ID == "" || prime.Data != "" {
+		t.Fatalf("first event %+v, want a priming event", prime)
+	}
+	get.resp.Body.Close()
+	if err := f.transport(c.sid).Notify(context.Background(), "notifications/test", map[string]any{"on": "meanwhile"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := newSSE(t, c.do(http.MethodGet, "", headerLastEvent, prime.ID)).until("notifications/test")
+	if p := message(t, ev)["params"].(map[string]any); p["on"] != "meanwhile" {
+		t.Errorf("resumed standalone stream got %s", ev.Data)
+	}
+}

@@ -549,12 +549,11 @@ func (t *Transport) pump(ctx context.Context, w http.ResponseWriter, s *stream, 
 		if n > 0 {
 			o.sent += n
 			s.unsent = max(s.unsent, o.sent)
-			if !s.resumable {
-				// Nothing is kept of an ephemeral exchange once written.
-				for _, ev := range s.events[:min(n, len(s.events))] {
-					t.kept -= len(ev.data) + eventOverhead
-				}
-				s.events = s.events[min(n, len(s.events)):]
+			// Nothing is kept of an ephemeral exchange once written.
+			for !s.resumable && len(s.events) > 0 && s.events[0].idx < o.sent {
+				t.kept -= len(s.events[0].data) + eventOverhead
+				s.events[0] = event{}
+				s.events = s.events[1:]
 			}
 		}
 		// A stream written whole is still kept: a write that succeeded may
