@@ -17,7 +17,8 @@
 //     without a session id at MCP-Protocol-Version 2026-07-28 or later is
 //     an ephemeral exchange: a Transport of its own, opened for it and
 //     closed when it is answered or its client goes away (which cancels
-//     the call). Any other POST names its session: unknown, ended or
+//     the call; a notification or response without a session reaches
+//     nothing: 202). Any other POST names its session: unknown, ended or
 //     another principal's (Options.Principal) is 404. Notifications and
 //     responses are 202; a call is answered with an SSE stream that ends
 //     with its response, a session's events numbered <stream>_<index>

@@ -698,9 +698,29 @@ func TestEphemeralRequest(t *testing.T) {
 	if !tr.SupportsProtocolVersion("2026-07-28") || tr.SupportsProtocolVersion("2025-11-25") {
 		t.Error("an exchange should support 2026-07-28 alone")
 	}
-	c.Close()
-	if _, err := c.Read(context.Background()); err != io.EOF {
-		t.Errorf("Read after Close = %v, want io.EOF", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Read(ctx); err != context.Canceled {
+		t.Errorf("Read with its context ended = %v, want context.Canceled", err)
+	}
+	// Close may be called many times, concurrently; it ends a Read
+	// waiting.
+	read := make(chan error)
+	go func() {
+		_, err := c.Read(context.Background())
+		read <- err
+	}()
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() { c.Close() })
+	}
+	wg.Wait()
+	if err := <-read; err != io.EOF {
+		t.Errorf("Read ended by Close = %v, want io.EOF", err)
+	}
+	<-tr.Done()
+	if err := c.Write(context.Background(), &jsonrpc.Request{Method: "notifications/test"}); err == nil {
+		t.Error("Write after Close succeeded")
 	}
 }
 
