@@ -134,6 +134,8 @@ type outlet struct {
 	sent int
 }
 
+// signal wakes o's request, without waiting: one signal pending is
+// enough, since it writes all there is.
 func (t *Transport) signal(o *outlet) {
 	select {
 	case o.wake <- struct{}{}:
@@ -185,7 +187,8 @@ func (t *Transport) Notify(ctx context.Context, method string, params any) error
 }
 
 // Close ends the session: Done is closed, Read returns io.EOF, the
-// streams' requests return. It may be called many times, concurrently.
+// streams' requests return, and its id is 404 from then on. It may be
+// called many times, concurrently.
 func (t *Transport) Close() {
 	t.mu.Lock()
 	if t.closed {
