@@ -87,6 +87,7 @@ var taskTools = map[string]bool{"start_command": true, "run_command": true}
 // network's hosts (instructionsFor).
 func (s *Server) tasksMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		ctx = withHTTPRequest(ctx, req)
 		switch method {
 		case "initialize":
 			res, err := next(ctx, method, req)

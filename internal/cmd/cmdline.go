@@ -109,6 +109,9 @@ func parseCommandLine(args []string, cwd string, env []string, usage io.Writer) 
 	if f.persist && cl.sub == subDemo {
 		return nil, errors.New("--persist is not supported with demo")
 	}
+	if err := cl.checkHTTP(cwd); err != nil {
+		return nil, err
+	}
 	sb, err := f.sandboxConfig(lookupEnv(env, "HOME"))
 	if err != nil {
 		return nil, err

@@ -68,6 +68,17 @@ type flags struct {
 	// snapshotMaxBytes and snapshotExclude configure the snapshot store.
 	snapshotMaxBytes byteSize
 	snapshotExclude  []string
+
+	// http and the flags after it: MCP's Streamable HTTP, under
+	// `toolhost mcp --http ADDR` (package httpgate, and mcp's transport).
+	http, tlsCert, tlsKey            string
+	httpTokenFile                    string
+	oauthIssuer, oauthAudience       string
+	httpNoAuth                       bool
+	httpAllowHosts, httpAllowOrigins []string
+	httpSessionTimeout               time.Duration
+	httpMaxBody                      byteSize
+	httpMaxConcurrent                int
 }
 
 // byteSize is a flag of bytes: a number with an optional K, M or G suffix
@@ -184,6 +195,25 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.approvals, "approvals", "ask", "what a confined command's refused connection becomes: ask (the client's user is asked, when the client declared capabilities.approvals; otherwise it is refused) or deny (refused, nobody asked)")
 	fs.DurationVar(&f.approvalTimeout, "approval-timeout", 60*time.Second, "how long an ask waits for the user's answer; past it the ask is denied (\"no answer\")")
 	fs.DurationVar(&f.linger, "linger", 10*time.Minute, "with --persist, how long a detached session's commands go on before they are killed and the session ends")
+	fs.StringVar(&f.http, "http", "", "under toolhost mcp: serve MCP's Streamable HTTP at http(s)://`ADDR`/mcp instead of stdio (host:port; a loopback address unless --tls-cert and --tls-key are given); one of --http-token-file, --oauth-issuer or --http-no-auth is required")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --http, the TLS certificate `file` (PEM, the chain); needs --tls-key")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "with --http, the TLS private key `file` (PEM)")
+	fs.StringVar(&f.httpTokenFile, "http-token-file", "", "with --http, the bearer token clients must send (Authorization: Bearer TOKEN), read from `file`; a missing file is made with 256 random bits, mode 0600; one readable by others is refused")
+	fs.StringVar(&f.oauthIssuer, "oauth-issuer", "", "with --http, accept JWTs of this OAuth authorization server `URL` (its metadata and JWKS are fetched; https, or http on loopback); needs --oauth-audience; the token's sub is the principal")
+	fs.StringVar(&f.oauthAudience, "oauth-audience", "", "with --oauth-issuer, the `AUD` a token's aud must hold (this server's resource URL, usually)")
+	fs.BoolVar(&f.httpNoAuth, "http-no-auth", false, "with --http on a loopback address, serve without authentication (anyone on this machine can then run commands)")
+	fs.Func("http-allow-host", "with --http, a `HOST` (or host:port) a request's Host header may name besides the listener's own address, e.g. a tunnel's name (repeatable); any other is refused with 403 (DNS rebinding)", func(s string) error {
+		f.httpAllowHosts = append(f.httpAllowHosts, s)
+		return nil
+	})
+	fs.Func("http-allow-origin", "with --http, an `ORIGIN` (scheme://host[:port]) a browser's request may come from (repeatable); a request with any other Origin is refused with 403, one with none passes", func(s string) error {
+		f.httpAllowOrigins = append(f.httpAllowOrigins, s)
+		return nil
+	})
+	fs.DurationVar(&f.httpSessionTimeout, "http-session-timeout", 30*time.Minute, "with --http, how long an HTTP session may go without a request before it is closed (its commands and tasks go on)")
+	f.httpMaxBody = 4 << 20
+	fs.Var(&f.httpMaxBody, "http-max-body", "with --http, the largest request body in `bytes` (K, M, G suffixes); a larger one is refused with 413")
+	fs.IntVar(&f.httpMaxConcurrent, "http-max-concurrent", 64, "with --http, the most requests one principal may have in flight at once (open streams included); beyond it, 429")
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {

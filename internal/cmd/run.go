@@ -71,6 +71,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, version strin
 		return cl.front(dirs, version, stdin, stdout, stderr, logger)
 	case cl.sub == subDemo:
 		return cl.demo(version, stdout, stderr, logger)
+	case cl.flags.http != "":
+		return cl.serveHTTP(version, stderr, logger)
 	}
 	return cl.serve(bufio.NewReaderSize(stdin, mcp.SniffSize), version, stdout, logger)
 }

@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/protocol"
+)
+
+// TestMCPHTTPElicitation: over HTTP, a confined command's connection to a
+// host its allow-list does not name is put to the client's user as an
+// elicitation on the stream of the tool call that caused it: accepted,
+// the body arrives; declined, the curl gets 403 "denied by the user".
+func TestMCPHTTPElicitation(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	needNetEnforcementOfBinary(t)
+	const body = "fetched over http after an elicitation"
+	_, port := netAllowedServer(t, body)
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+	h := startHTTPMCPEnv(t, approvalMCPEnv(t), approvalMCPArgs...)
+	asked := make(chan elicited, 8)
+	ended := make(chan struct{})
+	t.Cleanup(func() { close(ended) })
+	s := h.connect("", &sdk.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			e := elicited{params: req.Params, answer: make(chan *sdk.ElicitResult, 1), withdrawn: make(chan struct{})}
+			asked <- e
+			select {
+			case r := <-e.answer:
+				return r, nil
+			case <-ctx.Done():
+				close(e.withdrawn)
+				return nil, ctx.Err()
+			case <-ended:
+				return nil, fmt.Errorf("the test ended")
+			}
+		},
+	}, "2025-11-25")
+
+	done := s.callAsync("run_command", curlArgs("http://"+target+"/"))
+	e := <-asked
+	checkForm(t, e.params, target)
+	e.answer <- &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow", "scope": "once"}}
+	res := mcpToolResult(t, <-done)
+	if !strings.HasPrefix(res.Stdout, body) || !strings.HasSuffix(res.Stdout, "\n200") {
+		t.Errorf("an allowed curl printed %q, want the body and 200", res.Stdout)
+	}
+	done = s.callAsync("run_command", curlArgs("http://"+target+"/"))
+	e = <-asked
+	e.answer <- &sdk.ElicitResult{Action: "decline"}
+	res = mcpToolResult(t, <-done)
+	if !strings.Contains(res.Stdout, "denied by the user") || !strings.HasSuffix(res.Stdout, "\n403") {
+		t.Errorf("a declined curl printed %q, want 403 saying denied by the user", res.Stdout)
+	}
+	// A client that declared no elicitation, on the same server, is never
+	// asked: its command is refused at once, by policy.
+	plain := h.connect("", nil, "2025-11-25")
+	res = mcpToolResult(t, plain.call("run_command", curlArgs("http://"+target+"/")))
+	if !strings.HasSuffix(res.Stdout, "\n403") || len(res.Approvals) != 1 || res.Approvals[0].Decision != protocol.ApprovalDeny || res.Approvals[0].DecidedBy == protocol.DecidedByUser {
+		t.Errorf("a client that cannot elicit: %q, approvals %+v; want 403 at once, denied without asking", res.Stdout, res.Approvals)
+	}
+	select {
+	case e := <-asked:
+		t.Errorf("one more elicitation: %q", e.params.Message)
+	default:
+	}
+}
