@@ -23,6 +23,14 @@ func TestMCPHTTPElicitation(t *testing.T) {
 	_, port := netAllowedServer(t, body)
 	target := fmt.Sprintf("127.0.0.1:%d", port)
 	h := startHTTPMCPEnv(t, approvalMCPEnv(t), approvalMCPArgs...)
+	// A client that declared no elicitation, the first of the server, is
+	// never asked: its command is refused at once, by policy. (It opens the
+	// shared workspace: the eliciting client after it is asked all the same.)
+	plain := h.connect("", nil, "2025-11-25")
+	res := mcpToolResult(t, plain.call("run_command", curlArgs("http://"+target+"/")))
+	if !strings.HasSuffix(res.Stdout, "\n403") || len(res.Approvals) != 1 || res.Approvals[0].Decision != protocol.ApprovalDeny || res.Approvals[0].DecidedBy == protocol.DecidedByUser {
+		t.Errorf("a client that cannot elicit: %q, approvals %+v; want 403 at once, denied without asking", res.Stdout, res.Approvals)
+	}
 	asked := make(chan elicited, 8)
 	ended := make(chan struct{})
 	t.Cleanup(func() { close(ended) })
@@ -46,7 +54,7 @@ func TestMCPHTTPElicitation(t *testing.T) {
 	e := <-asked
 	checkForm(t, e.params, target)
 	e.answer <- &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow", "scope": "once"}}
-	res := mcpToolResult(t, <-done)
+	res = mcpToolResult(t, <-done)
 	if !strings.HasPrefix(res.Stdout, body) || !strings.HasSuffix(res.Stdout, "\n200") {
 		t.Errorf("an allowed curl printed %q, want the body and 200", res.Stdout)
 	}
@@ -56,13 +64,6 @@ func TestMCPHTTPElicitation(t *testing.T) {
 	res = mcpToolResult(t, <-done)
 	if !strings.Contains(res.Stdout, "denied by the user") || !strings.HasSuffix(res.Stdout, "\n403") {
 		t.Errorf("a declined curl printed %q, want 403 saying denied by the user", res.Stdout)
-	}
-	// A client that declared no elicitation, on the same server, is never
-	// asked: its command is refused at once, by policy.
-	plain := h.connect("", nil, "2025-11-25")
-	res = mcpToolResult(t, plain.call("run_command", curlArgs("http://"+target+"/")))
-	if !strings.HasSuffix(res.Stdout, "\n403") || len(res.Approvals) != 1 || res.Approvals[0].Decision != protocol.ApprovalDeny || res.Approvals[0].DecidedBy == protocol.DecidedByUser {
-		t.Errorf("a client that cannot elicit: %q, approvals %+v; want 403 at once, denied without asking", res.Stdout, res.Approvals)
 	}
 	select {
 	case e := <-asked:

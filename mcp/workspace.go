@@ -97,10 +97,13 @@ func (s *Server) initializeParams(ss *sdk.ServerSession, roots []*sdk.Root) (*pr
 	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 		p.ClientInfo = &protocol.ClientInfo{Name: "mcp: " + ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
 	}
-	if canElicit(ss) {
+	if canElicit(ss) || s.shared {
 		// toolhost's asks become elicitations of this client (approvals.go);
 		// without the capability its commands are refused as without
-		// approvals, at once.
+		// approvals, at once. A shared server's session serves every
+		// connection, of which this is only the first: it asks, and each
+		// ask is put to the client of the call that caused it, or refused
+		// at once when that client cannot elicit (approvalRequest).
 		p.Capabilities = &protocol.ClientCapabilities{Approvals: &protocol.ApprovalsClientCapabilities{}}
 	}
 	var warnings []string
