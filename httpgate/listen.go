@@ -21,8 +21,12 @@ const (
 	IdleTimeout = 2 * time.Minute
 	// MaxHeaderBytes bounds the size of a request's headers.
 	MaxHeaderBytes = 64 << 10
-	// DefaultMaxConns is a sensible cap for LimitListener.
-	DefaultMaxConns = 256
+	// DefaultMaxConns is a sensible cap for LimitListener: high enough
+	// that a thousand connections which send nothing (each held at most
+	// ReadHeaderTimeout, costing a goroutine and a read buffer, some
+	// 12 KiB) leave room for the clients that do, low enough that the
+	// process keeps its descriptors and memory.
+	DefaultMaxConns = 4096
 )
 
 // isLoopbackHost reports whether host (without port or brackets) is
