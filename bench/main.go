@@ -42,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	workDir := fs.String("work", "", "the `dir` for the servers' roots, artifacts and the baseline's file (default: a new temporary directory, removed at the end); the throughput figure writes 3 GiB at a time into it")
 	bin := fs.String("bin", "", "measure this toolhost `binary` instead of building one")
 	scale := fs.Float64("scale", 1, "multiply every iteration count by this `factor` (0.1 for a quick look)")
-	only := fs.String("only", "", "run only the figures whose key contains this `text` (startup, rtt, readfile, runcommand, escape, output, handles, markers, cancel, readoutput, yield, hub, events, ports, pty, mcp, mcp-task, network, approvals, persist, snapshot, repos, cache, mounts)")
+	only := fs.String("only", "", "run only the figures whose key contains this `text` (startup, rtt, readfile, runcommand, escape, output, handles, markers, cancel, readoutput, yield, hub, events, ports, pty, mcp, mcp-task, mcp-http, network, approvals, persist, snapshot, repos, cache, mounts)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
