@@ -31,6 +31,9 @@ type FrontConfig struct {
 	// Mode is the protocol the client speaks: "" for toolhost's own,
 	// ModeMCP for MCP.
 	Mode string
+	// HTTP are the HTTP flags of `toolhost mcp --persist --http`, left
+	// out of Args: the holder serves Args' shared MCP server over HTTP.
+	HTTP []string
 }
 
 // holderStartTimeout bounds how long a front waits for the holder it
@@ -55,7 +58,7 @@ func Serve(cfg FrontConfig, prefix []byte, stdin, stdout, stderr *os.File) (int,
 	if err != nil || uid != os.Geteuid() {
 		return 1, fmt.Errorf("the holder socket %s is served by uid %d, not this user: refusing it", cfg.Dirs.socketPath(key), uid)
 	}
-	hl := hello{V: wireVersion, Build: cfg.Build, Args: cfg.Args, Env: cfg.Env, Cwd: cfg.Cwd, Prefix: prefix, Mode: cfg.Mode}
+	hl := hello{V: wireVersion, Build: cfg.Build, Args: cfg.Args, Env: cfg.Env, Cwd: cfg.Cwd, Prefix: prefix, Mode: cfg.Mode, HTTP: cfg.HTTP}
 	b, err := hl.encode()
 	if err != nil {
 		return 1, err

@@ -46,6 +46,10 @@ type HolderConfig struct {
 	// ConfigureMCP makes the shared MCP server of an MCP front's command
 	// line (nil: MCP fronts are refused).
 	ConfigureMCP ConfigureMCP
+	// ListenMCP opens the HTTP listener of a shared MCP server, for a
+	// front of `toolhost mcp --persist --http` (nil: such fronts are
+	// refused).
+	ListenMCP ListenMCP
 	Logger       *slog.Logger
 	// Log is where the holder's own logs go (its log file); sessions log
 	// there while detached.
@@ -67,6 +71,12 @@ type holder struct {
 	// (mcpKey); guarded by mu. mcpMu serializes making them.
 	mcp   map[string]*mcpShared
 	mcpMu sync.Mutex
+	// http is the root's one HTTP listener, of the shared server httpOf,
+	// opened for the HTTP flags httpArgs; nil when none. Guarded by mcpMu
+	// (closeMCP, which closes it, takes mcpMu).
+	http     MCPListener
+	httpOf   *mcpShared
+	httpArgs []string
 	// conns counts the fronts being served; guarded by mu.
 	conns int
 	// idle fires Idle after the holder last had neither sessions nor

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +57,21 @@ type MCPConfig struct {
 // to logs.
 type ConfigureMCP func(args, env []string, cwd string, logs io.Writer) (MCPConfig, error)
 
+// MCPListener is a shared MCP server's HTTP listener: the holder keeps
+// one per root, and closes it before its server.
+type MCPListener interface {
+	// Endpoint is the URL clients reach it at.
+	Endpoint() string
+	// Close stops serving HTTP (every HTTP session ends; the server goes
+	// on) and returns once the listener is closed.
+	Close()
+}
+
+// ListenMCP opens the HTTP listener of srv, the shared server of an MCP
+// front's command line args, from its HTTP flags http; what it logs goes
+// to logs.
+type ListenMCP func(srv SharedMCP, args, http, env []string, cwd string, logs io.Writer) (MCPListener, error)
+
 // mcpShared is a shared MCP server the holder keeps.
 type mcpShared struct {
 	key  string
@@ -79,6 +96,10 @@ func mcpKey(args []string) string {
 func (h *holder) serveMCP(c *net.UnixConn, hl *hello, stdin, stdout, stderr *os.File, refuse func(string, ...any)) {
 	if h.cfg.ConfigureMCP == nil {
 		refuse("this holder does not serve MCP")
+		return
+	}
+	if len(hl.HTTP) > 0 {
+		h.serveMCPHTTP(c, hl, stderr, refuse)
 		return
 	}
 	m, err := h.attachMCP(c, hl, stderr)
@@ -160,10 +181,16 @@ func (h *holder) detachMCP(m *mcpShared, c *net.UnixConn) {
 	h.log.Info("no MCP connection attached; the MCP session lingers", "mcp", m.key, "linger", m.linger)
 }
 
-// closeMCP closes m's server, once m is ending, and lets the holder go
-// idle.
+// closeMCP closes m's server, once m is ending (its HTTP listener
+// first), and lets the holder go idle.
 func (h *holder) closeMCP(m *mcpShared, why string) {
 	h.log.Info("MCP session ending", "mcp", m.key, "why", why)
+	h.mcpMu.Lock()
+	if h.httpOf == m {
+		h.http.Close()
+		h.http, h.httpOf, h.httpArgs = nil, nil, nil
+	}
+	h.mcpMu.Unlock()
 	m.srv.Close(why)
 	h.mu.Lock()
 	if h.mcp[m.key] == m {
@@ -185,4 +212,60 @@ func (h *holder) innerServer(logs *logSwitch, linger time.Duration) InnerServer 
 		opts.Table = cn.prepare(nil)
 		return rpc.NewServer(opts)
 	}
+}
+
+// serveMCPHTTP serves a front of `toolhost mcp --persist --http`: the
+// shared server of its command line, made if there is none, is served
+// over the root's HTTP listener, opened if there is none. The front's
+// stderr is told the endpoint; its socket stays attached (the server does
+// not linger) until the front goes. The listener outlives the front: it
+// closes with its server, after --linger without a front attached.
+func (h *holder) serveMCPHTTP(c *net.UnixConn, hl *hello, stderr *os.File, refuse func(string, ...any)) {
+	if h.cfg.ListenMCP == nil {
+		refuse("this holder does not serve MCP over HTTP")
+		return
+	}
+	m, err := h.attachMCP(c, hl, stderr)
+	if err != nil {
+		refuse("%v", err)
+		return
+	}
+	l, err := h.listenMCP(m, hl)
+	if err != nil {
+		h.detachMCP(m, c)
+		refuse("%v", err)
+		return
+	}
+	fmt.Fprintf(stderr, "toolhost: serving MCP at %s\n", l.Endpoint())
+	gone := make(chan struct{})
+	h.serveUntilGone(c, func() int {
+		select {
+		case <-gone:
+		case <-m.srv.Done():
+		}
+		h.detachMCP(m, c)
+		return 0
+	}, func() { close(gone) })
+}
+
+// listenMCP returns the root's HTTP listener, serving m: the one open if
+// it serves m with the same HTTP flags, else a new one. A root has one:
+// a front that asks another (another address, another server) is
+// refused, naming the one open.
+func (h *holder) listenMCP(m *mcpShared, hl *hello) (MCPListener, error) {
+	h.mcpMu.Lock()
+	defer h.mcpMu.Unlock()
+	if h.http != nil {
+		if h.httpOf == m && slices.Equal(h.httpArgs, hl.HTTP) {
+			return h.http, nil
+		}
+		return nil, fmt.Errorf("this root's holder already serves MCP over HTTP at %s, for another command line: stop its fronts (it closes after --linger), or use that one", h.http.Endpoint())
+	}
+	l, err := h.cfg.ListenMCP(m.srv, hl.Args, hl.HTTP, hl.Env, hl.Cwd, m.logs)
+	if err != nil {
+		return nil, err
+	}
+	h.http, h.httpOf, h.httpArgs = l, m, slices.Clone(hl.HTTP)
+	h.log.Info("serving MCP over HTTP", "mcp", m.key, "endpoint", l.Endpoint())
+	return l, nil
 }

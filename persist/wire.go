@@ -25,6 +25,10 @@ type hello struct {
 	// Mode is the protocol the client speaks: "" for toolhost's own,
 	// ModeMCP for the Model Context Protocol.
 	Mode string `json:"mode,omitempty"`
+	// HTTP are the HTTP flags of an MCP front of `toolhost mcp --persist
+	// --http` (its other flags are Args): the holder serves the shared
+	// server of Args over HTTP, and the front only waits.
+	HTTP []string `json:"http,omitempty"`
 }
 
 // verdict is what a holder answers a front, once: the exit code of the

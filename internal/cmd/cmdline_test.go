@@ -65,3 +65,16 @@ func TestParseCommandLineRefuses(t *testing.T) {
 		t.Errorf("a front's bad flag: %v", err)
 	}
 }
+
+// TestSplitHTTPArgs takes a --persist --http front's HTTP flags out of
+// its command line, each with its value, in order.
+func TestSplitHTTPArgs(t *testing.T) {
+	args := []string{"--root", "/r", "--persist", "--http", "127.0.0.1:0", "--linger=1m", "--http-token-file=/t", "--http-no-auth", "--http-allow-host", "a.example", "--kill-grace", "1s", "-tls-cert", "c"}
+	rest, http := splitHTTPArgs(args)
+	if diff := cmp.Diff([]string{"--root", "/r", "--persist", "--linger=1m", "--kill-grace", "1s"}, rest); diff != "" {
+		t.Errorf("the other flags: mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"--http", "127.0.0.1:0", "--http-token-file=/t", "--http-no-auth", "--http-allow-host", "a.example", "-tls-cert", "c"}, http); diff != "" {
+		t.Errorf("the HTTP flags: mismatch (-want +got):\n%s", diff)
+	}
+}

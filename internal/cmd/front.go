@@ -33,10 +33,19 @@ func (cl *commandLine) front(dirs persist.Dirs, version string, stdin io.Reader,
 		fmt.Fprintln(stderr, "toolhost: --persist needs stdin, stdout and stderr that are files (pipes, sockets, terminals)")
 		return 2
 	}
-	br := bufio.NewReaderSize(in, frontPeek)
-	first := rpc.PeekFirst(br)
 	cwd, _ := os.Getwd()
+	br := bufio.NewReaderSize(in, frontPeek)
+	var first rpc.FirstMessage
 	args, mode := cl.args, ""
+	var httpArgs []string
+	if cl.flags.http != "" {
+		// `toolhost mcp --persist --http`: the holder serves HTTP, and
+		// stdin carries nothing. The HTTP flags go apart, so that the
+		// shared server is stdio fronts' of the same other flags.
+		args, httpArgs = splitHTTPArgs(args)
+	} else {
+		first = rpc.PeekFirst(br)
+	}
 	if cl.sub == subMCP || (cl.framing != rpc.FramingHeader && mcp.Opens(first)) {
 		mode = persist.ModeMCP
 		if cl.sub == subMCP {
@@ -69,7 +78,7 @@ func (cl *commandLine) front(dirs persist.Dirs, version string, stdin io.Reader,
 	}
 	code, err := persist.Serve(persist.FrontConfig{
 		Dirs: dirs, Root: root, Build: persist.BuildID(version),
-		Args: args, Env: os.Environ(), Cwd: cwd, HolderArgs: []string{"--log-level", cl.logLevel}, Mode: mode,
+		Args: args, Env: os.Environ(), Cwd: cwd, HolderArgs: []string{"--log-level", cl.logLevel}, Mode: mode, HTTP: httpArgs,
 	}, first.Buffered, in, out, errf)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolhost: --persist: %v\n", err)

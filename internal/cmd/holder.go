@@ -73,6 +73,7 @@ func runHolder(args []string, stderr io.Writer, version string) int {
 				return mcp.New(s.tools, s.rpc, opts)
 			}}, nil
 		},
-		Logger: logger, Log: stderr,
+		ListenMCP: listenMCP,
+		Logger:    logger, Log: stderr,
 	})
 }

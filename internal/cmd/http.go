@@ -4,6 +4,7 @@ import (
 	"context"
 	cryptotls "crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,13 +13,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/toolhost/toolhost/capture"
 	"github.com/toolhost/toolhost/httpgate"
 	"github.com/toolhost/toolhost/mcp"
+	"github.com/toolhost/toolhost/persist"
 )
 
 // checkHTTP checks the flags of `toolhost mcp --http` (issue 37) before
@@ -40,9 +44,6 @@ func (cl *commandLine) checkHTTP(cwd string) error {
 	}
 	if cl.sub != subMCP {
 		return errors.New("--http serves MCP: run toolhost mcp --http ADDR")
-	}
-	if f.persist {
-		return errors.New("--http with --persist (the holder serving HTTP) is not built yet: run toolhost mcp --http without --persist")
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
@@ -85,43 +86,102 @@ func (cl *commandLine) checkHTTP(cwd string) error {
 // flight once the server ends; a stream still open past it is cut.
 const httpShutdownGrace = 5 * time.Second
 
-// serveHTTP serves `toolhost mcp --http ADDR`: one shared MCP server,
-// whose toolhost session every HTTP session reaches, behind the gate
-// (Host, Origin, auth, a cap per principal) on a listener of bounded
-// connections. It serves until a signal, and returns the exit code.
-func (cl *commandLine) serveHTTP(version string, stderr io.Writer, logger *slog.Logger) int {
+// httpListener serves a shared MCP server over Streamable HTTP at /mcp,
+// behind the gate (Host, Origin, auth, a cap per principal), on a
+// listener of bounded connections. It is `toolhost mcp --http`'s, or a
+// holder's for `toolhost mcp --persist --http` (persist.MCPListener).
+type httpListener struct {
+	endpoint string
+	hh       *mcp.HTTPHandler
+	srv      *http.Server
+	// served receives the listener's end (Serve's error), once; Close
+	// waits for it.
+	served    chan error
+	closeOnce sync.Once
+}
+
+// listenHTTP opens the HTTP listener of the command line's flags for ms,
+// which must be shared. Its refusals (an address off loopback without
+// TLS, a token file others can read, an issuer that cannot be reached)
+// are the command line's errors.
+func (cl *commandLine) listenHTTP(ms *mcp.Server, logger *slog.Logger) (*httpListener, error) {
 	f := &cl.flags
 	tls := f.tlsCert != ""
 	if err := httpgate.CheckListen(f.http, tls, f.httpNoAuth, f.oauthIssuer); err != nil {
-		fmt.Fprintf(stderr, "toolhost: --http: %v\n", err)
-		return 2
+		return nil, fmt.Errorf("--http: %w", err)
 	}
 	var tlsConf *cryptotls.Config
 	if tls {
 		cert, err := cryptotls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
 		if err != nil {
-			fmt.Fprintf(stderr, "toolhost: --tls-cert, --tls-key: %v\n", err)
-			return 2
+			return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
 		}
 		tlsConf = &cryptotls.Config{Certificates: []cryptotls.Certificate{cert}, MinVersion: cryptotls.VersionTLS12}
 	}
 	ln, err := net.Listen("tcp", f.http)
 	if err != nil {
-		fmt.Fprintf(stderr, "toolhost: --http: %v\n", err)
-		return 2
+		return nil, fmt.Errorf("--http: %w", err)
 	}
 	scheme := "http"
 	if tls {
 		scheme = "https"
 	}
-	endpoint := scheme + "://" + ln.Addr().String() + "/mcp"
-	authn, err := cl.httpAuth(endpoint, logger)
+	l := &httpListener{endpoint: scheme + "://" + ln.Addr().String() + "/mcp", served: make(chan error, 1)}
+	authn, err := cl.httpAuth(l.endpoint, logger)
 	if err != nil {
 		ln.Close()
-		fmt.Fprintf(stderr, "toolhost: %v\n", err)
-		return 2
+		return nil, err
 	}
+	l.hh = ms.HTTPHandler(mcp.HTTPOptions{
+		MaxBody:        int64(f.httpMaxBody),
+		SessionTimeout: f.httpSessionTimeout,
+		Principal:      func(r *http.Request) string { return httpgate.PrincipalOf(r.Context()) },
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", l.hh)
+	gate, err := httpgate.New(httpgate.Config{Addr: ln.Addr().String(), TLS: tls, AllowHosts: f.httpAllowHosts, AllowOrigins: f.httpAllowOrigins,
+		Auth: authn, MaxConcurrent: f.httpMaxConcurrent, Log: logger}, mux)
+	if err != nil {
+		ln.Close()
+		l.hh.Close()
+		return nil, fmt.Errorf("--http: %w", err)
+	}
+	l.srv = httpgate.Server(gate, logger)
+	l.srv.TLSConfig = tlsConf
+	go func() { // owned by l, whose Close waits on served
+		lim := httpgate.LimitListener(ln, httpgate.DefaultMaxConns)
+		if tls {
+			l.served <- l.srv.ServeTLS(lim, "", "")
+		} else {
+			l.served <- l.srv.Serve(lim)
+		}
+	}()
+	logger.Info("serving MCP over HTTP", "endpoint", l.endpoint, "auth", fmt.Sprint(authn))
+	return l, nil
+}
 
+// Endpoint is the URL of /mcp.
+func (l *httpListener) Endpoint() string { return l.endpoint }
+
+// Close ends every HTTP session (their streams end, so that Shutdown need
+// not wait for them) and the listener, and returns once it is closed. The
+// MCP server goes on.
+func (l *httpListener) Close() {
+	l.closeOnce.Do(func() {
+		l.hh.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), httpShutdownGrace)
+		if err := l.srv.Shutdown(ctx); err != nil {
+			l.srv.Close()
+		}
+		cancel()
+		<-l.served
+	})
+}
+
+// serveHTTP serves `toolhost mcp --http ADDR`: one shared MCP server,
+// whose toolhost session every HTTP session reaches, until a signal. It
+// returns the exit code.
+func (cl *commandLine) serveHTTP(version string, stderr io.Writer, logger *slog.Logger) int {
 	reg := registries{log: logger}
 	defer reg.stop()
 	if cl.wantsRegistries() {
@@ -142,60 +202,31 @@ func (cl *commandLine) serveHTTP(version string, stderr io.Writer, logger *slog.
 	opts := s.mcp
 	opts.Shared = true
 	ms := mcp.New(s.tools, s.rpc, opts)
-	hh := ms.HTTPHandler(mcp.HTTPOptions{
-		MaxBody:        int64(f.httpMaxBody),
-		SessionTimeout: f.httpSessionTimeout,
-		Principal:      func(r *http.Request) string { return httpgate.PrincipalOf(r.Context()) },
-	})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", hh)
-	gate, err := httpgate.New(httpgate.Config{Addr: ln.Addr().String(), TLS: tls, AllowHosts: f.httpAllowHosts, AllowOrigins: f.httpAllowOrigins,
-		Auth: authn, MaxConcurrent: f.httpMaxConcurrent, Log: logger}, mux)
+	l, err := cl.listenHTTP(ms, logger)
 	if err != nil {
-		ln.Close()
-		ms.Close("the HTTP gate cannot start")
-		fmt.Fprintf(stderr, "toolhost: --http: %v\n", err)
+		ms.Close("the HTTP listener cannot start")
+		fmt.Fprintf(stderr, "toolhost: %v\n", err)
 		return 2
 	}
-	srv := httpgate.Server(gate, logger)
-	srv.TLSConfig = tlsConf
-	served := make(chan error, 1)
-	go func() { // owned by serveHTTP, which waits on served
-		l := httpgate.LimitListener(ln, httpgate.DefaultMaxConns)
-		if tls {
-			served <- srv.ServeTLS(l, "", "")
-		} else {
-			served <- srv.Serve(l)
-		}
-	}()
 	// Stdout belongs to the protocol, which here is HTTP: where to reach
 	// it is said on stderr (and in the log).
-	fmt.Fprintf(stderr, "toolhost: serving MCP at %s\n", endpoint)
-	logger.Info("serving MCP over HTTP", "endpoint", endpoint, "auth", fmt.Sprint(authn))
+	fmt.Fprintf(stderr, "toolhost: serving MCP at %s\n", l.endpoint)
 
 	var reason string
+	code := 0
 	select {
 	case sig := <-sigs:
 		reason = "signal " + sig.String()
 	case <-ms.Done():
 		reason = "the toolhost session ended"
-	case err := <-served:
-		reason = fmt.Sprintf("the listener failed: %v", err)
-		served <- err
+	case err := <-l.served:
+		reason, code = fmt.Sprintf("the listener failed: %v", err), 1
+		l.served <- err
 	}
 	logger.Info("the HTTP server ends", "reason", reason)
-	ctx, cancel := context.WithTimeout(context.Background(), httpShutdownGrace)
-	hh.Close() // every session's streams end, so Shutdown need not wait for them
-	if err := srv.Shutdown(ctx); err != nil {
-		srv.Close()
-	}
-	cancel()
-	<-served
+	l.Close()
 	ms.Close(reason)
-	if strings.HasPrefix(reason, "the listener failed") {
-		return 1
-	}
-	return 0
+	return code
 }
 
 // httpAuth is the gate's authenticator of the command line: the bearer
@@ -220,4 +251,65 @@ func (cl *commandLine) httpAuth(endpoint string, logger *slog.Logger) (httpgate.
 		return o, nil
 	}
 	return httpgate.NoAuth(), nil
+}
+
+// httpFlags are the flags of --http: a --persist front hands them to the
+// holder apart from the others, so that its shared MCP server is the
+// same as stdio fronts' of the same other flags.
+var httpFlags = map[string]bool{
+	"http": true, "tls-cert": true, "tls-key": true, "http-token-file": true,
+	"oauth-issuer": true, "oauth-audience": true, "http-no-auth": true,
+	"http-allow-host": true, "http-allow-origin": true,
+	"http-session-timeout": true, "http-max-body": true, "http-max-concurrent": true,
+}
+
+// splitHTTPArgs splits a command line (parsed already, so well formed)
+// into its HTTP flags and the others, each in its order, a flag with its
+// value.
+func splitHTTPArgs(args []string) (rest, httpArgs []string) {
+	fs := newFlagSet("toolhost", &flags{}, io.Discard)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			return append(rest, args[i:]...), httpArgs
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		group := []string{a}
+		if fl := fs.Lookup(name); fl != nil && !hasValue && !isBoolFlag(fl) && i+1 < len(args) {
+			i++
+			group = append(group, args[i])
+		}
+		if httpFlags[name] {
+			httpArgs = append(httpArgs, group...)
+		} else {
+			rest = append(rest, group...)
+		}
+	}
+	return rest, httpArgs
+}
+
+// isBoolFlag reports whether fl is a boolean flag, which takes no value
+// of its own.
+func isBoolFlag(fl *flag.Flag) bool {
+	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// listenMCP is the holder's persist.ListenMCP: the HTTP listener of a
+// --persist --http front's flags for its shared server, made by the
+// holder's ConfigureMCP (an *mcp.Server).
+func listenMCP(srv persist.SharedMCP, args, httpArgs, env []string, cwd string, logs io.Writer) (persist.MCPListener, error) {
+	ms, ok := srv.(*mcp.Server)
+	if !ok {
+		return nil, fmt.Errorf("the shared server is a %T, not toolhost's MCP server", srv)
+	}
+	cl, err := parseFrontCommandLine(append(slices.Clone(args), httpArgs...), cwd, env)
+	if err != nil {
+		return nil, err
+	}
+	logger, _, err := newLogger(cl.logLevel, "", logs)
+	if err != nil {
+		return nil, err
+	}
+	return cl.listenHTTP(ms, logger)
 }
