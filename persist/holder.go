@@ -50,7 +50,7 @@ type HolderConfig struct {
 	// front of `toolhost mcp --persist --http` (nil: such fronts are
 	// refused).
 	ListenMCP ListenMCP
-	Logger       *slog.Logger
+	Logger    *slog.Logger
 	// Log is where the holder's own logs go (its log file); sessions log
 	// there while detached.
 	Log io.Writer
