@@ -35,12 +35,17 @@ type HTTPOptions struct {
 	EventBytes int
 	// Principal names who sent a request (the HTTP gate's answer).
 	Principal func(*http.Request) string
+	// Attach, if set, is told of each HTTP session as it opens, and the
+	// function it returns once the session has ended: a holder keeps its
+	// shared server from lingering while one is open.
+	Attach func() (detach func())
 }
 
 // HTTPHandler serves a shared Server over MCP's Streamable HTTP.
 type HTTPHandler struct {
-	s *Server
-	h *streamable.Handler
+	s      *Server
+	h      *streamable.Handler
+	attach func() (detach func())
 	// wg counts the goroutines that wait for a session's end (await); Close
 	// waits for them.
 	wg sync.WaitGroup
@@ -50,7 +55,7 @@ type HTTPHandler struct {
 // whatever path it is mounted. s must be shared (Options.Shared): its
 // toolhost session and tasks outlive each HTTP session.
 func (s *Server) HTTPHandler(o HTTPOptions) *HTTPHandler {
-	hh := &HTTPHandler{s: s}
+	hh := &HTTPHandler{s: s, attach: o.Attach}
 	hh.h = streamable.NewHandler(streamable.Options{
 		MaxBody:        o.MaxBody,
 		SessionTimeout: o.SessionTimeout,
@@ -101,9 +106,14 @@ func (hh *HTTPHandler) open(t *streamable.Transport) error {
 		s.log.Error("cannot serve an MCP HTTP session", "err", err)
 		return err
 	}
+	detach := func() {}
+	if hh.attach != nil {
+		detach = hh.attach()
+	}
 	hh.wg.Add(1)
 	go func() { // owned by hh, whose Close waits on wg
 		defer hh.wg.Done()
+		defer detach()
 		err := s.await(c)
 		s.log.Debug("an MCP HTTP session ended", "connection", c.id, "ephemeral", t.Ephemeral(), "err", err)
 	}()

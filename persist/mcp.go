@@ -69,8 +69,9 @@ type MCPListener interface {
 
 // ListenMCP opens the HTTP listener of srv, the shared server of an MCP
 // front's command line args, from its HTTP flags http; what it logs goes
-// to logs.
-type ListenMCP func(srv SharedMCP, args, http, env []string, cwd string, logs io.Writer) (MCPListener, error)
+// to logs. Each HTTP session calls attach as it opens, and the function
+// it returns once it has ended: while one is open, srv does not linger.
+type ListenMCP func(srv SharedMCP, args, http, env []string, cwd string, logs io.Writer, attach func() (detach func())) (MCPListener, error)
 
 // mcpShared is a shared MCP server the holder keeps.
 type mcpShared struct {
@@ -168,13 +169,13 @@ func (h *holder) attachMCP(c *net.UnixConn, hl *hello, stderr io.Writer) (*mcpSh
 	return m, nil
 }
 
-// detachMCP is told that the connection of the front's socket c to m
-// has ended: with none left, m lingers, and ends unless one attaches
-// within its linger.
-func (h *holder) detachMCP(m *mcpShared, c *net.UnixConn) {
+// detachMCP is told that the connection by to m has ended (a front's
+// socket, or an HTTP session's token): with none left, m lingers, and
+// ends unless one attaches within its linger.
+func (h *holder) detachMCP(m *mcpShared, by any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !m.detachLocked(c) {
+	if !m.detachLocked(by) {
 		return
 	}
 	m.logs.set(nil)
@@ -261,7 +262,13 @@ func (h *holder) listenMCP(m *mcpShared, hl *hello) (MCPListener, error) {
 		}
 		return nil, fmt.Errorf("this root's holder already serves MCP over HTTP at %s, for another command line: stop its fronts (it closes after --linger), or use that one", h.http.Endpoint())
 	}
-	l, err := h.cfg.ListenMCP(m.srv, hl.Args, hl.HTTP, hl.Env, hl.Cwd, m.logs)
+	l, err := h.cfg.ListenMCP(m.srv, hl.Args, hl.HTTP, hl.Env, hl.Cwd, m.logs, func() func() {
+		token := new(byte) // this HTTP session's attachment
+		h.mu.Lock()
+		m.attachLocked(token, false)
+		h.mu.Unlock()
+		return func() { h.detachMCP(m, token) }
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ type httpListener struct {
 // which must be shared. Its refusals (an address off loopback without
 // TLS, a token file others can read, an issuer that cannot be reached)
 // are the command line's errors.
-func (cl *commandLine) listenHTTP(ms *mcp.Server, logger *slog.Logger) (*httpListener, error) {
+func (cl *commandLine) listenHTTP(ms *mcp.Server, logger *slog.Logger, attach func() func()) (*httpListener, error) {
 	f := &cl.flags
 	tls := f.tlsCert != ""
 	if err := httpgate.CheckListen(f.http, tls, f.httpNoAuth, f.oauthIssuer); err != nil {
@@ -136,6 +136,7 @@ func (cl *commandLine) listenHTTP(ms *mcp.Server, logger *slog.Logger) (*httpLis
 		MaxBody:        int64(f.httpMaxBody),
 		SessionTimeout: f.httpSessionTimeout,
 		Principal:      func(r *http.Request) string { return httpgate.PrincipalOf(r.Context()) },
+		Attach:         attach,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", l.hh)
@@ -202,7 +203,7 @@ func (cl *commandLine) serveHTTP(version string, stderr io.Writer, logger *slog.
 	opts := s.mcp
 	opts.Shared = true
 	ms := mcp.New(s.tools, s.rpc, opts)
-	l, err := cl.listenHTTP(ms, logger)
+	l, err := cl.listenHTTP(ms, logger, nil)
 	if err != nil {
 		ms.Close("the HTTP listener cannot start")
 		fmt.Fprintf(stderr, "toolhost: %v\n", err)
@@ -298,7 +299,7 @@ func isBoolFlag(fl *flag.Flag) bool {
 // listenMCP is the holder's persist.ListenMCP: the HTTP listener of a
 // --persist --http front's flags for its shared server, made by the
 // holder's ConfigureMCP (an *mcp.Server).
-func listenMCP(srv persist.SharedMCP, args, httpArgs, env []string, cwd string, logs io.Writer) (persist.MCPListener, error) {
+func listenMCP(srv persist.SharedMCP, args, httpArgs, env []string, cwd string, logs io.Writer, attach func() func()) (persist.MCPListener, error) {
 	ms, ok := srv.(*mcp.Server)
 	if !ok {
 		return nil, fmt.Errorf("the shared server is a %T, not toolhost's MCP server", srv)
@@ -311,5 +312,5 @@ func listenMCP(srv persist.SharedMCP, args, httpArgs, env []string, cwd string, 
 	if err != nil {
 		return nil, err
 	}
-	return cl.listenHTTP(ms, logger)
+	return cl.listenHTTP(ms, logger, attach)
 }
