@@ -71,3 +71,35 @@ func TestMCPHTTPElicitation(t *testing.T) {
 	default:
 	}
 }
+
+// TestMCPHTTPElicitationTimeout: an HTTP client that never answers its
+// elicitation is not waited on past --approval-timeout: the ask is
+// denied as a timeout, the elicitation is withdrawn, and the call
+// answers.
+func TestMCPHTTPElicitationTimeout(t *testing.T) {
+	t.Parallel()
+	netNeedTool(t, "curl", false)
+	needNetEnforcementOfBinary(t)
+	_, port := netAllowedServer(t, "never fetched")
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+	h := startHTTPMCPEnv(t, approvalMCPEnv(t), append([]string{"--approval-timeout", "1s"}, approvalMCPArgs...)...)
+	withdrawn := make(chan struct{})
+	s := h.connect("", &sdk.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			<-ctx.Done() // never answers
+			close(withdrawn)
+			return nil, ctx.Err()
+		},
+	}, "2025-11-25")
+	res := mcpToolResult(t, s.call("run_command", curlArgs("http://"+target+"/")))
+	if !strings.HasSuffix(res.Stdout, "\n403") || len(res.Approvals) != 1 || res.Approvals[0].DecidedBy != protocol.DecidedByTimeout {
+		t.Errorf("an unanswered ask: %q, approvals %+v; want 403, decided by timeout", res.Stdout, res.Approvals)
+	}
+	ctx, cancel := limit()
+	defer cancel()
+	select {
+	case <-withdrawn:
+	case <-ctx.Done():
+		t.Error("the unanswered elicitation was not withdrawn")
+	}
+}
