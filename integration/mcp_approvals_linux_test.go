@@ -46,6 +46,24 @@ type elicited struct {
 	withdrawn chan struct{}
 }
 
+// elicitOn is an ElicitationHandler that sends each elicitation to
+// asked and waits for its answer, its withdrawal, or ended.
+func elicitOn(asked chan<- elicited, ended <-chan struct{}) func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	return func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		e := elicited{params: req.Params, answer: make(chan *sdk.ElicitResult, 1), withdrawn: make(chan struct{})}
+		asked <- e
+		select {
+		case r := <-e.answer:
+			return r, nil
+		case <-ctx.Done():
+			close(e.withdrawn)
+			return nil, ctx.Err()
+		case <-ended:
+			return nil, fmt.Errorf("the test ended")
+		}
+	}
+}
+
 // startMCPEliciting starts toolhost mcp and connects the Go SDK's client,
 // at protocol version version, with an ElicitationHandler: each
 // elicitation arrives on the channel returned and waits for its answer.
@@ -57,19 +75,7 @@ func startMCPEliciting(t *testing.T, version string) (*mcpSession, chan elicited
 	cmd := exec.Command(binary, append([]string{"mcp", "--root", s.root, "--log-level", "warn", "--kill-grace", "500ms"}, approvalMCPArgs...)...)
 	cmd.Stderr, cmd.Env = &testLogWriter{t: t}, approvalMCPEnv(t)
 	c := sdk.NewClient(&sdk.Implementation{Name: "toolhost-approvals", Version: "1"}, &sdk.ClientOptions{
-		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-			e := elicited{params: req.Params, answer: make(chan *sdk.ElicitResult, 1), withdrawn: make(chan struct{})}
-			asked <- e
-			select {
-			case r := <-e.answer:
-				return r, nil
-			case <-ctx.Done():
-				close(e.withdrawn)
-				return nil, ctx.Err()
-			case <-ended:
-				return nil, fmt.Errorf("the test ended")
-			}
-		},
+		ElicitationHandler: elicitOn(asked, ended),
 	})
 	ctx, cancel := limit()
 	defer cancel()

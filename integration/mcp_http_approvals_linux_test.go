@@ -34,21 +34,7 @@ func TestMCPHTTPElicitation(t *testing.T) {
 	asked := make(chan elicited, 8)
 	ended := make(chan struct{})
 	t.Cleanup(func() { close(ended) })
-	s := h.connect("", &sdk.ClientOptions{
-		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-			e := elicited{params: req.Params, answer: make(chan *sdk.ElicitResult, 1), withdrawn: make(chan struct{})}
-			asked <- e
-			select {
-			case r := <-e.answer:
-				return r, nil
-			case <-ctx.Done():
-				close(e.withdrawn)
-				return nil, ctx.Err()
-			case <-ended:
-				return nil, fmt.Errorf("the test ended")
-			}
-		},
-	}, "2025-11-25")
+	s := h.connect("", &sdk.ClientOptions{ElicitationHandler: elicitOn(asked, ended)}, "2025-11-25")
 
 	done := s.callAsync("run_command", curlArgs("http://"+target+"/"))
 	e := <-asked

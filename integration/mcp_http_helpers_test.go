@@ -337,3 +337,22 @@ func sseEvents(b []byte) []sseEvent {
 
 // ioNop is a request body of s.
 func ioNop(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
+
+// startTask calls a tool as a 2025-11-25 task (a ttl of 10 minutes) and
+// returns the task's id.
+func (r *rawSession) startTask(tool string, args map[string]any) string {
+	r.h.t.Helper()
+	res, rerr := r.call("tools/call", map[string]any{"name": tool, "arguments": args, "task": map[string]any{"ttl": 600000}})
+	if rerr != nil {
+		r.h.t.Fatalf("%s as a task: %+v", tool, rerr)
+	}
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(res, &created); err != nil || created.Task.TaskID == "" {
+		r.h.t.Fatalf("%s answered no task: %s", tool, res)
+	}
+	return created.Task.TaskID
+}

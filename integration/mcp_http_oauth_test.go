@@ -79,19 +79,7 @@ func TestMCPHTTPPrincipals(t *testing.T) {
 	alice := h.openRaw(iss.Token(t, iss.Claims("alice", httpAudience)))
 	bob := h.openRaw(iss.Token(t, iss.Claims("bob", httpAudience)))
 
-	res, rerr := alice.call("tools/call", map[string]any{"name": "run_command", "arguments": map[string]any{"argv": []string{"echo", "alice's"}}, "task": map[string]any{"ttl": 60000}})
-	if rerr != nil {
-		t.Fatalf("alice's task: %+v", rerr)
-	}
-	var created struct {
-		Task struct {
-			TaskID string `json:"taskId"`
-		} `json:"task"`
-	}
-	if err := json.Unmarshal(res, &created); err != nil || created.Task.TaskID == "" {
-		t.Fatalf("no task: %s", res)
-	}
-	id := created.Task.TaskID
+	id := alice.startTask("run_command", map[string]any{"argv": []string{"echo", "alice's"}})
 	if res, rerr := alice.call("tasks/result", map[string]any{"taskId": id}); rerr != nil || !strings.Contains(string(res), "alice's") {
 		t.Fatalf("alice's tasks/result: %s %+v", res, rerr)
 	}
@@ -109,7 +97,7 @@ func TestMCPHTTPPrincipals(t *testing.T) {
 	}
 
 	// A handle: alice's start_command.
-	res, rerr = alice.call("tools/call", map[string]any{"name": "start_command", "arguments": map[string]any{"argv": []string{"echo", "alice's handle"}}})
+	res, rerr := alice.call("tools/call", map[string]any{"name": "start_command", "arguments": map[string]any{"argv": []string{"echo", "alice's handle"}}})
 	if rerr != nil {
 		t.Fatalf("alice's start_command: %+v", rerr)
 	}

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -81,20 +80,8 @@ func TestMCPHTTPPersist(t *testing.T) {
 	}
 	h := &httpMCP{t: t, root: p.root, endpoint: first.endpoint, token: strings.TrimSpace(readFileString(tokenFile))}
 	a := h.openRaw(h.token)
-	res, rerr := a.call("tools/call", map[string]any{"name": "run_command", "arguments": map[string]any{
-		"argv": []string{"sh", "-c", "while [ ! -e go ]; do sleep 0.05; done; echo persisted"}}, "task": map[string]any{"ttl": 600000}})
-	if rerr != nil {
-		t.Fatalf("a task over HTTP: %+v", rerr)
-	}
-	var created struct {
-		Task struct {
-			TaskID string `json:"taskId"`
-		} `json:"task"`
-	}
-	if err := json.Unmarshal(res, &created); err != nil || created.Task.TaskID == "" {
-		t.Fatalf("no task: %s", res)
-	}
-	id := created.Task.TaskID
+	id := a.startTask("run_command", map[string]any{
+		"argv": []string{"sh", "-c", "while [ ! -e go ]; do sleep 0.05; done; echo persisted"}})
 
 	// The front goes; the holder serves on.
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -129,7 +116,7 @@ func TestMCPHTTPPersist(t *testing.T) {
 	if _, rerr := b.call("tools/call", map[string]any{"name": "write_file", "arguments": map[string]any{"path": "go", "content": ""}}); rerr != nil {
 		t.Fatalf("write_file: %+v", rerr)
 	}
-	res, rerr = b.call("tasks/result", map[string]any{"taskId": id})
+	res, rerr := b.call("tasks/result", map[string]any{"taskId": id})
 	if rerr != nil || !strings.Contains(string(res), "persisted") {
 		t.Errorf("tasks/result after the front was killed: %s %+v", res, rerr)
 	}

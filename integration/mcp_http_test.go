@@ -70,30 +70,19 @@ func httpTools(t *testing.T, h *httpMCP, version string) {
 func TestMCPHTTPTaskAcrossSessions(t *testing.T) {
 	h := startHTTPMCP(t)
 	a := h.openRaw(h.token)
-	res, rerr := a.call("tools/call", map[string]any{"name": "run_command", "arguments": map[string]any{"argv": []string{"echo", "from a task"}}, "task": map[string]any{"ttl": 60000}})
-	if rerr != nil {
-		t.Fatalf("tools/call with a task: %+v", rerr)
-	}
-	var created struct {
-		Task struct {
-			TaskID string `json:"taskId"`
-		} `json:"task"`
-	}
-	if err := json.Unmarshal(res, &created); err != nil || created.Task.TaskID == "" {
-		t.Fatalf("tools/call answered no task: %s", res)
-	}
+	id := a.startTask("run_command", map[string]any{"argv": []string{"echo", "from a task"}})
 	b := h.openRaw(h.token)
 	if b.id == a.id {
 		t.Fatalf("two sessions share the id %s", a.id)
 	}
-	res, rerr = b.call("tasks/result", map[string]any{"taskId": created.Task.TaskID})
+	res, rerr := b.call("tasks/result", map[string]any{"taskId": id})
 	if rerr != nil {
 		t.Fatalf("tasks/result from another session: %+v", rerr)
 	}
 	if !strings.Contains(string(res), "from a task") {
 		t.Errorf("tasks/result = %s, want the command's output", res)
 	}
-	res, rerr = b.call("tasks/get", map[string]any{"taskId": created.Task.TaskID})
+	res, rerr = b.call("tasks/get", map[string]any{"taskId": id})
 	if rerr != nil || !strings.Contains(string(res), `"completed"`) {
 		t.Errorf("tasks/get from another session: %s %+v", res, rerr)
 	}

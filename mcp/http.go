@@ -88,22 +88,10 @@ func (hh *HTTPHandler) open(t *streamable.Transport) error {
 	s.start()
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	s.mu.Lock()
 	c := &conn{id: "h-" + hex.EncodeToString(b[:]), splice: stdio.NewSplicer(), out: &stdio.Outlet{}, principal: "http:" + t.Principal()}
-	s.conns[c.id] = c
-	s.mu.Unlock()
 	c.out.Use(httpNotifier{t})
 	t.Splice = c.splice.Apply
-	ss, err := s.mcp.Connect(context.Background(), &namedTransport{Transport: t, id: c.id}, nil)
-	s.mu.Lock()
-	if err != nil {
-		delete(s.conns, c.id)
-	} else {
-		c.ss = ss
-	}
-	s.mu.Unlock()
-	if err != nil {
-		s.log.Error("cannot serve an MCP HTTP session", "err", err)
+	if err := s.connectOn(c, &namedTransport{Transport: t, id: c.id}); err != nil {
 		return err
 	}
 	detach := func() {}

@@ -367,9 +367,21 @@ func (s *Server) connect(in io.Reader, out io.Writer) (*conn, error) {
 	if s.shared {
 		c.splice, c.out = stdio.NewSplicer(), &stdio.Outlet{}
 	}
+	s.mu.Unlock()
+	if err := s.connectOn(c, &stdio.Transport{In: in, Out: out, Max: maxLine, Log: s.log, Splice: c.splice, Outlet: c.out, SessionID: c.id}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// connectOn serves the MCP protocol on t as the connection c: c is one of
+// the server's connections from before the SDK reads its first message
+// until await sees it end (or, on an error, not at all).
+func (s *Server) connectOn(c *conn, t sdk.Transport) error {
+	s.mu.Lock()
 	s.conns[c.id] = c
 	s.mu.Unlock()
-	ss, err := s.mcp.Connect(context.Background(), &stdio.Transport{In: in, Out: out, Max: maxLine, Log: s.log, Splice: c.splice, Outlet: c.out, SessionID: c.id}, nil)
+	ss, err := s.mcp.Connect(context.Background(), t, nil)
 	s.mu.Lock()
 	if err != nil {
 		delete(s.conns, c.id)
@@ -378,10 +390,9 @@ func (s *Server) connect(in io.Reader, out io.Writer) (*conn, error) {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		s.log.Error("cannot serve MCP", "err", err)
-		return nil, err
+		s.log.Error("cannot serve MCP", "connection", c.id, "err", err)
 	}
-	return c, nil
+	return err
 }
 
 // await waits until the connection ends, by its client or because the
