@@ -111,8 +111,10 @@ func NewIssuer(t testing.TB) *Issuer {
 		i.mu.Unlock()
 		writeJSON(w, map[string]any{"keys": keys})
 	})
-	i.server = httptest.NewServer(mux)
-	i.URL = i.server.URL
+	// The URL is set before the server serves: its handlers read it.
+	i.server = httptest.NewUnstartedServer(mux)
+	i.URL = "http://" + i.server.Listener.Addr().String()
+	i.server.Start()
 	t.Cleanup(i.server.Close)
 	return i
 }
