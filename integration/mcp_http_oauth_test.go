@@ -157,3 +157,45 @@ func TestMCPHTTPPrincipals(t *testing.T) {
 		t.Errorf("bob's resources/read of alice's artifact: %s, want not found", res)
 	}
 }
+
+// TestMCPHTTPPublicURL: behind a tunnel, --http-public-url is what OAuth
+// names (the metadata's resource, the 401's resource_metadata), and its
+// host is one the listener answers to; any other name is still 403.
+func TestMCPHTTPPublicURL(t *testing.T) {
+	iss := gatetest.NewIssuer(t)
+	const public = "https://tunnel.example/mcp"
+	h := startHTTPMCP(t, "--oauth-issuer", iss.URL, "--oauth-audience", httpAudience, "--http-public-url", public)
+	initialize := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "x", "version": "1"}}}
+	r := &rawSession{h: h, version: "2025-11-25"}
+	req := r.request(initialize)
+	req.Host = "tunnel.example"
+	resp, body := do(t, req)
+	wa := resp.Header.Get("WWW-Authenticate")
+	if resp.StatusCode != 401 || !strings.Contains(wa, `resource_metadata="https://tunnel.example/.well-known/oauth-protected-resource/mcp"`) {
+		t.Errorf("through the tunnel's name without a token: %s %q %s; want 401 naming the public metadata", resp.Status, wa, body)
+	}
+	req = r.request(initialize)
+	req.Host = "other.example"
+	if resp, _ := do(t, req); resp.StatusCode != 403 {
+		t.Errorf("another name: %s, want 403", resp.Status)
+	}
+	meta, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(h.endpoint, "/mcp")+"/.well-known/oauth-protected-resource/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.Host = "tunnel.example"
+	resp, body = do(t, meta)
+	var m struct {
+		Resource string `json:"resource"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &m) != nil || m.Resource != public {
+		t.Errorf("the metadata: %s %s, want the resource %s", resp.Status, body, public)
+	}
+	// A token for the public resource gets in through it.
+	req = (&rawSession{h: h, token: iss.Token(t, iss.Claims("alice", httpAudience)), version: "2025-11-25"}).request(initialize)
+	req.Host = "tunnel.example"
+	if resp, body := do(t, req); resp.StatusCode != 200 {
+		t.Errorf("with a token through the tunnel's name: %s %s", resp.Status, body)
+	}
+}

@@ -445,7 +445,7 @@ func (tt *taskTable) lookup(ctx context.Context, id *string, principal string) (
 	}
 	where := "in this session"
 	if tt.shared {
-		where = "among this root's tasks (--persist)"
+		where = "among the tasks this server keeps"
 	}
 	return nil, taskwire.Errorf(taskwire.ErrTaskNotFound, map[string]string{"taskId": *id}, "failed to retrieve task %s: task not found %s", *id, where)
 }

@@ -72,6 +72,7 @@ type flags struct {
 	// http and the flags after it: MCP's Streamable HTTP, under
 	// `toolhost mcp --http ADDR` (package httpgate, and mcp's transport).
 	http, tlsCert, tlsKey            string
+	httpPublicURL                    string
 	httpTokenFile                    string
 	oauthIssuer, oauthAudience       string
 	httpNoAuth                       bool
@@ -196,6 +197,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.approvalTimeout, "approval-timeout", 60*time.Second, "how long an ask waits for the user's answer; past it the ask is denied (\"no answer\")")
 	fs.DurationVar(&f.linger, "linger", 10*time.Minute, "with --persist, how long a detached session's commands go on before they are killed and the session ends")
 	fs.StringVar(&f.http, "http", "", "under toolhost mcp: serve MCP's Streamable HTTP at http(s)://`ADDR`/mcp instead of stdio (host:port; a loopback address unless --tls-cert and --tls-key are given); one of --http-token-file, --oauth-issuer or --http-no-auth is required")
+	fs.StringVar(&f.httpPublicURL, "http-public-url", "", "with --http, the `URL` of /mcp as clients reach it when that is not the listener's address (a tunnel's or a proxy's https://NAME/mcp): OAuth's resource and metadata name it, and its host is allowed as --http-allow-host would")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --http, the TLS certificate `file` (PEM, the chain); needs --tls-key")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "with --http, the TLS private key `file` (PEM)")
 	fs.StringVar(&f.httpTokenFile, "http-token-file", "", "with --http, the bearer token clients must send (Authorization: Bearer TOKEN), read from `file`; a missing file is made with 256 random bits, mode 0600; one readable by others is refused")

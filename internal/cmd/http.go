@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,7 +33,7 @@ func (cl *commandLine) checkHTTP(cwd string) error {
 	f := &cl.flags
 	if f.http == "" {
 		for name, set := range map[string]bool{
-			"--tls-cert": f.tlsCert != "", "--tls-key": f.tlsKey != "", "--http-token-file": f.httpTokenFile != "",
+			"--http-public-url": f.httpPublicURL != "", "--tls-cert": f.tlsCert != "", "--tls-key": f.tlsKey != "", "--http-token-file": f.httpTokenFile != "",
 			"--oauth-issuer": f.oauthIssuer != "", "--oauth-audience": f.oauthAudience != "", "--http-no-auth": f.httpNoAuth,
 			"--http-allow-host": len(f.httpAllowHosts) > 0, "--http-allow-origin": len(f.httpAllowOrigins) > 0,
 		} {
@@ -65,6 +66,12 @@ func (cl *commandLine) checkHTTP(cwd string) error {
 	}
 	if f.httpMaxBody <= 0 {
 		return fmt.Errorf("--http-max-body must be positive, not %d", f.httpMaxBody)
+	}
+	if f.httpPublicURL != "" {
+		u, err := url.Parse(f.httpPublicURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "/mcp" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("--http-public-url must be the http(s) URL of /mcp as clients reach it, such as https://NAME/mcp, not %q", f.httpPublicURL)
+		}
 	}
 	if f.httpMaxConcurrent <= 0 {
 		return fmt.Errorf("--http-max-concurrent must be positive, not %d", f.httpMaxConcurrent)
@@ -127,7 +134,15 @@ func (cl *commandLine) listenHTTP(ms *mcp.Server, logger *slog.Logger, attach fu
 		scheme = "https"
 	}
 	l := &httpListener{endpoint: scheme + "://" + ln.Addr().String() + "/mcp", served: make(chan error, 1)}
-	authn, err := cl.httpAuth(l.endpoint, logger)
+	// The resource OAuth names is the URL clients use: the public one
+	// (a tunnel's), whose host is then one this listener answers to.
+	resource, allowHosts := l.endpoint, slices.Clone(f.httpAllowHosts)
+	if f.httpPublicURL != "" {
+		resource = f.httpPublicURL
+		u, _ := url.Parse(f.httpPublicURL) // checked by checkHTTP
+		allowHosts = append(allowHosts, u.Host)
+	}
+	authn, err := cl.httpAuth(resource, logger)
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -140,7 +155,7 @@ func (cl *commandLine) listenHTTP(ms *mcp.Server, logger *slog.Logger, attach fu
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", l.hh)
-	gate, err := httpgate.New(httpgate.Config{Addr: ln.Addr().String(), TLS: tls, AllowHosts: f.httpAllowHosts, AllowOrigins: f.httpAllowOrigins,
+	gate, err := httpgate.New(httpgate.Config{Addr: ln.Addr().String(), TLS: tls, AllowHosts: allowHosts, AllowOrigins: f.httpAllowOrigins,
 		Auth: authn, MaxConcurrent: f.httpMaxConcurrent, Log: logger}, mux)
 	if err != nil {
 		ln.Close()
@@ -232,8 +247,8 @@ func (cl *commandLine) serveHTTP(version string, stderr io.Writer, logger *slog.
 
 // httpAuth is the gate's authenticator of the command line: the bearer
 // token of --http-token-file (made if missing), the JWTs of
-// --oauth-issuer, or none.
-func (cl *commandLine) httpAuth(endpoint string, logger *slog.Logger) (httpgate.Authenticator, error) {
+// --oauth-issuer for the resource at URL resource, or none.
+func (cl *commandLine) httpAuth(resource string, logger *slog.Logger) (httpgate.Authenticator, error) {
 	f := &cl.flags
 	switch {
 	case f.httpTokenFile != "":
@@ -245,7 +260,7 @@ func (cl *commandLine) httpAuth(endpoint string, logger *slog.Logger) (httpgate.
 	case f.oauthIssuer != "":
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		o, err := httpgate.NewOAuth(ctx, httpgate.OAuthConfig{Issuer: f.oauthIssuer, Audience: f.oauthAudience, Resource: endpoint, Log: logger})
+		o, err := httpgate.NewOAuth(ctx, httpgate.OAuthConfig{Issuer: f.oauthIssuer, Audience: f.oauthAudience, Resource: resource, Log: logger})
 		if err != nil {
 			return nil, fmt.Errorf("--oauth-issuer: %w", err)
 		}
@@ -258,7 +273,7 @@ func (cl *commandLine) httpAuth(endpoint string, logger *slog.Logger) (httpgate.
 // holder apart from the others, so that its shared MCP server is the
 // same as stdio fronts' of the same other flags.
 var httpFlags = map[string]bool{
-	"http": true, "tls-cert": true, "tls-key": true, "http-token-file": true,
+	"http": true, "http-public-url": true, "tls-cert": true, "tls-key": true, "http-token-file": true,
 	"oauth-issuer": true, "oauth-audience": true, "http-no-auth": true,
 	"http-allow-host": true, "http-allow-origin": true,
 	"http-session-timeout": true, "http-max-body": true, "http-max-concurrent": true,
