@@ -301,8 +301,9 @@ func (b *bench) mcpHTTPCall() error {
 }
 
 // mcpHTTPConcurrent measures 50 clients, each in an HTTP session of its
-// own, making 20 calls each at once: every call must be answered, and the
-// per-call latency's p99 is set against its p50.
+// own, making 20 calls each at once, of read_file of 1 KiB and then of
+// run_command of true: every call must be answered, and the per-call
+// latency's p99 is set against its p50.
 func (b *bench) mcpHTTPConcurrent() error {
 	clients, calls := 50, b.iters(20, 5)
 	// One token is one principal, whose requests in flight (the clients'
@@ -316,9 +317,29 @@ func (b *bench) mcpHTTPConcurrent() error {
 	if err := os.WriteFile(filepath.Join(h.root, "small.txt"), []byte(content), 0o644); err != nil {
 		return err
 	}
+	var took [2]time.Duration
+	took[0], err = b.concurrentCalls(h, clients, calls, "`read_file` 1 KiB", func(ctx context.Context, cs *sdk.ClientSession) error {
+		return callRead(ctx, cs, "small.txt", len(content))
+	})
+	if err != nil {
+		return err
+	}
+	took[1], err = b.concurrentCalls(h, clients, calls, "`run_command` of `true`", callTrue)
+	if err != nil {
+		return err
+	}
+	b.note("MCP over HTTP under load: one `toolhost mcp --http` (`--http-max-concurrent %d`: the %d clients share one token, so one principal, and each session's standalone GET stream counts against the default cap of 64 requests in flight); %d Go SDK clients, each with a session of MCP %s and a connection pool of its own, each warmed by one uncounted call; then, released together, each makes %d sequential `tools/call`s of `read_file` of a 1 KiB file (%v from the release to the last answer); then the same with new sessions and `run_command` of `true` (%v). Each call is timed from the call to its checked result; the percentiles are of all %d calls of a tool. Any call not answered fails the figure.",
+		4*clients, clients, clients, httpSessionVersion, calls, took[0].Round(time.Millisecond), took[1].Round(time.Millisecond), clients*calls)
+	return nil
+}
+
+// concurrentCalls opens clients sessions on h, each warmed by one
+// uncounted call, then releases them together to make calls calls each,
+// and adds the figure's rows; it returns the time from the release to the
+// last answer.
+func (b *bench) concurrentCalls(h *httpMCPServer, clients, calls int, what string, call func(context.Context, *sdk.ClientSession) error) (time.Duration, error) {
 	ctx, cancel := limit()
 	defer cancel()
-
 	type result struct {
 		lat      durations
 		failures int
@@ -330,7 +351,7 @@ func (b *bench) mcpHTTPConcurrent() error {
 	connected.Add(clients)
 	wg.Add(clients)
 	for i := range clients {
-		go func() { // owned by mcpHTTPConcurrent, which waits on wg
+		go func() { // owned by concurrentCalls, which waits on wg
 			defer wg.Done()
 			r := &results[i]
 			fail := func(err error, count int) {
@@ -343,7 +364,7 @@ func (b *bench) mcpHTTPConcurrent() error {
 			if err == nil {
 				// One call before the start, uncounted: every client's
 				// session is warm when the counted calls begin.
-				if err = callRead(ctx, cs, "small.txt", len(content)); err != nil {
+				if err = call(ctx, cs); err != nil {
 					cs.Close()
 				}
 			}
@@ -356,7 +377,7 @@ func (b *bench) mcpHTTPConcurrent() error {
 			defer cs.Close()
 			for range calls {
 				t0 := time.Now()
-				if err := callRead(ctx, cs, "small.txt", len(content)); err != nil {
+				if err := call(ctx, cs); err != nil {
 					fail(err, 1)
 					continue
 				}
@@ -381,22 +402,20 @@ func (b *bench) mcpHTTPConcurrent() error {
 		}
 	}
 	total := clients * calls
-	figure := fmt.Sprintf("MCP over HTTP: %d clients × %d `read_file` 1 KiB at once", clients, calls)
+	figure := fmt.Sprintf("MCP over HTTP: %d clients × %d %s at once", clients, calls, what)
 	answered := fmt.Sprintf("%d of %d answered", total-failures, total)
 	if first != nil {
 		answered += " (first failure: " + first.Error() + ")"
-		b.logf("mcp-http-concurrent: %d of %d calls failed, the first: %v", failures, total, first)
+		b.logf("mcp-http-concurrent: %s: %d of %d calls failed, the first: %v", what, failures, total, first)
 	}
 	b.add(row{Figure: figure + ", calls answered", Value: answered, Target: "all", Met: met(failures == 0)})
 	if len(lat) == 0 {
-		return errors.New("no call was answered")
+		return took, errors.New("no call was answered")
 	}
 	p50, p99 := lat.pct(50), lat.pct(99)
 	b.add(row{Figure: figure + ", per-call p99 against p50", Value: "p99 " + fmtDur(p99), Baseline: "p50 " + fmtDur(p50),
 		Ratio: ratio(float64(p99), float64(p50)), Target: "≤ 5×", Met: met(failures == 0 && float64(p99) <= 5*float64(p50))})
-	b.note("MCP over HTTP under load: one `toolhost mcp --http` (`--http-max-concurrent %d`: the %d clients share one token, so one principal, and each session's standalone GET stream counts against the default cap of 64 requests in flight), %d Go SDK clients, each with a session of MCP %s and a connection pool of its own, each warmed by one uncounted call; then, released together, each makes %d sequential `tools/call`s of `read_file` of a 1 KiB file. Each call is timed from the call to its checked result; the percentiles are of all %d calls (%v from the release to the last answer). Any call not answered fails the figure.",
-		4*clients, clients, clients, httpSessionVersion, calls, total, took.Round(time.Millisecond))
-	return nil
+	return took, nil
 }
 
 // mcpHTTPIdle measures the server's memory of an idle HTTP session: RSS
