@@ -215,7 +215,7 @@ func newFlagSet(name string, f *flags, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.httpSessionTimeout, "http-session-timeout", 30*time.Minute, "with --http, how long an HTTP session may go without a request before it is closed (its commands and tasks go on)")
 	f.httpMaxBody = 4 << 20
 	fs.Var(&f.httpMaxBody, "http-max-body", "with --http, the largest request body in `bytes` (K, M, G suffixes); a larger one is refused with 413")
-	fs.IntVar(&f.httpMaxConcurrent, "http-max-concurrent", 64, "with --http, the most requests one principal may have in flight at once (open streams included); beyond it, 429")
+	fs.IntVar(&f.httpMaxConcurrent, "http-max-concurrent", 256, "with --http, the most requests one principal may have in flight at once (open streams included: every client of one token is one principal, and most hold a stream open); beyond it, 429")
 	fs.BoolVar(&f.debugNoLandlock, "debug-no-landlock", false, "behave as on a kernel without Landlock, for testing --sandbox")
 	fs.BoolVar(&f.debugMethods, "debug-methods", false, "also serve debug/panic and debug/sleep, for testing a client or the server itself")
 	fs.Usage = func() {
