@@ -192,24 +192,28 @@ func checkPolicyData(t *testing.T, what string, d protocol.ErrorData, secret, po
 }
 
 // TestPolicyEveryDoorMCP: read_file and write_file of a default `toolhost
-// mcp` whose root is $HOME, the agents' defaults in force; the same rows
-// against plain `toolhost` (which takes MCP too, with no defaults) reach
-// the files.
+// mcp` whose root is $HOME, the agents' defaults in force, over stdio and
+// over HTTP (`toolhost mcp --http`); the same rows against plain
+// `toolhost` (which takes MCP too, with no defaults) reach the files.
 func TestPolicyEveryDoorMCP(t *testing.T) {
 	t.Parallel()
-	for _, withPolicy := range []bool{true, false} {
-		name := "policy"
-		if !withPolicy {
-			name = "control"
-		}
+	for _, name := range []string{"policy", "control", "http"} {
+		withPolicy := name != "control"
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			root := doorsRoot(t)
-			args := []string{"--root", root}
-			if withPolicy {
-				args = append([]string{"mcp"}, args...)
+			env := append(quickExitEnv(), "HOME="+root)
+			var s *mcpSession
+			switch name {
+			case "http":
+				// A later --root wins: the HTTP server's root is $HOME.
+				h := startHTTPMCPEnv(t, env, "--root", root)
+				s = h.connect("", nil, "2025-11-25")
+			case "policy":
+				s = startMCP(t, mcpOptions{args: []string{"mcp", "--root", root}, env: env})
+			default:
+				s = startMCP(t, mcpOptions{args: []string{"--root", root}, env: env})
 			}
-			s := startMCP(t, mcpOptions{args: args, env: append(quickExitEnv(), "HOME="+root)})
 			s.root = root
 			for form, p := range doorsReadPaths(root) {
 				res := s.call("read_file", map[string]any{"path": p})
