@@ -61,8 +61,12 @@ test('the Inspector --strict finds no portability problem in the schemas of tool
 // loop (toolhost's stderr is read meanwhile), and returns how it ended.
 function inspect(args) {
   return new Promise((resolve, reject) => {
+    // The Inspector keeps its stored auth under $HOME: a home of the
+    // test's, with npm's cache where it was, so the package is not fetched
+    // again.
+    const env = { ...process.env, HOME: work, npm_config_cache: process.env.npm_config_cache ?? path.join(os.homedir(), '.npm') };
     const p = spawn('npm', ['exec', '--yes', `--package=${inspector}`, '--', 'mcp-inspector', '--cli', ...args],
-      { stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
+      { stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000, env });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d) => { stdout += d; });
