@@ -307,8 +307,9 @@ func (b *bench) mcpHTTPCall() error {
 func (b *bench) mcpHTTPConcurrent() error {
 	clients, calls := 50, b.iters(20, 5)
 	// One token is one principal, whose requests in flight (the clients'
-	// standalone GET streams included) the gate caps at 64 by default.
-	h, err := b.startHTTPMCP("mcp-http-concurrent", "--http-max-concurrent", strconv.Itoa(4*clients))
+	// standalone GET streams included) the gate caps: its default, 256,
+	// holds 50 clients' streams and calls.
+	h, err := b.startHTTPMCP("mcp-http-concurrent")
 	if err != nil {
 		return err
 	}
@@ -328,8 +329,8 @@ func (b *bench) mcpHTTPConcurrent() error {
 	if err != nil {
 		return err
 	}
-	b.note("MCP over HTTP under load: one `toolhost mcp --http` (`--http-max-concurrent %d`: the %d clients share one token, so one principal, and each session's standalone GET stream counts against the default cap of 64 requests in flight); %d Go SDK clients, each with a session of MCP %s and a connection pool of its own, each warmed by one uncounted call; then, released together, each makes %d sequential `tools/call`s of `read_file` of a 1 KiB file (%v from the release to the last answer); then the same with new sessions and `run_command` of `true` (%v). Each call is timed from the call to its checked result; the percentiles are of all %d calls of a tool. Any call not answered fails the figure.",
-		4*clients, clients, clients, httpSessionVersion, calls, took[0].Round(time.Millisecond), took[1].Round(time.Millisecond), clients*calls)
+	b.note("MCP over HTTP under load: one `toolhost mcp --http` (its defaults: the %d clients share one token, so one principal, and each session's standalone GET stream counts against its cap of 256 requests in flight); %d Go SDK clients, each with a session of MCP %s and a connection pool of its own, each warmed by one uncounted call; then, released together, each makes %d sequential `tools/call`s of `read_file` of a 1 KiB file (%v from the release to the last answer); then the same with new sessions and `run_command` of `true` (%v). Each call is timed from the call to its checked result; the percentiles are of all %d calls of a tool. Any call not answered fails the figure.",
+		clients, clients, httpSessionVersion, calls, took[0].Round(time.Millisecond), took[1].Round(time.Millisecond), clients*calls)
 	return nil
 }
 
