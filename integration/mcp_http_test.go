@@ -302,3 +302,97 @@ func TestMCPHTTPClientGoneMidStream(t *testing.T) {
 		return
 	}
 }
+
+// exchange2026 builds a 2026-07-28 POST without a session: the _meta
+// triple with the tasks extension, and the headers the version wants.
+func (h *httpMCP) exchange2026(id int, method, name string, params map[string]any) *http.Request {
+	h.t.Helper()
+	params["_meta"] = v2Meta(true)
+	r := &rawSession{h: h, token: h.token, version: versionTasks2026}
+	req := r.request(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	req.Header.Set("MCP-Protocol-Version", versionTasks2026)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	return req
+}
+
+// TestMCPHTTPStateless2026: 2026-07-28 over HTTP, each request an
+// exchange of its own: a run_command past its yieldMs becomes a task, and
+// a subscriptions/listen of another exchange acknowledges it and sends its
+// terminal state once the command ends, on the listen's own stream.
+func TestMCPHTTPStateless2026(t *testing.T) {
+	h := startHTTPMCP(t)
+	resp, body := do(t, h.exchange2026(1, "tools/call", "run_command", map[string]any{"name": "run_command", "arguments": map[string]any{
+		"argv": []string{"sh", "-c", "while [ ! -e go ]; do sleep 0.05; done; echo later"}, "yieldMs": 100}}))
+	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("a 2026-07-28 tools/call: %s (session %q): %s", resp.Status, resp.Header.Get("Mcp-Session-Id"), body)
+	}
+	var created task2026
+	for _, m := range messagesOf(t, resp, body) {
+		if string(m.ID) == "1" {
+			if m.Error != nil || json.Unmarshal(m.Result, &created) != nil {
+				t.Fatalf("tools/call: %s %+v", m.Result, m.Error)
+			}
+		}
+	}
+	if created.ResultType != "task" || created.TaskID == "" || created.Status != "working" {
+		t.Fatalf("run_command past its yieldMs: %+v, want a working task", created)
+	}
+
+	ctx, cancel := limit()
+	defer cancel()
+	listen, err := http.DefaultClient.Do(h.exchange2026(2, "subscriptions/listen", "", map[string]any{"notifications": map[string]any{"taskIds": []string{created.TaskID}}}).WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listen.Body.Close()
+	if listen.StatusCode != 200 {
+		t.Fatalf("subscriptions/listen: %s", listen.Status)
+	}
+	events := make(chan wireMsg, 16)
+	go func() { // ends with the listen's stream, which the test's end closes
+		defer close(events)
+		br := bufio.NewReader(listen.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if data, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data:"); ok && strings.TrimSpace(data) != "" {
+				var m wireMsg
+				if json.Unmarshal([]byte(strings.TrimSpace(data)), &m) == nil {
+					events <- m
+				}
+			}
+		}
+	}()
+	next := func(method string) wireMsg {
+		t.Helper()
+		for {
+			select {
+			case m, ok := <-events:
+				if !ok {
+					t.Fatalf("the listen's stream ended before %s", method)
+				}
+				if m.Method == method {
+					return m
+				}
+			case <-ctx.Done():
+				t.Fatalf("no %s on the listen's stream", method)
+			}
+		}
+	}
+	ack := next("notifications/subscriptions/acknowledged")
+	if !strings.Contains(string(ack.Params), created.TaskID) {
+		t.Errorf("the acknowledgment %s does not name the task", ack.Params)
+	}
+	if resp, body := do(t, h.exchange2026(3, "tools/call", "write_file", map[string]any{"name": "write_file", "arguments": map[string]any{"path": "go", "content": ""}})); resp.StatusCode != 200 {
+		t.Fatalf("write_file: %s %s", resp.Status, body)
+	}
+	done := next("notifications/tasks")
+	if !strings.Contains(string(done.Params), `"completed"`) || !strings.Contains(string(done.Params), "later") {
+		t.Errorf("the task's terminal notification: %s, want completed with the command's output", done.Params)
+	}
+}
