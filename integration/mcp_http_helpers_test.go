@@ -29,8 +29,10 @@ type httpMCP struct {
 	token    string // the bearer token, in token mode
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	// stderr is what the server wrote, for the tests that look at it.
+	// stderr is what the server wrote, for the tests that look at it;
+	// logged is signalled (without blocking) at each line.
 	stderr *lockedBuffer
+	logged chan struct{}
 }
 
 // startHTTPMCP starts the binary serving MCP over HTTP on a loopback
@@ -45,7 +47,7 @@ func startHTTPMCP(t *testing.T, args ...string) *httpMCP {
 // startHTTPMCPEnv is startHTTPMCP with the server's environment.
 func startHTTPMCPEnv(t *testing.T, env []string, args ...string) *httpMCP {
 	t.Helper()
-	h := &httpMCP{t: t, root: t.TempDir(), exited: make(chan struct{}), stderr: newLockedBuffer()}
+	h := &httpMCP{t: t, root: t.TempDir(), exited: make(chan struct{}), stderr: newLockedBuffer(), logged: make(chan struct{}, 1)}
 	full := []string{"mcp", "--root", h.root, "--http", "127.0.0.1:0", "--log-level", "warn", "--kill-grace", "500ms"}
 	tokenMode := true
 	for _, a := range args {
@@ -73,6 +75,10 @@ func startHTTPMCPEnv(t *testing.T, env []string, args ...string) *httpMCP {
 		for sc.Scan() {
 			line := sc.Text()
 			h.stderr.Write([]byte(line + "\n"))
+			select {
+			case h.logged <- struct{}{}:
+			default:
+			}
 			t.Logf("server: %s", line)
 			if ep, ok := strings.CutPrefix(line, "toolhost: serving MCP at "); ok {
 				select {

@@ -168,3 +168,43 @@ func TestMCPHTTPIdleConnections(t *testing.T) {
 		t.Errorf("run_command beside 1,000 idle connections: %s", text(res))
 	}
 }
+
+// TestMCPHTTPSessionTimeoutAndCap: without auth on loopback, a session
+// idle past --http-session-timeout is closed (its id is then 404), and a
+// principal's requests in flight past --http-max-concurrent are 429.
+func TestMCPHTTPSessionTimeoutAndCap(t *testing.T) {
+	h := startHTTPMCP(t, "--http-no-auth", "--http-session-timeout", "300ms", "--http-max-concurrent", "1", "--log-level", "debug")
+	r := h.openRaw("")
+	// The session's end is logged: that is the event waited for.
+	ctx, cancel := limit()
+	defer cancel()
+	for !strings.Contains(h.stderr.String(), "an MCP HTTP session ended") {
+		select {
+		case <-h.logged:
+		case <-ctx.Done():
+			t.Fatalf("the idle session was not closed: %s", h.stderr.String())
+		}
+	}
+	if resp, body := r.post(map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a request of the timed-out session: %s %s, want 404", resp.Status, body)
+	}
+
+	// The cap: a standing GET stream is the one request in flight.
+	s := h.openRaw("")
+	get, err := http.NewRequest(http.MethodGet, h.endpoint, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", s.id)
+	get.Header.Set("MCP-Protocol-Version", s.version)
+	resp, err := http.DefaultClient.Do(get.WithContext(ctx))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the GET stream: %v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	busy, body := s.post(map[string]any{"jsonrpc": "2.0", "id": 10, "method": "tools/list"})
+	if busy.StatusCode != http.StatusTooManyRequests || busy.Header.Get("Retry-After") == "" {
+		t.Errorf("a second request in flight: %s %s, want 429 with Retry-After", busy.Status, body)
+	}
+}
