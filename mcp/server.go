@@ -154,6 +154,11 @@ type Server struct {
 	innerExit chan int
 	startOnce sync.Once
 	closeOnce sync.Once
+	// innerEnded is cancelled once th has ended (the inner session's
+	// end), by the watcher New starts; watched is closed when that
+	// watcher returns, which Serve and Close wait for.
+	innerEnded context.Context
+	watched    chan struct{}
 
 	mcp    *sdk.Server
 	ws     workspace
@@ -256,6 +261,13 @@ func New(cfg tools.Config, opts rpc.Options, mo Options) *Server {
 		Framing: client.FramingHeader,
 		Logf:    func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) },
 	})
+	ended, end := context.WithCancel(context.Background())
+	s.innerEnded, s.watched = ended, make(chan struct{})
+	go func() { // owned by Serve or Close, which wait on watched
+		defer close(s.watched)
+		<-s.th.Done()
+		end()
+	}()
 	client.OnNotification(s.th, protocol.StepTransitionNotification, s.events.step)
 	client.OnNotification(s.th, protocol.HeartbeatNotification, s.events.heartbeat)
 	client.OnNotification(s.th, protocol.ToolResultNotification, func(res *protocol.ToolResult) {
@@ -293,6 +305,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 	if err != nil {
 		s.inner.End("mcp: " + err.Error())
 		<-s.innerExit
+		<-s.watched
 		return 1
 	}
 	waitErr := s.await(c)
@@ -304,6 +317,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) int {
 		s.th.Close()
 	}
 	code := <-s.innerExit
+	<-s.watched
 	if byClient {
 		return 0
 	}
@@ -338,6 +352,7 @@ func (s *Server) Close(reason string) {
 		s.log.Info("the MCP session ends", "reason", reason)
 		s.closeInner()
 		<-s.innerExit
+		<-s.watched
 	})
 }
 
@@ -401,21 +416,18 @@ func (s *Server) connectOn(c *conn, t sdk.Transport) error {
 // answer was never written are announced, for their terminal state to
 // be kept as if it had been.
 func (s *Server) await(c *conn) error {
-	innerEnded := make(chan struct{})
-	stop := make(chan struct{})
-	go func() { // owned by await, which closes stop and waits on innerEnded
-		defer close(innerEnded)
-		select {
-		case <-s.th.Done():
-			// The inner session ended first (End, a signal): so does the
-			// MCP session.
-			c.ss.Close()
-		case <-stop:
-		}
-	}()
+	// The inner session ending first (End, a signal) ends the MCP
+	// session: a function for the server's one watcher to run, not a
+	// goroutine a connection (an HTTP server has many).
+	closed := make(chan struct{})
+	stop := context.AfterFunc(s.innerEnded, func() {
+		defer close(closed)
+		c.ss.Close()
+	})
 	waitErr := c.ss.Wait()
-	close(stop)
-	<-innerEnded
+	if !stop() {
+		<-closed // it ran: await owns it
+	}
 	s.mu.Lock()
 	delete(s.conns, c.id)
 	s.mu.Unlock()
