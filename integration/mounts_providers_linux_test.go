@@ -129,15 +129,7 @@ func TestMountGCSReadAndWriteBack(t *testing.T) {
 	if !init.Capabilities.Mounts.GCS {
 		t.Errorf("capabilities.mounts %+v, want gcs", init.Capabilities.Mounts)
 	}
-	res := s.sh("cat data/a.txt data/sub/b.txt data/c.txt; echo; ls -R data | tr '\\n' ' '; echo; " +
-		"echo new > data/n.txt && echo changed > data/a.txt && rm data/c.txt")
-	if want := "alphabetagamma\ndata: a.txt c.txt sub  data/sub: b.txt \n"; !res.Success || res.Stdout != want {
-		t.Fatalf("the mount shows %q (%s, stderr %q), want %q", res.Stdout, res.Status, res.Stderr, want)
-	}
-	want := []protocol.MountOutcome{{Name: "data", Uploaded: 2, Deleted: 1, Conflicts: []string{}}}
-	if diff := cmp.Diff(want, res.Mounts); diff != "" {
-		t.Errorf("ToolResult.mounts mismatch (-want +got):\n%s", diff)
-	}
+	readAndWriteBack(t, s)
 	wantBucket := map[string]string{"data/a.txt": "changed\n", "data/sub/b.txt": "beta", "data/n.txt": "new\n", "data-old/x.txt": "old", "other/y": "y"}
 	if diff := cmp.Diff(wantBucket, g.objects()); diff != "" {
 		t.Errorf("the bucket after the write-back mismatch (-want +got):\n%s", diff)
@@ -249,15 +241,7 @@ func TestMountAzureReadAndWriteBack(t *testing.T) {
 	if !init.Capabilities.Mounts.AzureBlob {
 		t.Errorf("capabilities.mounts %+v, want azureBlob", init.Capabilities.Mounts)
 	}
-	res := s.sh("cat data/a.txt data/sub/b.txt data/c.txt; echo; ls -R data | tr '\\n' ' '; echo; " +
-		"echo new > data/n.txt && echo changed > data/a.txt && rm data/c.txt")
-	if want := "alphabetagamma\ndata: a.txt c.txt sub  data/sub: b.txt \n"; !res.Success || res.Stdout != want {
-		t.Fatalf("the mount shows %q (%s, stderr %q), want %q", res.Stdout, res.Status, res.Stderr, want)
-	}
-	want := []protocol.MountOutcome{{Name: "data", Uploaded: 2, Deleted: 1, Conflicts: []string{}}}
-	if diff := cmp.Diff(want, res.Mounts); diff != "" {
-		t.Errorf("ToolResult.mounts mismatch (-want +got):\n%s", diff)
-	}
+	readAndWriteBack(t, s)
 	wantBucket := map[string]string{"data/a.txt": "changed\n", "data/sub/b.txt": "beta", "data/n.txt": "new\n", "data-old/x.txt": "old"}
 	if diff := cmp.Diff(wantBucket, azureObjects(t, st)); diff != "" {
 		t.Errorf("the container after the write-back mismatch (-want +got):\n%s", diff)
@@ -267,8 +251,8 @@ func TestMountAzureReadAndWriteBack(t *testing.T) {
 	s.awaitOutput(h.HandleID, "ready")
 	put("data/a.txt", "theirs")
 	s.writeInput(h.HandleID, "go\n")
-	res = s.toolResultOf(h.HandleID)
-	want = []protocol.MountOutcome{{Name: "data", Conflicts: []string{"a.txt"}}}
+	res := s.toolResultOf(h.HandleID)
+	want := []protocol.MountOutcome{{Name: "data", Conflicts: []string{"a.txt"}}}
 	if diff := cmp.Diff(want, res.Mounts); diff != "" {
 		t.Errorf("ToolResult.mounts of a conflict mismatch (-want +got):\n%s", diff)
 	}
@@ -324,5 +308,22 @@ func TestMountR2(t *testing.T) {
 		if bytes.Contains([]byte(text), []byte(plantedSecret)) {
 			t.Errorf("the planted secret appears on the wire or in a log")
 		}
+	}
+}
+
+// readAndWriteBack reads a mount of data/a.txt, data/sub/b.txt and
+// data/c.txt (alpha, beta, gamma) at data, and changes it: n.txt added,
+// a.txt changed, c.txt deleted; the result must say two uploads and one
+// delete.
+func readAndWriteBack(t *testing.T, s *server) {
+	t.Helper()
+	res := s.sh("cat data/a.txt data/sub/b.txt data/c.txt; echo; ls -R data | tr '\\n' ' '; echo; " +
+		"echo new > data/n.txt && echo changed > data/a.txt && rm data/c.txt")
+	if want := "alphabetagamma\ndata: a.txt c.txt sub  data/sub: b.txt \n"; !res.Success || res.Stdout != want {
+		t.Fatalf("the mount shows %q (%s, stderr %q), want %q", res.Stdout, res.Status, res.Stderr, want)
+	}
+	want := []protocol.MountOutcome{{Name: "data", Uploaded: 2, Deleted: 1, Conflicts: []string{}}}
+	if diff := cmp.Diff(want, res.Mounts); diff != "" {
+		t.Errorf("ToolResult.mounts mismatch (-want +got):\n%s", diff)
 	}
 }
