@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/toolhost/toolhost/capture"
 	"github.com/toolhost/toolhost/httpgate"
 	"github.com/toolhost/toolhost/mcp"
 	"github.com/toolhost/toolhost/persist"
@@ -207,12 +206,7 @@ func (cl *commandLine) serveHTTP(version string, stderr io.Writer, logger *slog.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	swept := make(chan struct{})
-	go func() { // owned by serveHTTP, which waits on swept
-		defer close(swept)
-		capture.SweepTempDirs("", logger)
-	}()
-	defer func() { <-swept }()
+	defer sweepDeadServers(logger)()
 
 	s := cl.session(version, &reg, logger)
 	opts := s.mcp

@@ -117,16 +117,7 @@ func (cl *commandLine) serve(in *bufio.Reader, version string, stdout io.Writer,
 		ender.end("signal " + sig.String())
 	}()
 
-	// A server killed with SIGKILL leaves its private directories
-	// (artifacts, session cache and TMPDIRs) in the temp dir: remove those
-	// of dead servers. Alongside the session, so that a large one does not
-	// delay it; serve waits for it before it returns.
-	swept := make(chan struct{})
-	go func() { // owned by serve, which waits on swept
-		defer close(swept)
-		capture.SweepTempDirs("", logger)
-	}()
-	defer func() { <-swept }()
+	defer sweepDeadServers(logger)()
 
 	s := cl.session(version, &reg, logger)
 	// The first message decides the protocol: an MCP client's initialize
@@ -140,6 +131,20 @@ func (cl *commandLine) serve(in *bufio.Reader, version string, stdout io.Writer,
 	srv := tools.NewServer(s.tools, s.rpc)
 	ender.set(srv.End)
 	return srv.Serve(in, stdout)
+}
+
+// sweepDeadServers removes, in the background, the private directories
+// (artifacts, session cache and TMPDIRs) that servers killed with SIGKILL
+// left in the temp dir: alongside the session, so that a large sweep does
+// not delay it. The caller waits for it with the function returned
+// before it returns.
+func sweepDeadServers(logger *slog.Logger) (wait func()) {
+	swept := make(chan struct{})
+	go func() { // owned by the caller, which waits on swept through wait
+		defer close(swept)
+		capture.SweepTempDirs("", logger)
+	}()
+	return func() { <-swept }
 }
 
 // sessionEnder ends the session a signal arrives during. Before one
