@@ -307,7 +307,7 @@ func (b *Broker) run(a *ask) {
 func (b *Broker) judge(a *ask, ans Answer, err error) (Outcome, *Grant) {
 	r := a.req
 	switch {
-	case a.ctx.Err() != nil: // an answer too late is no answer
+	case a.ctx.Err() != nil || pastDeadline(a.ctx): // an answer too late is no answer
 		return b.ended(a), nil
 	case errors.Is(err, ErrNoClient):
 		return deny(r, ByNoClient, ReasonNoClient), nil
@@ -336,10 +336,19 @@ func (b *Broker) judge(a *ask, ans Answer, err error) (Outcome, *Grant) {
 
 // ended is the decision of an ask whose context ended before an answer.
 func (b *Broker) ended(a *ask) Outcome {
-	if errors.Is(a.ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(a.ctx.Err(), context.DeadlineExceeded) || a.ctx.Err() == nil && pastDeadline(a.ctx) {
 		return deny(a.req, ByTimeout, ReasonTimeout)
 	}
 	return deny(a.req, ByNoClient, ReasonNoClient)
+}
+
+// pastDeadline reports whether ctx's deadline has passed. Its Err says so
+// only once its timer has run, which on a busy machine can be after an
+// answer that came at the deadline (a client that gave up asking its user
+// at the same time): such an answer is too late all the same.
+func pastDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // resolveLocked decides a, once: it remembers g (a Command or Session

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -338,6 +339,28 @@ func TestTimeoutWithAnAskerThatIgnoresIt(t *testing.T) {
 		t.Errorf("an answer after the timeout was remembered: %+v", gs)
 	}
 }
+
+// TestAnswerAtTheDeadline: an answer (here the client's error, as when it
+// stopped asking its user at the same deadline) that comes once the ask's
+// deadline has passed, its timer not yet run, is a timeout, not the
+// client's error.
+func TestAnswerAtTheDeadline(t *testing.T) {
+	b := newBroker(t, Config{Ask: never(t)})
+	a := &ask{req: netReq("h1", "example.com:443"), ctx: timerNotRun{context.Background(), time.Now()}}
+	got, g := b.judge(a, Answer{}, errors.New("eliciting the user: context deadline exceeded"))
+	if got.Allow || got.DecidedBy != ByTimeout || g != nil {
+		t.Errorf("judge: %+v, %+v; want a deny by timeout", got, g)
+	}
+}
+
+// timerNotRun is a context whose deadline has passed while its Err is
+// still nil, as until its timer runs.
+type timerNotRun struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c timerNotRun) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func TestEndedContextIsNeverAsked(t *testing.T) {
 	b := newBroker(t, Config{Ask: never(t)})
