@@ -31,7 +31,9 @@
 //     of an issuer, as their sub. A missing or refused token is 401.
 //  5. The per-principal cap (Config.MaxConcurrent): a principal with that
 //     many requests in flight gets 429 with "Retry-After: 1". A standing
-//     server-sent event stream (MCP's GET) is a request in flight.
+//     server-sent event stream (MCP's GET) is a request in flight, also
+//     once its handler has taken the connection (Hijack): until that
+//     connection is closed.
 //  6. The next handler, with the principal in the request's context
 //     (PrincipalOf) and, when a bearer token was presented, the SDK's
 //     auth.TokenInfo (auth.TokenInfoFromContext; UserID is the principal,

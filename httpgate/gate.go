@@ -173,7 +173,13 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		deny(w, http.StatusTooManyRequests, fmt.Sprintf("too many concurrent requests: at most %d per principal", g.max))
 		return
 	}
-	defer g.release(principal)
+	sw := &slotWriter{ResponseWriter: w, release: func() { g.release(principal) }}
+	defer func() {
+		if !sw.taken {
+			g.release(principal)
+		}
+	}()
+	w = sw
 	ctx := context.WithValue(r.Context(), principalKey{}, principal)
 	ctx = context.WithValue(ctx, tokenInfoKey{}, ti)
 	r = r.WithContext(ctx)

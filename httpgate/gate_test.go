@@ -235,6 +235,41 @@ func TestConcurrencyCap(t *testing.T) {
 	}
 }
 
+// TestCapHeldByHijack: a handler that takes its connection (Hijack, as a
+// parked event stream does) takes its request's slot with it: the
+// principal's cap counts it until that connection is closed.
+func TestCapHeldByHijack(t *testing.T) {
+	taken := make(chan net.Conn, 1)
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/park" {
+			whoami(w, r)
+			return
+		}
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("Hijack through the gate: %v", err)
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nparked")
+		taken <- c
+	})
+	srv, _ := serve(t, httpgate.Config{Auth: httpgate.NoAuth(), MaxConcurrent: 1}, next, nil)
+	if got := get(t, srv.URL+"/park", ""); got.Status != http.StatusOK || got.Body != "parked" {
+		t.Fatalf("the parked request: %+v", got)
+	}
+	c := <-taken
+	got := get(t, srv.URL+"/mcp", "")
+	want := response{Status: http.StatusTooManyRequests, RetryAfter: "1", Body: "too many concurrent requests: at most 1 per principal"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a request beside the taken connection: mismatch (-want +got):\n%s", diff)
+	}
+	c.Close()
+	got = get(t, srv.URL+"/mcp", "")
+	if want := (response{Status: http.StatusOK, Body: "anonymous -"}); !cmp.Equal(want, got) {
+		t.Errorf("a request once it was closed: mismatch (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
 // newOAuth returns an OAuth authenticator for iss with audience and
 // resource both resource.
 func newOAuth(t *testing.T, iss *gatetest.Issuer, resource string) *httpgate.OAuth {
