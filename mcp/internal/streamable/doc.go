@@ -25,8 +25,9 @@
 //     after a priming event (from 2025-11-25). A session's call goes on
 //     when its client goes away: its events are kept for a GET.
 //   - GET with Mcp-Session-Id is the session's standalone stream (one at
-//     a time: a second is 409; from 2025-11-25 it is primed, so that a
-//     client that lost it resumes it instead); with Last-Event-ID it
+//     a time: a second is 409 while the first's client is there; from
+//     2025-11-25 it is primed, so that a client that lost it resumes it
+//     instead); with Last-Event-ID it
 //     replays that
 //     stream's kept events after it and goes on live if the stream has
 //     not ended (a request still writing the stream gives it up). An
@@ -47,9 +48,12 @@
 //
 // Limits: a session keeps Options.EventBytes of events (the oldest
 // dropped first), which is most of what an idle session costs: it has no
-// goroutine; each open stream is served by its HTTP request's own. A
-// session with no request in flight, no call unanswered and no GET open
-// for Options.SessionTimeout is closed.
+// goroutine. A POST's stream is served by its HTTP request's own; a GET's
+// on HTTP/1.1 is parked (parked.go): its connection is taken from
+// net/http and written only when it has events, by a goroutine that ends
+// once they are written. A session with no request in flight, no call
+// unanswered and no GET whose client is there for Options.SessionTimeout
+// is closed.
 //
 // It does not cover: authentication (package httpgate decides
 // Options.Principal), DNS rebinding and Origin checks, application/json

@@ -77,6 +77,10 @@ type Handler struct {
 	// serving counts the ServeHTTP calls in flight, added to under mu
 	// while not closed: Close waits for them.
 	serving sync.WaitGroup
+	// drains counts the drains of parked streams running (parked.go),
+	// added to under their Transport's mu while it is not closed, or by
+	// its Close: Close waits for them once every session is closed.
+	drains sync.WaitGroup
 }
 
 // NewHandler returns a Handler serving with opts.
@@ -120,6 +124,7 @@ func (h *Handler) Close() {
 		t.Close()
 	}
 	h.serving.Wait()
+	h.drains.Wait()
 }
 
 // ServeHTTP serves POST, GET and DELETE; other methods are 405.
@@ -462,7 +467,13 @@ func (h *Handler) serveMessage(w http.ResponseWriter, r *http.Request, t *Transp
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	markRequest(req)
+	// An initialize sends nothing while it is handled, so it needs no
+	// mark; and the SDK keeps its params for the session's life, where a
+	// _meta costs 5 KiB (its decoder makes every map with room for 64).
+	// One a client sent is still replaced.
+	if !initialize || mayHaveMeta(req.Params) {
+		markRequest(req)
+	}
 	if version == "" {
 		version = version20250326
 	}
@@ -559,6 +570,9 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 	o := &outlet{wake: make(chan struct{}, 1)}
 	var dropped []func()
 	lastID := r.Header.Get(headerLastEvent)
+	if lastID == "" {
+		t.probeStandalone()
+	}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -598,7 +612,7 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 		}
 		if s.out != nil {
 			// The client resumes: the request still writing is gone.
-			t.signal(s.out)
+			t.wakeLocked(s, s.out)
 		}
 		o.sent = idx + 1
 	} else {
@@ -622,6 +636,9 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 	run(dropped)
 
 	sseHeaders(w)
+	if t.park(w, r, s, o, lastID == "") {
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 	if lastID == "" {
 		// A comment, so that proxies pass the headers on at once.
@@ -629,6 +646,28 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = http.NewResponseController(w).Flush()
 	t.pump(r.Context(), w, s, o, nil)
+}
+
+// probeStandalone drops the session's standalone stream's parked outlet
+// if its client has gone (parked.go), so that a GET taking the stream
+// over is not refused for a connection that is no more.
+func (t *Transport) probeStandalone() {
+	t.mu.Lock()
+	s := t.standalone
+	if s == nil || s.out == nil || s.out.parked == nil || t.closed {
+		t.mu.Unlock()
+		return
+	}
+	o, p := s.out, s.out.parked
+	t.mu.Unlock()
+	if p.alive() {
+		return
+	}
+	t.mu.Lock()
+	if s.out == o && !t.closed {
+		t.dropLocked(s, o)
+	}
+	t.mu.Unlock()
 }
 
 // holdsStream reports whether a session other than t has a stream id.

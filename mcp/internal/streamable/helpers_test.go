@@ -199,6 +199,8 @@ type rawClient struct {
 	url       string
 	sid       string
 	principal string
+	// hc is the client it sends with (nil: http.DefaultClient).
+	hc *http.Client
 }
 
 // do sends a request with the headers a client sends, hdr (name, value
@@ -229,7 +231,11 @@ func (c *rawClient) do(method, body string, hdr ...string) *http.Response {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := c.hc
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}

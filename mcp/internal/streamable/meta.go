@@ -57,6 +57,12 @@ func RequestID(meta map[string]any) (jsonrpc.ID, bool) {
 	return id, err == nil && id.IsValid()
 }
 
+// mayHaveMeta reports whether params, a JSON object, may have a _meta
+// member: its name, or an escape that could spell it, appears.
+func mayHaveMeta(params []byte) bool {
+	return bytes.Contains(params, []byte(`"_meta"`)) || bytes.Contains(params, []byte(`\u`))
+}
+
 // markRequest puts req's id into its params' _meta under metaKey,
 // replacing any a client sent. Params that are an object without a _meta
 // member (the common case) get the member inserted after their opening
@@ -79,9 +85,7 @@ func markRequest(req *jsonrpc.Request) {
 	if p[0] != '{' {
 		return
 	}
-	if !bytes.Contains(p, []byte(`"_meta"`)) && !bytes.Contains(p, []byte(`\u`)) {
-		// No member can be named _meta: neither the name nor an escape
-		// that could spell it appears.
+	if !mayHaveMeta(p) {
 		rest := bytes.TrimSpace(p[1:])
 		b := make([]byte, 0, len(p)+len(member)+16)
 		b = append(append(append(b, `{"_meta":{`...), member...), '}')

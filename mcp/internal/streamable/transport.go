@@ -124,19 +124,32 @@ type event struct {
 	written []func()
 }
 
-// outlet is an HTTP request writing a stream.
+// outlet is an HTTP request writing a stream: held, by the request's own
+// goroutine (pump), or for a GET on HTTP/1.1 parked, its connection
+// written by a goroutine that runs only while there is something to write
+// (parked.go).
 type outlet struct {
 	// wake is signalled when the stream has events to write or the outlet
-	// was replaced.
+	// was replaced, while the outlet is held.
 	wake chan struct{}
 	// sent is the index of the next event to write; guarded by the
 	// Transport's mu.
 	sent int
+	// parked is set once the outlet is parked; guarded by the Transport's
+	// mu.
+	parked *parked
 }
 
-// signal wakes o's request, without waiting: one signal pending is
-// enough, since it writes all there is.
-func (t *Transport) signal(o *outlet) {
+// wakeLocked tells o, the outlet of s, that s has events to write, or
+// that o was replaced or the session ended: a held outlet's request is
+// signalled, without waiting (one signal pending is enough, since it
+// writes all there is); a parked one's drain is started if it is not
+// running.
+func (t *Transport) wakeLocked(s *stream, o *outlet) {
+	if o.parked != nil {
+		t.drainLocked(s, o)
+		return
+	}
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -202,6 +215,11 @@ func (t *Transport) Close() {
 	}
 	var written []func()
 	for _, s := range t.streams {
+		if o := s.out; o != nil && o.parked != nil {
+			// Its drain ends it, at once if it is waiting for a client.
+			o.parked.hurry()
+			t.wakeLocked(s, o)
+		}
 		for _, ev := range s.events {
 			written = append(written, ev.written...)
 		}
@@ -403,7 +421,7 @@ func (t *Transport) appendLocked(s *stream, ev event) (dropped []func()) {
 	s.events = append(s.events, ev)
 	t.kept += len(ev.data) + eventOverhead
 	if s.out != nil {
-		t.signal(s.out)
+		t.wakeLocked(s, s.out)
 	}
 	for t.kept > t.h.opts.EventBytes {
 		var oldest *stream
@@ -449,7 +467,9 @@ func (t *Transport) touchLocked() {
 }
 
 // expire closes the session if it has been idle for SessionTimeout, else
-// sets the timer for the rest of it.
+// sets the timer for the rest of it. A parked stream (parked.go) whose
+// client is still there keeps the session open, as a held one does
+// (serving): the timer starts again.
 func (t *Transport) expire() {
 	t.mu.Lock()
 	if t.closed || t.serving > 0 || len(t.calls) > 0 {
@@ -461,7 +481,47 @@ func (t *Transport) expire() {
 		t.mu.Unlock()
 		return
 	}
+	type parkedOutlet struct {
+		s *stream
+		o *outlet
+		p *parked
+	}
+	var parkedOutlets []parkedOutlet
+	for _, s := range t.streams {
+		if o := s.out; o != nil && o.parked != nil {
+			parkedOutlets = append(parkedOutlets, parkedOutlet{s, o, o.parked})
+		}
+	}
 	t.mu.Unlock()
+	live := false
+	var gone []parkedOutlet
+	for _, po := range parkedOutlets {
+		if po.p.alive() {
+			live = true
+		} else {
+			gone = append(gone, po)
+		}
+	}
+	if live {
+		t.mu.Lock()
+		if !t.closed {
+			for _, po := range gone {
+				if po.s.out == po.o {
+					t.dropLocked(po.s, po.o)
+				}
+			}
+			t.touchLocked()
+		}
+		t.mu.Unlock()
+		t.h.log.Debug("MCP session idle, kept open: a client holds its stream", "session", t.id, "gone", len(gone))
+		return
+	}
+	t.mu.Lock()
+	busy := t.serving > 0 || len(t.calls) > 0 // since the probes began
+	t.mu.Unlock()
+	if busy {
+		return
+	}
 	t.h.log.Info("MCP session closed: idle", "session", t.id, "timeout", t.h.opts.SessionTimeout)
 	t.Close()
 }
@@ -492,18 +552,14 @@ func (t *Transport) leave() {
 // is replaced (a GET resuming the stream), or the session ends. It is run
 // by the HTTP request's own goroutine; a Write only queues the event and
 // signals it. The callbacks of each event run after it was written and
-// flushed, before the next is written, with no lock held.
+// flushed, before the next is written, with no lock held. (A GET's
+// outlet on HTTP/1.1 is parked instead: parked.go.)
 func (t *Transport) pump(ctx context.Context, w http.ResponseWriter, s *stream, o *outlet, start func(first *event) bool) {
 	rc := http.NewResponseController(w)
 	started := start == nil
 	defer func() {
 		t.mu.Lock()
-		if s.out == o {
-			s.out = nil
-			if s.ended && len(s.events) == 0 && t.streams[s.id] == s {
-				delete(t.streams, s.id) // nothing left to resume
-			}
-		}
+		t.releaseLocked(s, o)
 		t.mu.Unlock()
 	}()
 	for {
@@ -512,19 +568,7 @@ func (t *Transport) pump(ctx context.Context, w http.ResponseWriter, s *stream, 
 			t.mu.Unlock()
 			return
 		}
-		var batch []event
-		gap := false
-		if o.sent < s.next {
-			first := s.next - len(s.events)
-			if o.sent < first {
-				gap = true // dropped before they were written: the client resumes and is told
-			} else {
-				batch = slices.Clone(s.events[o.sent-first:])
-				for i := range batch {
-					s.events[o.sent-first+i].written = nil
-				}
-			}
-		}
+		batch, gap := t.takeLocked(s, o)
 		t.mu.Unlock()
 
 		var err error
@@ -549,19 +593,7 @@ func (t *Transport) pump(ctx context.Context, w http.ResponseWriter, s *stream, 
 		}
 
 		t.mu.Lock()
-		if n > 0 {
-			o.sent += n
-			s.unsent = max(s.unsent, o.sent)
-			// Nothing is kept of an ephemeral exchange once written.
-			for !s.resumable && len(s.events) > 0 && s.events[0].idx < o.sent {
-				t.kept -= len(s.events[0].data) + eventOverhead
-				s.events[0] = event{}
-				s.events = s.events[1:]
-			}
-		}
-		// A stream written whole is still kept: a write that succeeded may
-		// not have reached a client whose connection was cut.
-		finished := err == nil && !gap && s.ended && o.sent == s.next
+		finished := t.advanceLocked(s, o, n, err == nil && !gap)
 		t.mu.Unlock()
 		if err != nil || gap || finished {
 			return
@@ -576,9 +608,66 @@ func (t *Transport) pump(ctx context.Context, w http.ResponseWriter, s *stream, 
 	}
 }
 
+// takeLocked returns the events of s that o writes next, their callbacks
+// moved from the kept events to the batch (so that each runs once); gap
+// is set if some were dropped before o wrote them, which ends o (the
+// client resumes, and is told).
+func (t *Transport) takeLocked(s *stream, o *outlet) (batch []event, gap bool) {
+	if o.sent >= s.next {
+		return nil, false
+	}
+	first := s.next - len(s.events)
+	if o.sent < first {
+		return nil, true
+	}
+	batch = slices.Clone(s.events[o.sent-first:])
+	for i := range batch {
+		s.events[o.sent-first+i].written = nil
+	}
+	return batch, false
+}
+
+// advanceLocked records that o wrote n more events of s, and reports
+// whether o is finished: ok (every write succeeded, no gap) and s ended
+// with all its events written.
+func (t *Transport) advanceLocked(s *stream, o *outlet, n int, ok bool) (finished bool) {
+	if n > 0 {
+		o.sent += n
+		s.unsent = max(s.unsent, o.sent)
+		// Nothing is kept of an ephemeral exchange once written.
+		for !s.resumable && len(s.events) > 0 && s.events[0].idx < o.sent {
+			t.kept -= len(s.events[0].data) + eventOverhead
+			s.events[0] = event{}
+			s.events = s.events[1:]
+		}
+	}
+	// A stream written whole is still kept: a write that succeeded may
+	// not have reached a client whose connection was cut.
+	return ok && s.ended && o.sent == s.next
+}
+
+// releaseLocked ends o's hold on s, if it still has it: s is left for a
+// GET to resume, or forgotten once there is nothing left of it to resume.
+func (t *Transport) releaseLocked(s *stream, o *outlet) {
+	if s.out != o {
+		return
+	}
+	s.out = nil
+	if s.ended && len(s.events) == 0 && t.streams[s.id] == s {
+		delete(t.streams, s.id) // nothing left to resume
+	}
+}
+
 // writeEvent writes one SSE event and flushes it.
 func writeEvent(w io.Writer, rc *http.ResponseController, s *stream, ev *event) error {
-	b := make([]byte, 0, len(ev.data)+len(s.id)+32)
+	if _, err := w.Write(appendEvent(make([]byte, 0, len(ev.data)+len(s.id)+32), s, ev)); err != nil {
+		return err
+	}
+	return rc.Flush()
+}
+
+// appendEvent appends ev, an event of s, to b as SSE.
+func appendEvent(b []byte, s *stream, ev *event) []byte {
 	if s.resumable {
 		b = fmt.Appendf(b, "id: %s_%d\n", s.id, ev.idx)
 	}
@@ -591,9 +680,5 @@ func writeEvent(w io.Writer, rc *http.ResponseController, s *stream, ev *event) 
 		}
 		data = rest
 	}
-	b = append(b, '\n')
-	if _, err := w.Write(b); err != nil {
-		return err
-	}
-	return rc.Flush()
+	return append(b, '\n')
 }
