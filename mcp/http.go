@@ -46,8 +46,8 @@ type HTTPHandler struct {
 	s      *Server
 	h      *streamable.Handler
 	attach func() (detach func())
-	// wg counts the goroutines that wait for a session's end (await); Close
-	// waits for them.
+	// wg counts the sessions that have not been forgotten since they
+	// opened (httpSession.end); Close waits for them.
 	wg sync.WaitGroup
 }
 
@@ -82,7 +82,8 @@ func (hh *HTTPHandler) Close() {
 }
 
 // open serves a new HTTP session (or ephemeral exchange) t: one more
-// connection of the server.
+// connection of the server. An idle session has no goroutine of its own
+// here: its end starts the one that forgets it (httpSession).
 func (hh *HTTPHandler) open(t *streamable.Transport) error {
 	s := hh.s
 	s.start()
@@ -91,21 +92,57 @@ func (hh *HTTPHandler) open(t *streamable.Transport) error {
 	c := &conn{id: "h-" + hex.EncodeToString(b[:]), splice: stdio.NewSplicer(), out: &stdio.Outlet{}, principal: "http:" + t.Principal()}
 	c.out.Use(httpNotifier{t})
 	t.Splice = c.splice.Apply
-	if err := s.connectOn(c, &namedTransport{Transport: t, id: c.id}); err != nil {
+	hs := &httpSession{hh: hh, c: c, ephemeral: t.Ephemeral(), ready: make(chan struct{})}
+	hh.wg.Add(1) // done by hs.end, or here if the session never was
+	if err := s.connectOn(c, &namedTransport{Transport: t, id: c.id, closed: hs.closed}); err != nil {
+		close(hs.ready)
+		hs.once.Do(hh.wg.Done)
 		return err
 	}
-	detach := func() {}
+	hs.unwatch = s.watch(c)
 	if hh.attach != nil {
-		detach = hh.attach()
+		hs.detach = hh.attach()
 	}
-	hh.wg.Add(1)
-	go func() { // owned by hh, whose Close waits on wg
-		defer hh.wg.Done()
-		defer detach()
-		err := s.await(c)
-		s.log.Debug("an MCP HTTP session ended", "connection", c.id, "ephemeral", t.Ephemeral(), "err", err)
-	}()
+	close(hs.ready)
 	return nil
+}
+
+// httpSession is what an HTTP session's end must undo. Its fields but
+// once are set before ready is closed, and read after.
+type httpSession struct {
+	hh        *HTTPHandler
+	c         *conn
+	ephemeral bool
+	unwatch   func()
+	detach    func()
+	ready     chan struct{}
+	// once runs end, or the HTTPHandler's Done for a session that never
+	// was.
+	once sync.Once
+}
+
+// closed is called when the SDK closes the session's connection, which it
+// does once the connection is done: its calls answered, its reader
+// stopped or stopping.
+func (hs *httpSession) closed() {
+	hs.once.Do(func() {
+		go hs.end() // owned by hh, whose Close waits on wg
+	})
+}
+
+// end waits for the session's end, which is at hand, and forgets it.
+func (hs *httpSession) end() {
+	defer hs.hh.wg.Done()
+	<-hs.ready
+	if hs.c.ss == nil {
+		return // it never connected
+	}
+	err := hs.c.ss.Wait()
+	hs.hh.s.ended(hs.c, hs.unwatch)
+	if hs.detach != nil {
+		hs.detach()
+	}
+	hs.hh.s.log.Debug("an MCP HTTP session ended", "connection", hs.c.id, "ephemeral", hs.ephemeral, "err", err)
 }
 
 // httpNotifier writes an outlet's notifications on an HTTP session.
@@ -117,10 +154,12 @@ func (n httpNotifier) Notify(method string, params any) error {
 
 // namedTransport is an HTTP session's transport whose connection the SDK
 // knows by the server's own id for it, unique among every connection
-// (an ephemeral exchange has no session id of its own).
+// (an ephemeral exchange has no session id of its own), and whose Close
+// is told to closed.
 type namedTransport struct {
 	*streamable.Transport
-	id string
+	id     string
+	closed func()
 }
 
 func (t *namedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
@@ -128,15 +167,22 @@ func (t *namedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return namedConn{Connection: c, id: t.id}, nil
+	return namedConn{Connection: c, id: t.id, closed: t.closed}, nil
 }
 
 type namedConn struct {
 	sdk.Connection
-	id string
+	id     string
+	closed func()
 }
 
 func (c namedConn) SessionID() string { return c.id }
+
+func (c namedConn) Close() error {
+	err := c.Connection.Close()
+	c.closed()
+	return err
+}
 
 // withHTTPRequest marks ctx as the handling of req when it came over HTTP:
 // what the handler sends (progress, an elicitation) then goes on the

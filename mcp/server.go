@@ -416,24 +416,38 @@ func (s *Server) connectOn(c *conn, t sdk.Transport) error {
 // answer was never written are announced, for their terminal state to
 // be kept as if it had been.
 func (s *Server) await(c *conn) error {
-	// The inner session ending first (End, a signal) ends the MCP
-	// session: a function for the server's one watcher to run, not a
-	// goroutine a connection (an HTTP server has many).
+	unwatch := s.watch(c)
+	err := c.ss.Wait()
+	s.ended(c, unwatch)
+	return err
+}
+
+// watch arranges for c's session to be closed when the inner session ends
+// first (End, a signal): a function for the server's one watcher to run,
+// not a goroutine a connection (an HTTP server has many). The function
+// it returns undoes that, and waits for it if it has begun.
+func (s *Server) watch(c *conn) (unwatch func()) {
 	closed := make(chan struct{})
 	stop := context.AfterFunc(s.innerEnded, func() {
 		defer close(closed)
 		c.ss.Close()
 	})
-	waitErr := c.ss.Wait()
-	if !stop() {
-		<-closed // it ran: await owns it
+	return func() {
+		if !stop() {
+			<-closed // it ran: the caller owns it
+		}
 	}
+}
+
+// ended forgets c, whose session has ended (its Wait has returned), and
+// what was watching it.
+func (s *Server) ended(c *conn, unwatch func()) {
+	unwatch()
 	s.mu.Lock()
 	delete(s.conns, c.id)
 	s.mu.Unlock()
 	s.callers.drop(c.ss)
 	s.tasks.disconnected(c)
-	return waitErr
 }
 
 // connOf returns the connection of a request's session.
