@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -394,5 +395,73 @@ func TestMCPHTTPStateless2026(t *testing.T) {
 	done := next("notifications/tasks")
 	if !strings.Contains(string(done.Params), `"completed"`) || !strings.Contains(string(done.Params), "later") {
 		t.Errorf("the task's terminal notification: %s, want completed with the command's output", done.Params)
+	}
+}
+
+// TestMCPHTTPStandaloneStreamParked: through the binary, a session's GET
+// stream on HTTP/1.1 is parked (chunked, Connection: close) and still
+// carries what the server sends; a second GET is 409 while the first's
+// client is connected, and takes the stream over once it has gone, the
+// events sent meanwhile included.
+func TestMCPHTTPStandaloneStreamParked(t *testing.T) {
+	t.Parallel()
+	h := startHTTPMCP(t, "--http-no-auth")
+	r := h.openRaw("")
+	get := func() (*http.Response, *bufio.Reader, context.CancelFunc) {
+		req := r.request(nil)
+		req.Method, req.Body, req.ContentLength = http.MethodGet, nil, 0
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Del("Content-Type")
+		ctx, cancel := limit()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			cancel()
+			t.Fatalf("GET: %v", err)
+		}
+		return resp, bufio.NewReader(resp.Body), cancel
+	}
+	// next returns the data of the next event that has some.
+	next := func(br *bufio.Reader) string {
+		var data string
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the stream ended: %v", err)
+			}
+			switch line = strings.TrimRight(line, "\n"); {
+			case strings.HasPrefix(line, "data: "):
+				data += line[len("data: "):]
+			case line == "" && data != "":
+				return data
+			}
+		}
+	}
+	first, br, cancel := get()
+	defer cancel()
+	if first.StatusCode != http.StatusOK || !first.Close || len(first.TransferEncoding) != 1 {
+		t.Fatalf("GET: %s, Close %v, Transfer-Encoding %q: want 200, parked (chunked, Connection: close)", first.Status, first.Close, first.TransferEncoding)
+	}
+	// A task's status notifications go on the standalone stream.
+	task := r.startTask("run_command", map[string]any{"argv": []string{"true"}})
+	if got := next(br); !strings.Contains(got, task) {
+		t.Errorf("the parked stream got %s, want a notification of task %s", got, task)
+	}
+	second, _, cancel2 := get()
+	b, _ := io.ReadAll(second.Body)
+	second.Body.Close()
+	cancel2()
+	if second.StatusCode != http.StatusConflict {
+		t.Errorf("a second GET while the first's client is there: %s %s, want 409", second.Status, b)
+	}
+	first.Body.Close()
+	task2 := r.startTask("run_command", map[string]any{"argv": []string{"true"}})
+	third, br3, cancel3 := get()
+	defer cancel3()
+	defer third.Body.Close()
+	if third.StatusCode != http.StatusOK {
+		t.Fatalf("a GET once the first's client had gone: %s, want 200", third.Status)
+	}
+	if got := next(br3); !strings.Contains(got, task2) {
+		t.Errorf("the stream taken over got %s first, want the notification of task %s sent meanwhile", got, task2)
 	}
 }
