@@ -128,7 +128,7 @@ func (t *Transport) drain(s *stream, o *outlet) {
 			return
 		}
 		batch, gap := t.takeLocked(s, o)
-		if len(batch) == 0 && !gap {
+		if len(batch) == 0 && !gap && !(s.ended && o.sent == s.next) {
 			p.draining = false
 			t.mu.Unlock()
 			return

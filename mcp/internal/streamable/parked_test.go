@@ -199,3 +199,19 @@ func (l *logLines) wait(t *testing.T, sub string) {
 		}
 	}
 }
+
+// TestParkedResumeEnded: a GET resuming a POST's stream after its last
+// event ends at once, cleanly, with nothing: the stream has ended.
+func TestParkedResumeEnded(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := &rawClient{t: t, url: f.srv.URL}
+	c.open()
+	evs := c.call(2, "echo", `{"text":"x"}`).all()
+	if len(evs) != 2 {
+		t.Fatalf("the call's stream: %+v, want a priming event and the result", evs)
+	}
+	get := newSSE(t, c.do(http.MethodGet, "", headerLastEvent, evs[1].ID))
+	if rest, err := io.ReadAll(get.br); err != nil || len(rest) != 0 {
+		t.Errorf("resuming after the last event read %q, %v: want the stream's clean end", rest, err)
+	}
+}
