@@ -34,10 +34,10 @@ import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { freePort, poller, screenshots } from './support.mjs';
 
 /**
  * hostPid turns pid, as a process of the PID namespace ns ("pid:[N]", as
@@ -86,42 +86,9 @@ let codeServer; // ChildProcess
 let codeServerLog = '';
 let browser; // BrowserContext
 let page;
-let shot = 0;
 
-async function screenshot(name) {
-  const file = path.join(SHOTS, `${String(++shot).padStart(2, '0')}-${name}.png`);
-  await page.screenshot({ path: file });
-  return file;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
-
-/** Polls an async or sync condition until it holds, or fails at the deadline. */
-async function until(what, cond, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      if (await cond()) return;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      const file = page && (await screenshot('timeout').catch(() => undefined));
-      throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}${file ? ` (screenshot: ${file})` : ''}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const screenshot = screenshots(SHOTS, () => page);
+const until = poller(() => page && screenshot('timeout'));
 
 /**
  * The --persist holders (`toolhost holder …`) under this run's state

@@ -26,10 +26,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { freePort, poller, screenshots } from './support.mjs';
 
 const EXT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const REPO = path.resolve(EXT_DIR, '..');
@@ -60,42 +60,9 @@ let codeServer; // ChildProcess
 let codeServerLog = '';
 let browser; // BrowserContext
 let page;
-let shot = 0;
 
-async function screenshot(name) {
-  const file = path.join(SHOTS, `${String(++shot).padStart(2, '0')}-${name}.png`);
-  await page.screenshot({ path: file });
-  return file;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
-
-/** Polls an async or sync condition until it holds, or fails at the deadline. */
-async function until(what, cond, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      if (await cond()) return;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      const file = page && (await screenshot('timeout').catch(() => undefined));
-      throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}${file ? ` (screenshot: ${file})` : ''}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const screenshot = screenshots(SHOTS, () => page);
+const until = poller(() => page && screenshot('timeout'));
 
 /**
  * Ends a child, or with group its whole process group (code-server's
