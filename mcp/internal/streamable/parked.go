@@ -135,18 +135,9 @@ func (t *Transport) drain(s *stream, o *outlet) {
 		}
 		t.mu.Unlock()
 
-		var err error
-		n := 0
-		for i := range batch {
-			ev := &batch[i]
-			if err == nil {
-				err = p.write(appendChunk(nil, appendEvent(make([]byte, 0, len(ev.data)+len(s.id)+32), s, ev)), parkedWriteTimeout)
-				if err == nil {
-					n++
-				}
-			}
-			run(ev.written)
-		}
+		n, err := writeAll(batch, func(ev *event) error {
+			return p.write(appendChunk(nil, appendEvent(make([]byte, 0, len(ev.data)+len(s.id)+32), s, ev)), parkedWriteTimeout)
+		})
 
 		t.mu.Lock()
 		finished := t.advanceLocked(s, o, n, err == nil && !gap)

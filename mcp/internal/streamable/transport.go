@@ -571,26 +571,15 @@ func (t *Transport) pump(ctx context.Context, w http.ResponseWriter, s *stream, 
 		batch, gap := t.takeLocked(s, o)
 		t.mu.Unlock()
 
-		var err error
-		n := 0
-		for i := range batch {
-			ev := &batch[i]
-			if err == nil {
-				if !started {
-					started = true
-					if start(ev) {
-						n++
-						run(ev.written)
-						continue // it was the whole answer
-					}
-				}
-				err = writeEvent(w, rc, s, ev)
-				if err == nil {
-					n++
+		n, err := writeAll(batch, func(ev *event) error {
+			if !started {
+				started = true
+				if start(ev) {
+					return nil // it was the whole answer
 				}
 			}
-			run(ev.written)
-		}
+			return writeEvent(w, rc, s, ev)
+		})
 
 		t.mu.Lock()
 		finished := t.advanceLocked(s, o, n, err == nil && !gap)
@@ -606,6 +595,22 @@ func (t *Transport) pump(ctx context.Context, w http.ResponseWriter, s *stream, 
 			return
 		}
 	}
+}
+
+// writeAll writes the events of batch in turn with write, until one
+// fails, and returns how many were written. The callbacks of each event
+// run after it was written, or once a write before it has failed.
+func writeAll(batch []event, write func(*event) error) (n int, err error) {
+	for i := range batch {
+		ev := &batch[i]
+		if err == nil {
+			if err = write(ev); err == nil {
+				n++
+			}
+		}
+		run(ev.written)
+	}
+	return n, err
 }
 
 // takeLocked returns the events of s that o writes next, their callbacks
