@@ -462,8 +462,15 @@ func TestEventBound(t *testing.T) {
 	c := &rawClient{t: t, url: f.srv.URL}
 	c.open()
 	// 20 notifications of some 250 bytes on the standalone stream, with no
-	// GET to take them: only the latest are kept.
-	c.call(1, "notify", `{"count":20,"size":150}`).all()
+	// GET to take them: only the latest are kept. (Sent from no call: a
+	// call's stream whose events were not yet written would lose them to
+	// the bound as well, and end with a gap.)
+	tr := f.transport(c.sid)
+	for i := range 20 {
+		if err := tr.Notify(context.Background(), "notifications/test", map[string]any{"on": "standalone", "i": i, "pad": strings.Repeat("x", 150)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	get := newSSE(t, c.do(http.MethodGet, ""))
 	first := get.until("standalone")
 	stream, idx, ok := parseEventID(first.ID)
