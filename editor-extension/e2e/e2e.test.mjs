@@ -36,8 +36,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync,
 import { createServer as createHttpServer } from 'node:http';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-import { freePort, poller, screenshots } from './support.mjs';
+import { freePort, openWorkbench, poller, screenshots } from './support.mjs';
 
 /**
  * hostPid turns pid, as a process of the PID namespace ns ("pid:[N]", as
@@ -323,15 +322,7 @@ describe('toolhost extension in code-server', { timeout: 420_000 }, () => {
     const base = `http://127.0.0.1:${port}`;
     await until('code-server /healthz', async () => (await fetch(`${base}/healthz`)).ok, 60_000);
 
-    browser = await chromium.launchPersistentContext(path.join(RUN_DIR, 'chromium'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1440, height: 900 },
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    page = browser.pages()[0] ?? (await browser.newPage());
-    await page.goto(`${base}/?folder=${encodeURIComponent(WS)}`);
-    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    ({ browser, page } = await openWorkbench(CHROMIUM, path.join(RUN_DIR, 'chromium'), base, WS));
   });
 
   after(async () => {

@@ -28,8 +28,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-import { freePort, poller, screenshots } from './support.mjs';
+import { freePort, openWorkbench, poller, screenshots } from './support.mjs';
 
 const EXT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const REPO = path.resolve(EXT_DIR, '..');
@@ -270,15 +269,7 @@ describe("VS Code's MCP client and toolhost mcp --http (docs/mcp.md's block)", {
     const base = `http://127.0.0.1:${port}`;
     await until('code-server /healthz', async () => (await fetch(`${base}/healthz`)).ok, 60_000);
 
-    browser = await chromium.launchPersistentContext(path.join(RUN_DIR, 'chromium'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1440, height: 900 },
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    page = browser.pages()[0] ?? (await browser.newPage());
-    await page.goto(`${base}/?folder=${encodeURIComponent(WS)}`);
-    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    ({ browser, page } = await openWorkbench(CHROMIUM, path.join(RUN_DIR, 'chromium'), base, WS));
   });
 
   after(async () => {

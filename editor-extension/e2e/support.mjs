@@ -1,8 +1,10 @@
-// What the end-to-end tests in this directory share: a free port, and a
-// wait on a condition that says what it waited for, with a screenshot of
-// the page when it fails. (Not a test file: node --test runs *.test.mjs.)
+// What the end-to-end tests in this directory share: a free port, the
+// browser on code-server's workbench, and a wait on a condition that says
+// what it waited for, with a screenshot of the page when it fails. (Not a
+// test file: node --test runs *.test.mjs.)
 import { createServer } from 'node:net';
 import * as path from 'node:path';
+import { chromium } from 'playwright-core';
 
 /** Resolves to a TCP port free on 127.0.0.1 when it was asked. */
 export function freePort() {
@@ -54,4 +56,28 @@ export function poller(shoot) {
       await new Promise((r) => setTimeout(r, 100));
     }
   };
+}
+
+/**
+ * Launches Chromium (the binary at executable, headless, its profile in
+ * profileDir) on the code-server at base with folder open, and resolves to
+ * its { browser, page } once the workbench shows (closed again if it
+ * does not).
+ */
+export async function openWorkbench(executable, profileDir, base, folder) {
+  const browser = await chromium.launchPersistentContext(profileDir, {
+    executablePath: executable,
+    headless: true,
+    viewport: { width: 1440, height: 900 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = browser.pages()[0] ?? (await browser.newPage());
+    await page.goto(`${base}/?folder=${encodeURIComponent(folder)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    return { browser, page };
+  } catch (e) {
+    await browser.close().catch(() => undefined); // the caller never gets it to close
+    throw e;
+  }
 }
